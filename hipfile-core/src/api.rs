@@ -1,0 +1,138 @@
+//! The safe Rust API: a driver guard that keeps the driver open, a registered file that keeps
+//! its descriptor borrowed, and a registered buffer, each undone on drop.
+
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
+
+use crate::driver::{Driver, HandleId, Platform};
+use crate::error::{Error, Result};
+
+/// Keeps a driver open (one use count) for as long as it lives.
+pub struct DriverGuard<P: Platform> {
+    driver: Arc<Driver<P>>,
+}
+
+impl<P: Platform> DriverGuard<P> {
+    /// Opens `driver` (`hipFileDriverOpen`).
+    pub fn open(driver: Arc<Driver<P>>) -> Result<Self> {
+        driver.open()?;
+        Ok(DriverGuard { driver })
+    }
+
+    /// The driver this guard holds open.
+    pub fn driver(&self) -> &Arc<Driver<P>> {
+        &self.driver
+    }
+
+    /// Registers `file` for GPU I/O; the registration lasts as long as the returned value,
+    /// which borrows the descriptor so it cannot be closed first.
+    pub fn register_file<'a>(&'a self, file: &'a impl AsFd) -> Result<RegisteredFile<'a, P>> {
+        let fd = file.as_fd();
+        let id = self.driver.handle_register(fd.as_raw_fd())?;
+        Ok(RegisteredFile { driver: &self.driver, id, _fd: fd })
+    }
+
+    /// Registers the device memory `[addr, addr + len)`; deregistered on drop.
+    pub fn register_buffer(&self, addr: usize, len: usize) -> Result<RegisteredBuffer<'_, P>> {
+        self.driver.buf_register(addr, len, 0)?;
+        Ok(RegisteredBuffer { driver: &self.driver, addr, len, _not_send: PhantomData })
+    }
+}
+
+impl<P: Platform> Drop for DriverGuard<P> {
+    fn drop(&mut self) {
+        // The guard holds one count, so the count is above zero and close cannot fail.
+        let _ = self.driver.close();
+    }
+}
+
+/// A file registered with the driver (`hipFileHandleRegister`).
+pub struct RegisteredFile<'a, P: Platform> {
+    driver: &'a Driver<P>,
+    id: HandleId,
+    _fd: BorrowedFd<'a>,
+}
+
+fn offset(value: u64) -> Result<i64> {
+    i64::try_from(value).map_err(|_| Error::Os(libc::EINVAL))
+}
+
+impl<P: Platform> RegisteredFile<'_, P> {
+    /// The handle's key (what the C ABI hands out as `hipFileHandle_t`).
+    pub fn id(&self) -> HandleId {
+        self.id
+    }
+
+    /// Reads up to `size` bytes at `file_offset` into device memory at `buffer + buffer_offset`;
+    /// returns the bytes read (fewer at end of file, at most `max_rw_count()`).
+    pub fn read(&self, buffer: usize, size: usize, file_offset: u64, buffer_offset: u64) -> Result<usize> {
+        self.driver.read(self.id, buffer, size, offset(file_offset)?, offset(buffer_offset)?)
+    }
+
+    /// Writes `size` bytes from device memory at `buffer + buffer_offset` to `file_offset`;
+    /// returns the bytes written (at most `max_rw_count()`).
+    pub fn write(&self, buffer: usize, size: usize, file_offset: u64, buffer_offset: u64) -> Result<usize> {
+        self.driver.write(self.id, buffer, size, offset(file_offset)?, offset(buffer_offset)?)
+    }
+
+    /// Reads `size` bytes, looping over the per-call cap; stops early only at end of file.
+    pub fn read_all(&self, buffer: usize, size: usize, file_offset: u64) -> Result<usize> {
+        let mut done = 0;
+        while done < size {
+            let n = self.read(buffer, size - done, file_offset + done as u64, done as u64)?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    /// Writes all `size` bytes, looping over the per-call cap.
+    pub fn write_all(&self, buffer: usize, size: usize, file_offset: u64) -> Result<()> {
+        let mut done = 0;
+        while done < size {
+            done += self.write(buffer, size - done, file_offset + done as u64, done as u64)?;
+        }
+        Ok(())
+    }
+}
+
+impl<P: Platform> Drop for RegisteredFile<'_, P> {
+    fn drop(&mut self) {
+        // Fails only if the driver dropped the registration already, which a guard prevents.
+        let _ = self.driver.handle_deregister(self.id);
+    }
+}
+
+/// Device memory registered with the driver (`hipFileBufRegister`).
+pub struct RegisteredBuffer<'a, P: Platform> {
+    driver: &'a Driver<P>,
+    addr: usize,
+    len: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<P: Platform> RegisteredBuffer<'_, P> {
+    /// The device address.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// The registered length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the registered length is zero (never: registration refuses it).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<P: Platform> Drop for RegisteredBuffer<'_, P> {
+    fn drop(&mut self) {
+        let _ = self.driver.buf_deregister(self.addr);
+    }
+}

@@ -1,0 +1,173 @@
+//! Configuration, read once when the driver opens: `HIPFILE_BACKEND` and hipFile's own
+//! `HIPFILE_*` variables. Nothing reads the environment on an I/O path.
+
+use crate::error::{ConfigError, Error, Result};
+
+/// Which family of backends the driver uses (`HIPFILE_BACKEND`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The best the machine offers: the direct path where it works, staging otherwise, the
+    /// mock GPU where there is no GPU.
+    #[default]
+    Auto,
+    /// Direct DMA between storage and GPU memory only.
+    P2p,
+    /// Staging through pinned host memory only.
+    Bounce,
+    /// The GPU emulated in host memory.
+    Mock,
+}
+
+impl BackendChoice {
+    /// The name as `HIPFILE_BACKEND` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::P2p => "p2p",
+            BackendChoice::Bounce => "bounce",
+            BackendChoice::Mock => "mock",
+        }
+    }
+}
+
+/// The driver's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `HIPFILE_BACKEND` (default `auto`).
+    pub backend: BackendChoice,
+    /// `HIPFILE_ALLOW_COMPAT_MODE` (default true): the fallback (staged) path may serve I/O.
+    pub allow_compat_mode: bool,
+    /// `HIPFILE_FORCE_COMPAT_MODE` (default false): the fastpath (direct) is never used.
+    pub force_compat_mode: bool,
+    /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS` (default false): the fastpath may serve regular files
+    /// on any file system, not only ext4 `data=ordered` and xfs.
+    pub unsupported_file_systems: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            backend: BackendChoice::Auto,
+            allow_compat_mode: true,
+            force_compat_mode: false,
+            unsupported_file_systems: false,
+        }
+    }
+}
+
+const BOOL_WORDS: &str = "true/false, 1/0, yes/no, on/off";
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Config> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a variable's value, `None` when unset), so
+    /// tests can configure a driver without touching the process environment. An empty value
+    /// counts as unset; an unknown value is an error naming the variable and what it accepts.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let mut config = Config::default();
+        if let Some(value) = get("HIPFILE_BACKEND") {
+            config.backend = match value.trim().to_ascii_lowercase().as_str() {
+                "auto" => BackendChoice::Auto,
+                "p2p" => BackendChoice::P2p,
+                "bounce" => BackendChoice::Bounce,
+                "mock" => BackendChoice::Mock,
+                _ => return Err(invalid("HIPFILE_BACKEND", value, "auto, p2p, bounce, mock")),
+            };
+        }
+        let flag = |name: &'static str, default: bool| -> Result<bool> {
+            get(name).map_or(Ok(default), |v| parse_bool(&v).ok_or_else(|| invalid(name, v, BOOL_WORDS)))
+        };
+        config.allow_compat_mode = flag("HIPFILE_ALLOW_COMPAT_MODE", true)?;
+        config.force_compat_mode = flag("HIPFILE_FORCE_COMPAT_MODE", false)?;
+        config.unsupported_file_systems = flag("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", false)?;
+        Ok(config)
+    }
+
+    /// Whether the fastpath (direct) backends may serve I/O.
+    pub fn fastpath_enabled(&self) -> bool {
+        !self.force_compat_mode
+    }
+
+    /// Whether the fallback (staged) backends may serve I/O. Forcing compat mode while
+    /// forbidding it leaves the fallback on, as upstream does: otherwise nothing could run.
+    pub fn fallback_enabled(&self) -> bool {
+        self.allow_compat_mode || self.force_compat_mode
+    }
+}
+
+fn invalid(var: &'static str, value: String, accepted: &'static str) -> Error {
+    Error::Config(ConfigError { var, value, accepted })
+}
+
+/// Upstream accepts `true`/`false` (any case); we also take `1/0/yes/no/on/off`.
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config> {
+        Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn defaults_when_unset_or_empty() {
+        assert_eq!(config(&[]).unwrap(), Config::default());
+        assert_eq!(config(&[("HIPFILE_BACKEND", ""), ("HIPFILE_ALLOW_COMPAT_MODE", " ")]).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn backend_names() {
+        for (word, choice) in [
+            ("auto", BackendChoice::Auto),
+            ("P2P", BackendChoice::P2p),
+            ("bounce", BackendChoice::Bounce),
+            (" mock ", BackendChoice::Mock),
+        ] {
+            assert_eq!(config(&[("HIPFILE_BACKEND", word)]).unwrap().backend, choice);
+        }
+    }
+
+    #[test]
+    fn booleans_in_every_spelling() {
+        for (word, value) in [("true", true), ("TRUE", true), ("1", true), ("yes", true), ("On", true)]
+            .into_iter()
+            .chain([("false", false), ("0", false), ("no", false), ("off", false)])
+        {
+            let c = config(&[("HIPFILE_FORCE_COMPAT_MODE", word), ("HIPFILE_ALLOW_COMPAT_MODE", word)]).unwrap();
+            assert_eq!((c.force_compat_mode, c.allow_compat_mode), (value, value), "{word}");
+        }
+    }
+
+    #[test]
+    fn unknown_values_name_the_variable_and_the_choices() {
+        let err = config(&[("HIPFILE_BACKEND", "gpu")]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("HIPFILE_BACKEND") && text.contains("\"gpu\"") && text.contains("auto, p2p, bounce, mock"), "{text}");
+        assert_eq!(err.to_c_pair().0, 5002);
+        let err = config(&[("HIPFILE_ALLOW_COMPAT_MODE", "maybe")]).unwrap_err();
+        assert!(err.to_string().contains("HIPFILE_ALLOW_COMPAT_MODE"), "{err}");
+    }
+
+    #[test]
+    fn compat_mode_combinations() {
+        let modes = |allow: &str, force: &str| {
+            let c = config(&[("HIPFILE_ALLOW_COMPAT_MODE", allow), ("HIPFILE_FORCE_COMPAT_MODE", force)]).unwrap();
+            (c.fastpath_enabled(), c.fallback_enabled())
+        };
+        assert_eq!(modes("true", "false"), (true, true));
+        assert_eq!(modes("false", "false"), (true, false));
+        assert_eq!(modes("true", "true"), (false, true));
+        assert_eq!(modes("false", "true"), (false, true));
+    }
+}

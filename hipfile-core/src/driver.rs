@@ -1,0 +1,336 @@
+//! The driver: use count, registries, and the I/O path (spec 2.2-2.6). A `Driver` is an
+//! ordinary value: tests make and drop their own; the C ABI keeps one per process.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::backend::{Backend, BackendKind, Direction, IoRequest, is_no_path};
+use crate::config::Config;
+use crate::error::{Error, HipError, OpError, Result};
+use crate::file::FileHandle;
+use crate::gpu::{GpuRuntime, MemoryType};
+use crate::io::plan_io;
+
+/// What a driver runs on: a GPU runtime and the closed set of backends it can build.
+pub trait Platform: Send + Sync {
+    /// The closed set of backends (see [`crate::backend_set!`]).
+    type Backend: Backend;
+
+    /// The runtime that answers pointer queries for buffer registration and I/O.
+    fn gpu(&self) -> &dyn GpuRuntime;
+
+    /// The backends for a driver opening with `config`, fastpaths first. The driver drops
+    /// the kinds the compat-mode settings switch off.
+    fn backends(&self, config: &Config) -> Result<Vec<Self::Backend>>;
+}
+
+/// A registered file's key: opaque, never reused, never dereferenced, so a garbage or stale
+/// value is simply not found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HandleId(pub u64);
+
+/// A registered buffer (spec 2.4): bookkeeping only, nothing is pinned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferInfo {
+    /// The registered base address.
+    pub base: usize,
+    /// The registered length.
+    pub len: usize,
+    /// The caller's flags, kept as given.
+    pub flags: i32,
+    /// The device that owns the memory.
+    pub device: i32,
+}
+
+type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// hipFile's driver over a platform `P`.
+pub struct Driver<P: Platform> {
+    platform: P,
+    env: EnvLookup,
+    state: RwLock<State<P::Backend>>,
+    next_handle: AtomicU64,
+    handle_salt: u64,
+}
+
+struct State<B> {
+    use_count: i64,
+    open: Option<Open<B>>,
+}
+
+/// What exists while the use count is above zero.
+struct Open<B> {
+    config: Config,
+    backends: Arc<[B]>,
+    files: HashMap<HandleId, Arc<FileHandle>>,
+    fds: HashMap<RawFd, HandleId>,
+    buffers: HashMap<usize, BufferInfo>,
+}
+
+impl<P: Platform> Driver<P> {
+    /// A closed driver that reads the process environment when it opens.
+    pub fn new(platform: P) -> Self {
+        Self::with_env(platform, |name| std::env::var(name).ok())
+    }
+
+    /// A closed driver that reads its `HIPFILE_*` settings through `env` when it opens.
+    pub fn with_env(platform: P, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        // High bits that differ between drivers, so small integers and another driver's
+        // handles are never valid keys here.
+        let salt = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
+        Driver {
+            platform,
+            env: Box::new(env),
+            state: RwLock::new(State { use_count: 0, open: None }),
+            next_handle: AtomicU64::new(1),
+            handle_salt: (salt | 1 << 63) & !0xffff_ffff,
+        }
+    }
+
+    /// The platform the driver runs on.
+    pub fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    fn read_state(&self) -> RwLockReadGuard<'_, State<P::Backend>> {
+        // A panic while holding the lock cannot leave the maps half-updated: every update is
+        // a single insert or remove. So a poisoned lock is still consistent.
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_state(&self) -> RwLockWriteGuard<'_, State<P::Backend>> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `hipFileDriverOpen`: increments the use count; the first open reads the configuration
+    /// and builds the backends (an invalid configuration fails and leaves the count at 0).
+    pub fn open(&self) -> Result<()> {
+        let mut state = self.write_state();
+        self.ensure_open(&mut state)?;
+        state.use_count += 1;
+        Ok(())
+    }
+
+    /// Opens with a count of 1 if the driver is closed; otherwise leaves the count alone
+    /// (the implicit open of the first registration).
+    fn ensure_open<'s>(&self, state: &'s mut State<P::Backend>) -> Result<&'s mut Open<P::Backend>> {
+        if state.open.is_none() {
+            let config = Config::from_lookup(&self.env)?;
+            let backends: Vec<_> = self
+                .platform
+                .backends(&config)?
+                .into_iter()
+                .filter(|b| match b.kind() {
+                    BackendKind::Fastpath => config.fastpath_enabled(),
+                    BackendKind::Fallback => config.fallback_enabled(),
+                })
+                .collect();
+            state.open = Some(Open {
+                config,
+                backends: backends.into(),
+                files: HashMap::new(),
+                fds: HashMap::new(),
+                buffers: HashMap::new(),
+            });
+        }
+        if state.use_count == 0 {
+            state.use_count = 1;
+        }
+        Ok(state.open.as_mut().expect("opened above"))
+    }
+
+    /// `hipFileDriverClose`: decrements the use count, or fails with
+    /// `hipFileDriverNotInitialized` at zero. Reaching zero drops every registration and
+    /// closes the descriptors registration opened.
+    pub fn close(&self) -> Result<()> {
+        let mut state = self.write_state();
+        if state.use_count == 0 {
+            return Err(OpError::DriverNotInitialized.into());
+        }
+        state.use_count -= 1;
+        if state.use_count == 0 {
+            state.open = None;
+        }
+        Ok(())
+    }
+
+    /// `hipFileUseCount`.
+    pub fn use_count(&self) -> i64 {
+        self.read_state().use_count
+    }
+
+    /// The configuration read at open, while the driver is open.
+    pub fn config(&self) -> Option<Config> {
+        self.read_state().open.as_ref().map(|o| o.config.clone())
+    }
+
+    /// Names of the backends the driver opened with, in order.
+    pub fn backend_names(&self) -> Vec<&'static str> {
+        let state = self.read_state();
+        state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| b.name()).collect())
+    }
+
+    /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
+    ///
+    /// Errors: `hipFileHandleAlreadyRegistered` for a descriptor already registered, and
+    /// those of [`FileHandle::open`].
+    pub fn handle_register(&self, fd: RawFd) -> Result<HandleId> {
+        let mut state = self.write_state();
+        let open = self.ensure_open(&mut state)?;
+        if open.fds.contains_key(&fd) {
+            return Err(OpError::HandleAlreadyRegistered.into());
+        }
+        let file = FileHandle::open(fd)?;
+        let id = HandleId(self.handle_salt | (self.next_handle.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff));
+        open.fds.insert(fd, id);
+        open.files.insert(id, Arc::new(file));
+        Ok(id)
+    }
+
+    /// `hipFileHandleDeregister`: forgets the handle and closes what registration opened
+    /// (once I/O still running on it has finished). `hipFileHandleNotRegistered` if unknown.
+    pub fn handle_deregister(&self, handle: HandleId) -> Result<()> {
+        let mut state = self.write_state();
+        let open = state.open.as_mut().ok_or(OpError::HandleNotRegistered)?;
+        let file = open.files.remove(&handle).ok_or(OpError::HandleNotRegistered)?;
+        open.fds.remove(&file.client_fd());
+        Ok(())
+    }
+
+    /// The registered file behind `handle`.
+    pub fn file(&self, handle: HandleId) -> Result<Arc<FileHandle>> {
+        let state = self.read_state();
+        let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
+        open.files.get(&handle).cloned().ok_or_else(|| OpError::HandleNotRegistered.into())
+    }
+
+    /// `hipFileBufRegister`: records device memory `[base, base + len)`; opens the driver if
+    /// closed (even when the arguments are then refused, as upstream does).
+    ///
+    /// Errors: `hipFileInvalidValue` (null, zero length, or an address the runtime does not
+    /// find), `hipFileHipMemoryTypeInvalid` (not device memory), `hipFileHipPointerRangeError`
+    /// (past the allocation), `hipFileMemoryAlreadyRegistered`, `Error::Hip` for other
+    /// runtime failures.
+    pub fn buf_register(&self, base: usize, len: usize, flags: i32) -> Result<()> {
+        let mut state = self.write_state();
+        let open = self.ensure_open(&mut state)?;
+        if base == 0 || len == 0 {
+            return Err(OpError::InvalidValue.into());
+        }
+        if open.buffers.contains_key(&base) {
+            return Err(OpError::MemoryAlreadyRegistered.into());
+        }
+        let info = match self.platform.gpu().pointer_info(base) {
+            Ok(info) => info,
+            Err(HipError::NOT_FOUND) => return Err(OpError::InvalidValue.into()),
+            Err(e) => return Err(e.into()),
+        };
+        if info.memory_type != MemoryType::Device {
+            return Err(OpError::HipMemoryTypeInvalid.into());
+        }
+        if info.bytes_after(base) < len {
+            return Err(OpError::HipPointerRangeError.into());
+        }
+        open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
+        Ok(())
+    }
+
+    /// `hipFileBufDeregister`: `hipFileDriverClosing` while the driver is closed (as cuFile),
+    /// `hipFileMemoryNotRegistered` for an address not registered as a base.
+    pub fn buf_deregister(&self, base: usize) -> Result<()> {
+        let mut state = self.write_state();
+        if state.use_count == 0 {
+            return Err(OpError::DriverClosing.into());
+        }
+        let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
+        open.buffers.remove(&base).map(|_| ()).ok_or_else(|| OpError::MemoryNotRegistered.into())
+    }
+
+    /// The registration of exactly `base`, if any.
+    pub fn buffer(&self, base: usize) -> Option<BufferInfo> {
+        self.read_state().open.as_ref()?.buffers.get(&base).copied()
+    }
+
+    /// `hipFileRead`: reads up to `size` bytes at `file_offset` into device memory at
+    /// `buffer_base + buffer_offset`. Returns the bytes read: fewer at end of file, and at
+    /// most `max_rw_count()` per call.
+    pub fn read(&self, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+        self.io(Direction::Read, handle, buffer_base, size, file_offset, buffer_offset)
+    }
+
+    /// `hipFileWrite`: writes `size` bytes (at most `max_rw_count()` per call) from device
+    /// memory at `buffer_base + buffer_offset` to the file at `file_offset`.
+    pub fn write(&self, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+        self.io(Direction::Write, handle, buffer_base, size, file_offset, buffer_offset)
+    }
+
+    /// The one I/O path. Checks, in upstream's order: driver open (`DriverNotInitialized`,
+    /// which the C ABI reports as `-1`/`EINVAL`), handle, offsets and buffer bounds, memory
+    /// type; then lets the best-scoring backend move the bytes, outside the lock.
+    fn io(&self, direction: Direction, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+        let (file, backends, registered) = {
+            let state = self.read_state();
+            let open = match &state.open {
+                Some(open) if state.use_count > 0 => open,
+                _ => return Err(OpError::DriverNotInitialized.into()),
+            };
+            let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
+            (Arc::clone(file), Arc::clone(&open.backends), open.buffers.get(&buffer_base).copied())
+        };
+        let (buffer_len, device) = match registered {
+            Some(b) => (b.len, b.device),
+            None => self.unregistered_buffer(buffer_base)?,
+        };
+        let plan = plan_io(buffer_base, buffer_len, size, file_offset, buffer_offset)?;
+        if plan.size == 0 {
+            return Ok(0);
+        }
+        // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
+        // is either registered device memory (checked against its allocation at
+        // registration) or the rest of the device allocation the runtime reported just now;
+        // the size is capped at max_rw_count().
+        let req = unsafe { IoRequest::new(direction, &file, plan.device_addr, device, plan.size, plan.file_offset) };
+        let best = |kind: Option<BackendKind>| {
+            backends
+                .iter()
+                .filter(|b| kind.is_none_or(|k| b.kind() == k))
+                .filter_map(|b| b.score(&req).map(|s| (s, b)))
+                // Ties keep the first, as upstream.
+                .fold(None, |best: Option<(u32, &P::Backend)>, (s, b)| match best {
+                    Some((bs, _)) if bs >= s => best,
+                    _ => Some((s, b)),
+                })
+                .map(|(_, b)| b)
+        };
+        let chosen = best(None).ok_or(OpError::InternalError)?;
+        match chosen.transfer(&req) {
+            Err(e) if chosen.kind() == BackendKind::Fastpath && is_no_path(&e) => match best(Some(BackendKind::Fallback)) {
+                Some(fallback) => fallback.transfer(&req),
+                None => Err(e),
+            },
+            result => result,
+        }
+    }
+
+    /// Length and device of an unregistered buffer (or a pointer into a registered one): the
+    /// rest of its device allocation.
+    fn unregistered_buffer(&self, addr: usize) -> Result<(usize, i32)> {
+        if addr == 0 {
+            return Err(OpError::InvalidValue.into());
+        }
+        let info = self.platform.gpu().pointer_info(addr)?;
+        if info.memory_type != MemoryType::Device {
+            return Err(OpError::HipMemoryTypeInvalid.into());
+        }
+        Ok((info.bytes_after(addr), info.device))
+    }
+}
+
+impl Error {
+    /// Whether this is the given hipFile code.
+    pub fn is(&self, op: OpError) -> bool {
+        *self == Error::Op(op)
+    }
+}

@@ -1,0 +1,384 @@
+//! Errors: one type for every failure hipFile can report, and the one place that maps it onto
+//! hipFile's C return conventions (`hipFileError_t` pairs and `ssize_t` results).
+
+use std::ffi::CStr;
+use std::fmt;
+
+/// hipFile's error codes (`hipFileOpError_t`), with upstream's exact numbers.
+///
+/// `hipFileSuccess` (0) is not an error and has no variant; 5021 and 5032 are unused upstream.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // each variant is documented by its message, see `OpError::message`
+pub enum OpError {
+    DriverNotInitialized = 5001,
+    DriverInvalidProps = 5002,
+    DriverUnsupportedLimit = 5003,
+    DriverVersionMismatch = 5004,
+    DriverVersionReadError = 5005,
+    DriverClosing = 5006,
+    PlatformNotSupported = 5007,
+    IoNotSupported = 5008,
+    DeviceNotSupported = 5009,
+    DriverError = 5010,
+    HipDriverError = 5011,
+    HipPointerInvalid = 5012,
+    HipMemoryTypeInvalid = 5013,
+    HipPointerRangeError = 5014,
+    HipContextMismatch = 5015,
+    InvalidMappingSize = 5016,
+    InvalidMappingRange = 5017,
+    InvalidFileType = 5018,
+    InvalidFileOpenFlag = 5019,
+    DioNotSet = 5020,
+    InvalidValue = 5022,
+    MemoryAlreadyRegistered = 5023,
+    MemoryNotRegistered = 5024,
+    PermissionDenied = 5025,
+    DriverAlreadyOpen = 5026,
+    HandleNotRegistered = 5027,
+    HandleAlreadyRegistered = 5028,
+    DeviceNotFound = 5029,
+    InternalError = 5030,
+    GetNewFdFailed = 5031,
+    DriverSetupError = 5033,
+    IoDisabled = 5034,
+    BatchSubmitFailed = 5035,
+    GpuMemoryPinningFailed = 5036,
+    BatchFull = 5037,
+    AsyncNotSupported = 5038,
+    IoMaxError = 5039,
+}
+
+impl OpError {
+    /// Every code, in numeric order.
+    pub const ALL: [OpError; 37] = [
+        Self::DriverNotInitialized,
+        Self::DriverInvalidProps,
+        Self::DriverUnsupportedLimit,
+        Self::DriverVersionMismatch,
+        Self::DriverVersionReadError,
+        Self::DriverClosing,
+        Self::PlatformNotSupported,
+        Self::IoNotSupported,
+        Self::DeviceNotSupported,
+        Self::DriverError,
+        Self::HipDriverError,
+        Self::HipPointerInvalid,
+        Self::HipMemoryTypeInvalid,
+        Self::HipPointerRangeError,
+        Self::HipContextMismatch,
+        Self::InvalidMappingSize,
+        Self::InvalidMappingRange,
+        Self::InvalidFileType,
+        Self::InvalidFileOpenFlag,
+        Self::DioNotSet,
+        Self::InvalidValue,
+        Self::MemoryAlreadyRegistered,
+        Self::MemoryNotRegistered,
+        Self::PermissionDenied,
+        Self::DriverAlreadyOpen,
+        Self::HandleNotRegistered,
+        Self::HandleAlreadyRegistered,
+        Self::DeviceNotFound,
+        Self::InternalError,
+        Self::GetNewFdFailed,
+        Self::DriverSetupError,
+        Self::IoDisabled,
+        Self::BatchSubmitFailed,
+        Self::GpuMemoryPinningFailed,
+        Self::BatchFull,
+        Self::AsyncNotSupported,
+        Self::IoMaxError,
+    ];
+
+    /// The numeric `hipFileOpError_t` value.
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The code for a number, if hipFile defines one (0 is success, not an error).
+    pub fn from_code(code: i32) -> Option<OpError> {
+        Self::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// Upstream's message for this code (what `hipFileGetOpErrorString` returns).
+    pub fn message(self) -> &'static str {
+        let s = op_error_cstr(self.code()).to_str();
+        // The table below is ASCII, so this cannot fail.
+        s.unwrap_or("Unknown hipFile error")
+    }
+}
+
+/// The string `hipFileGetOpErrorString` returns for any `hipFileOpError_t` value, as upstream
+/// words it: 0 is "hipFile success", an unknown value "Unknown hipFile error".
+pub fn op_error_cstr(code: i32) -> &'static CStr {
+    match code {
+        0 => c"hipFile success",
+        5001 => c"GPU IO driver is not loaded",
+        5002 => c"Invalid GPU IO driver property provided",
+        5003 => c"GPU IO Driver property value is unsupported",
+        5004 => c"hipFile version does not match GPU IO driver version",
+        5005 => c"Unable to read the GPU IO driver version",
+        5006 => c"GPU IO driver is closing and not accepting new requests",
+        5007 => c"hipFile is not supported on the current platform",
+        5008 => c"hipFile is not supported on the selected file",
+        5009 => c"The selected GPU does not support hipFile",
+        5010 => c"GPU IO driver error",
+        5011 => c"GPU driver error: Inspect hip_drv_err for additional information",
+        5012 => c"Invalid GPU pointer",
+        5013 => c"Memory type backing pointer is incompatible with hipFile",
+        5014 => c"Pointer range exceeds allocated memory region",
+        5015 => c"GPU driver context mismatch",
+        5016 => c"Accessing memory beyond pinned memory buffer",
+        5017 => c"Accessing memory beyond mapped memory region",
+        5018 => c"Unsupported file type",
+        5019 => c"Unsupported file open flags",
+        5020 => c"O_DIRECT flag not set",
+        5022 => c"One or more arguments have an invalid value",
+        5023 => c"Device pointer is already registered",
+        5024 => c"Device pointer is not registered",
+        5025 => c"Permission error on device or file access",
+        5026 => c"GPU IO driver is already open",
+        5027 => c"File handle for GPU IO is not registered",
+        5028 => c"File handle for GPU IO is already registered",
+        5029 => c"Selected device not found",
+        5030 => c"Internal GPU IO library error",
+        5031 => c"Unable to obtain a new file descriptor",
+        5033 => c"GPU IO Driver initialization error",
+        5034 => c"GPU IO config file prohibits GPU IO on specified file",
+        5035 => c"Failed to submit request for batch operation",
+        5036 => c"Failed to allocated pinned device memory",
+        5037 => c"Batch operation queue is full",
+        5038 => c"hipFile async IO is not supported",
+        5039 => c"Internal flag to mark largest hipFile error code",
+        _ => c"Unknown hipFile error",
+    }
+}
+
+/// A HIP runtime error code (`hipError_t`), kept as the raw number: runtimes add codes, and
+/// an unknown one must travel through unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HipError(pub i32);
+
+#[allow(missing_docs)]
+impl HipError {
+    pub const INVALID_VALUE: HipError = HipError(1);
+    pub const OUT_OF_MEMORY: HipError = HipError(2);
+    pub const NOT_INITIALIZED: HipError = HipError(3);
+    pub const INVALID_DEVICE_POINTER: HipError = HipError(17);
+    pub const NO_DEVICE: HipError = HipError(100);
+    pub const INVALID_DEVICE: HipError = HipError(101);
+    pub const INVALID_HANDLE: HipError = HipError(400);
+    pub const NOT_FOUND: HipError = HipError(500);
+    pub const NOT_READY: HipError = HipError(600);
+    pub const LAUNCH_FAILURE: HipError = HipError(719);
+    pub const UNKNOWN: HipError = HipError(999);
+
+    /// The HIP name of the code, where it is one this crate knows.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            1 => "hipErrorInvalidValue",
+            2 => "hipErrorOutOfMemory",
+            3 => "hipErrorNotInitialized",
+            17 => "hipErrorInvalidDevicePointer",
+            100 => "hipErrorNoDevice",
+            101 => "hipErrorInvalidDevice",
+            400 => "hipErrorInvalidHandle",
+            500 => "hipErrorNotFound",
+            600 => "hipErrorNotReady",
+            719 => "hipErrorLaunchFailure",
+            999 => "hipErrorUnknown",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for HipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{name} ({})", self.0),
+            None => write!(f, "HIP error {}", self.0),
+        }
+    }
+}
+
+/// Why a `HIPFILE_*` environment variable was refused when the driver opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable's name.
+    pub var: &'static str,
+    /// The value it had.
+    pub value: String,
+    /// The values it accepts, in words.
+    pub accepted: &'static str,
+}
+
+/// Every way a hipFile operation can fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A hipFile error code.
+    Op(OpError),
+    /// An operating-system error (`errno`).
+    Os(i32),
+    /// The GPU runtime failed; hipFile reports it as `hipFileHipDriverError` with this code.
+    Hip(HipError),
+    /// The configuration read at driver open is invalid (`hipFileDriverInvalidProps`).
+    Config(ConfigError),
+}
+
+/// Shorthand for results of hipFile operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The `errno` of an OS error, if this is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::Os(e) => Some(*e),
+            _ => None,
+        }
+    }
+
+    /// The error of the calling thread's last failed system call.
+    pub fn last_os_error() -> Error {
+        Error::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// This error as a `hipFileError_t {err, hip_drv_err}` pair.
+    ///
+    /// OS errors have no code of their own in that convention; they are mapped to the nearest
+    /// hipFile code (`EBADF` is an invalid argument, out of descriptors is
+    /// `hipFileGetNewFDFailed`, `EACCES`/`EPERM` are `hipFilePermissionDenied`) and anything
+    /// else is `hipFileInternalError`, as upstream does for unexpected exceptions.
+    pub fn to_c_pair(&self) -> (i32, i32) {
+        match self {
+            Error::Op(op) => (op.code(), 0),
+            Error::Hip(hip) => (OpError::HipDriverError.code(), hip.0),
+            Error::Config(_) => (OpError::DriverInvalidProps.code(), 0),
+            Error::Os(errno) => {
+                let op = match *errno {
+                    libc::EBADF => OpError::InvalidValue,
+                    libc::EMFILE | libc::ENFILE => OpError::GetNewFdFailed,
+                    libc::EACCES | libc::EPERM => OpError::PermissionDenied,
+                    _ => OpError::InternalError,
+                };
+                (op.code(), 0)
+            }
+        }
+    }
+}
+
+/// What `hipFileRead`/`hipFileWrite` return for a result, and the `errno` to set with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SsizeResult {
+    /// The `ssize_t` return value.
+    pub value: isize,
+    /// The value to store in `errno` before returning, when the convention needs one.
+    pub errno: Option<i32>,
+}
+
+/// Maps the result of a read or write onto hipFile's `ssize_t` convention (spec 2.1):
+/// bytes moved; `-1` with `errno` for OS errors; `-code` for hipFile errors; `-(hipError_t)`
+/// for HIP runtime errors (upstream's convention, although it can collide with `-1`).
+///
+/// I/O while the driver is closed returns `-1` with `errno = EINVAL`, as upstream does to
+/// match cuFile.
+pub fn ssize_result(result: &Result<usize>) -> SsizeResult {
+    let fail = |value: isize, errno| SsizeResult { value, errno };
+    match result {
+        // A transfer is capped at 0x7ffff000 bytes, so it always fits.
+        Ok(n) => fail(isize::try_from(*n).unwrap_or(isize::MAX), None),
+        Err(Error::Os(errno)) => fail(-1, Some(*errno)),
+        Err(Error::Op(OpError::DriverNotInitialized)) => fail(-1, Some(libc::EINVAL)),
+        Err(Error::Op(op)) => fail(-(op.code() as isize), None),
+        Err(Error::Hip(hip)) => fail(-(hip.0 as isize), None),
+        Err(Error::Config(_)) => fail(-(OpError::DriverInvalidProps.code() as isize), None),
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Op(op) => write!(f, "{} (hipFile error {})", op.message(), op.code()),
+            Error::Os(errno) => write!(f, "{}", std::io::Error::from_raw_os_error(*errno)),
+            Error::Hip(hip) => write!(f, "GPU runtime error: {hip}"),
+            Error::Config(c) => write!(
+                f,
+                "invalid value {:?} for {}: accepted values are {}",
+                c.value, c.var, c.accepted
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<OpError> for Error {
+    fn from(op: OpError) -> Self {
+        Error::Op(op)
+    }
+}
+
+impl From<HipError> for Error {
+    fn from(hip: HipError) -> Self {
+        Error::Hip(hip)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Os(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_upstreams_numbers_with_the_two_gaps() {
+        let codes: Vec<i32> = OpError::ALL.iter().map(|e| e.code()).collect();
+        let expected: Vec<i32> = (5001..=5039).filter(|c| *c != 5021 && *c != 5032).collect();
+        assert_eq!(codes, expected);
+        for c in 5001..=5039 {
+            assert_eq!(OpError::from_code(c).map(OpError::code), expected.contains(&c).then_some(c));
+        }
+        assert_eq!(OpError::from_code(0), None);
+    }
+
+    #[test]
+    fn every_code_has_its_own_message() {
+        let mut seen = std::collections::HashSet::new();
+        for e in OpError::ALL {
+            assert_ne!(e.message(), "Unknown hipFile error", "{e:?}");
+            assert!(seen.insert(e.message()), "duplicate message for {e:?}");
+        }
+        assert_eq!(op_error_cstr(0), c"hipFile success");
+        assert_eq!(op_error_cstr(5021), c"Unknown hipFile error");
+        assert_eq!(op_error_cstr(-1), c"Unknown hipFile error");
+        assert_eq!(OpError::InvalidValue.message(), "One or more arguments have an invalid value");
+    }
+
+    #[test]
+    fn c_pairs() {
+        assert_eq!(Error::Op(OpError::HandleNotRegistered).to_c_pair(), (5027, 0));
+        assert_eq!(Error::Hip(HipError(719)).to_c_pair(), (5011, 719));
+        assert_eq!(Error::Os(libc::EBADF).to_c_pair(), (5022, 0));
+        assert_eq!(Error::Os(libc::EMFILE).to_c_pair(), (5031, 0));
+        assert_eq!(Error::Os(libc::EIO).to_c_pair(), (5030, 0));
+    }
+
+    #[test]
+    fn ssize_conventions() {
+        let r = |res: Result<usize>| ssize_result(&res);
+        assert_eq!(r(Ok(4096)), SsizeResult { value: 4096, errno: None });
+        assert_eq!(r(Err(Error::Os(libc::EIO))), SsizeResult { value: -1, errno: Some(libc::EIO) });
+        assert_eq!(r(Err(OpError::InvalidValue.into())).value, -5022);
+        assert_eq!(r(Err(OpError::HandleNotRegistered.into())).value, -5027);
+        assert_eq!(r(Err(HipError::UNKNOWN.into())).value, -999);
+        assert_eq!(
+            r(Err(OpError::DriverNotInitialized.into())),
+            SsizeResult { value: -1, errno: Some(libc::EINVAL) }
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! Registered files (spec 2.3): what registration learns about a descriptor, and the second
+//! descriptor it opens so each file has a buffered and, where the file system allows, an
+//! `O_DIRECT` one.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::error::{Error, OpError, Result};
+
+/// Direct-I/O alignment used when `statx` does not report one (upstream's choice).
+pub const DEFAULT_DIO_ALIGN: u32 = 4096;
+
+/// What a registered descriptor refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A block device.
+    BlockDevice,
+}
+
+/// ext4's journalling mode (its `data=` mount option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ext4DataMode {
+    /// `data=ordered`, the default.
+    Ordered,
+    /// `data=journal`.
+    Journal,
+    /// `data=writeback`.
+    Writeback,
+}
+
+/// The file system a regular file lives on, as far as hipFile cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FsType {
+    /// ext4, with its data mode.
+    Ext4(Ext4DataMode),
+    /// xfs.
+    Xfs,
+    /// tmpfs.
+    Tmpfs,
+    /// Anything else, by name (or magic number when no mount entry names it).
+    Other(String),
+    /// Not applicable: the descriptor is a block device.
+    None,
+}
+
+/// A registered file: the client's descriptor, the one registration opened beside it, and
+/// what the backends need to know to serve it.
+#[derive(Debug)]
+pub struct FileHandle {
+    client_fd: RawFd,
+    buffered_fd: RawFd,
+    direct_fd: Option<RawFd>,
+    /// The descriptor registration opened (buffered or direct); closed at deregistration.
+    _opened: Option<OwnedFd>,
+    kind: FileKind,
+    fs: FsType,
+    dio_mem_align: u32,
+    dio_offset_align: u32,
+}
+
+impl FileHandle {
+    /// Probes `fd` and opens its second descriptor through `/proc/self/fd`.
+    ///
+    /// Errors: `EBADF` (as `Error::Os`) for a descriptor that is not open;
+    /// `hipFileInvalidFileType` for anything but a regular file or block device;
+    /// `hipFileGetNewFDFailed` when no descriptor is left for the reopen; other failures of the
+    /// reopen as `Error::Os`. A file system that refuses `O_DIRECT` (`EINVAL`) is not an error:
+    /// the file then has no direct descriptor and direct alignment 0.
+    pub fn open(fd: RawFd) -> Result<FileHandle> {
+        if fd < 0 {
+            return Err(OpError::InvalidValue.into());
+        }
+        // SAFETY: F_GETFL takes no pointer argument; a bad fd gives EBADF.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(Error::last_os_error());
+        }
+        let stx = statx_fd(fd)?;
+        let kind = match u32::from(stx.stx_mode) & libc::S_IFMT {
+            libc::S_IFREG => FileKind::Regular,
+            libc::S_IFBLK => FileKind::BlockDevice,
+            _ => return Err(OpError::InvalidFileType.into()),
+        };
+        let fs = match kind {
+            FileKind::Regular => fs_type(fd, stx.stx_dev_major, stx.stx_dev_minor)?,
+            FileKind::BlockDevice => FsType::None,
+        };
+        let client_is_direct = flags & libc::O_DIRECT != 0;
+        let reopen_flags = (flags & (libc::O_ACCMODE | libc::O_APPEND | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME))
+            | libc::O_CLOEXEC
+            | if client_is_direct { 0 } else { libc::O_DIRECT };
+        let (buffered_fd, direct_fd, opened) = match reopen(fd, reopen_flags) {
+            Ok(other) if client_is_direct => (other.as_raw_fd(), Some(fd), Some(other)),
+            Ok(direct) => (fd, Some(direct.as_raw_fd()), Some(direct)),
+            Err(Error::Os(libc::EINVAL)) if !client_is_direct => (fd, None, None),
+            Err(Error::Os(libc::EMFILE | libc::ENFILE)) => return Err(OpError::GetNewFdFailed.into()),
+            Err(e) => return Err(e),
+        };
+        let (dio_mem_align, dio_offset_align) = match direct_fd {
+            None => (0, 0),
+            Some(_) if stx.stx_mask & libc::STATX_DIOALIGN != 0 && stx.stx_dio_offset_align != 0 => {
+                (stx.stx_dio_mem_align.max(1), stx.stx_dio_offset_align)
+            }
+            Some(_) => (DEFAULT_DIO_ALIGN, DEFAULT_DIO_ALIGN),
+        };
+        Ok(FileHandle {
+            client_fd: fd,
+            buffered_fd,
+            direct_fd,
+            _opened: opened,
+            kind,
+            fs,
+            dio_mem_align,
+            dio_offset_align,
+        })
+    }
+
+    /// The descriptor the client registered.
+    pub fn client_fd(&self) -> RawFd {
+        self.client_fd
+    }
+
+    /// A descriptor without `O_DIRECT` (page-cache I/O).
+    pub fn buffered_fd(&self) -> RawFd {
+        self.buffered_fd
+    }
+
+    /// A descriptor with `O_DIRECT`, if the file system allows it.
+    pub fn direct_fd(&self) -> Option<RawFd> {
+        self.direct_fd
+    }
+
+    /// Regular file or block device.
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    /// The file system (`FsType::None` for block devices).
+    pub fn fs_type(&self) -> &FsType {
+        &self.fs
+    }
+
+    /// Required alignment of memory addresses for direct I/O (0 without a direct descriptor).
+    pub fn dio_mem_align(&self) -> u32 {
+        self.dio_mem_align
+    }
+
+    /// Required alignment of file offsets and sizes for direct I/O (0 without one).
+    pub fn dio_offset_align(&self) -> u32 {
+        self.dio_offset_align
+    }
+
+    /// Whether the direct path may serve this file at all (upstream's rule): a block device,
+    /// or a regular file on xfs or ext4 `data=ordered`, or on any file system when
+    /// `unsupported_file_systems` is set; and a direct descriptor exists.
+    pub fn direct_path_possible(&self, unsupported_file_systems: bool) -> bool {
+        self.direct_fd.is_some()
+            && match self.kind {
+                FileKind::BlockDevice => true,
+                FileKind::Regular => {
+                    unsupported_file_systems || matches!(self.fs, FsType::Xfs | FsType::Ext4(Ext4DataMode::Ordered))
+                }
+            }
+    }
+
+    /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
+    /// alignment rules.
+    pub fn direct_aligned(&self, file_offset: u64, size: usize, addr: usize) -> bool {
+        let (mem, off) = (self.dio_mem_align as u64, self.dio_offset_align as u64);
+        mem != 0 && off != 0 && file_offset % off == 0 && size as u64 % off == 0 && addr as u64 % mem == 0
+    }
+}
+
+fn statx_fd(fd: RawFd) -> Result<libc::statx> {
+    // SAFETY: statx is plain data; all-zero is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let mask = libc::STATX_TYPE | libc::STATX_MODE | libc::STATX_DIOALIGN;
+    // SAFETY: the path is a NUL-terminated empty string and `stx` a valid out-parameter.
+    let rc = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, mask, &mut stx) };
+    if rc < 0 {
+        return Err(Error::last_os_error());
+    }
+    Ok(stx)
+}
+
+/// Opens `/proc/self/fd/<fd>` again with `flags`: a new open file description of the same
+/// file (unlike `dup`), so it can differ in `O_DIRECT`.
+fn reopen(fd: RawFd, flags: libc::c_int) -> Result<OwnedFd> {
+    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Error::Op(OpError::InternalError))?;
+    loop {
+        // SAFETY: `path` is NUL-terminated; no mode is needed without O_CREAT.
+        let new_fd = unsafe { libc::open(path.as_ptr(), flags) };
+        if new_fd >= 0 {
+            // SAFETY: `open` just returned this descriptor and nothing else owns it.
+            return Ok(unsafe { OwnedFd::from_raw_fd(new_fd) });
+        }
+        match Error::last_os_error() {
+            Error::Os(libc::EINTR) => continue,
+            e => return Err(e),
+        }
+    }
+}
+
+const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+fn fs_type(fd: RawFd, dev_major: u32, dev_minor: u32) -> Result<FsType> {
+    // SAFETY: statfs is plain data; all-zero is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-parameter.
+    if unsafe { libc::fstatfs(fd, &mut st) } < 0 {
+        return Err(Error::last_os_error());
+    }
+    let mount = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|text| mount_entry(&text, dev_major, dev_minor));
+    Ok(match st.f_type as i64 {
+        XFS_SUPER_MAGIC => FsType::Xfs,
+        TMPFS_MAGIC => FsType::Tmpfs,
+        EXT4_SUPER_MAGIC => match &mount {
+            // ext2 and ext3 share the magic number; only ext4 counts as ext4.
+            Some(m) if m.fstype != "ext4" => FsType::Other(m.fstype.clone()),
+            Some(m) => FsType::Ext4(ext4_data_mode(&m.options)),
+            None => FsType::Ext4(Ext4DataMode::Ordered),
+        },
+        magic => FsType::Other(mount.map_or_else(|| format!("{magic:#x}"), |m| m.fstype)),
+    })
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct MountEntry {
+    fstype: String,
+    options: String,
+}
+
+/// Finds the mount of device `major:minor` in `/proc/self/mountinfo` text, with its mount and
+/// super-block options joined.
+fn mount_entry(mountinfo: &str, major: u32, minor: u32) -> Option<MountEntry> {
+    let dev = format!("{major}:{minor}");
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let left: Vec<&str> = left.split(' ').collect();
+        if left.get(2) != Some(&dev.as_str()) {
+            return None;
+        }
+        let mut right = right.split(' ');
+        let fstype = right.next()?.to_string();
+        let _source = right.next();
+        let options = format!("{},{}", left.get(5).unwrap_or(&""), right.next().unwrap_or(""));
+        Some(MountEntry { fstype, options })
+    })
+}
+
+/// ext4 lists `data=` only when it differs from the default, `ordered`.
+fn ext4_data_mode(options: &str) -> Ext4DataMode {
+    match options.split(',').find_map(|o| o.strip_prefix("data=")) {
+        Some("journal") => Ext4DataMode::Journal,
+        Some("writeback") => Ext4DataMode::Writeback,
+        _ => Ext4DataMode::Ordered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    const MOUNTINFO: &str = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=remount-ro
+30 22 254:16 / /data rw,noatime - ext4 /dev/vdb rw,data=journal
+31 22 0:40 / /tmp rw,nosuid - tmpfs tmpfs rw,size=100k
+32 22 259:1 / /fast rw - xfs /dev/nvme0n1p1 rw,attr2";
+
+    #[test]
+    fn mountinfo_lookup_and_ext4_modes() {
+        let root = mount_entry(MOUNTINFO, 254, 0).unwrap();
+        assert_eq!(root.fstype, "ext4");
+        assert_eq!(ext4_data_mode(&root.options), Ext4DataMode::Ordered);
+        let data = mount_entry(MOUNTINFO, 254, 16).unwrap();
+        assert_eq!(ext4_data_mode(&data.options), Ext4DataMode::Journal);
+        assert_eq!(ext4_data_mode("rw,data=writeback"), Ext4DataMode::Writeback);
+        assert_eq!(mount_entry(MOUNTINFO, 259, 1).unwrap().fstype, "xfs");
+        assert_eq!(mount_entry(MOUNTINFO, 1, 1), None);
+    }
+
+    #[test]
+    fn regular_file_gets_a_direct_descriptor_where_allowed() {
+        let file = tempfile::tempfile().unwrap();
+        let h = FileHandle::open(file.as_raw_fd()).unwrap();
+        assert_eq!(h.kind(), FileKind::Regular);
+        assert_eq!(h.buffered_fd(), file.as_raw_fd());
+        match h.direct_fd() {
+            Some(direct) => {
+                assert_ne!(direct, file.as_raw_fd());
+                // SAFETY: querying flags of a descriptor the handle keeps open.
+                let flags = unsafe { libc::fcntl(direct, libc::F_GETFL) };
+                assert_ne!(flags & libc::O_DIRECT, 0);
+                // SAFETY: as above.
+                assert_ne!(unsafe { libc::fcntl(direct, libc::F_GETFD) } & libc::FD_CLOEXEC, 0);
+                assert!(h.dio_offset_align().is_power_of_two() && h.dio_mem_align().is_power_of_two());
+            }
+            None => assert_eq!((h.dio_mem_align(), h.dio_offset_align()), (0, 0)),
+        }
+    }
+
+    #[test]
+    fn client_o_direct_descriptor_gets_a_buffered_twin() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(dir.path().join("f"))
+        else {
+            return; // this file system refuses O_DIRECT altogether
+        };
+        let h = FileHandle::open(file.as_raw_fd()).unwrap();
+        assert_eq!(h.direct_fd(), Some(file.as_raw_fd()));
+        // SAFETY: querying flags of a descriptor the handle keeps open.
+        let flags = unsafe { libc::fcntl(h.buffered_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_DIRECT, 0);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_file() {
+        let dir = std::fs::File::open("/").unwrap();
+        assert_eq!(FileHandle::open(dir.as_raw_fd()).unwrap_err(), Error::Op(OpError::InvalidFileType));
+        let (r, _w) = std::io::pipe().unwrap();
+        assert_eq!(FileHandle::open(r.as_raw_fd()).unwrap_err(), Error::Op(OpError::InvalidFileType));
+        assert_eq!(FileHandle::open(-1).unwrap_err(), Error::Op(OpError::InvalidValue));
+        assert_eq!(FileHandle::open(1_000_000).unwrap_err(), Error::Os(libc::EBADF));
+    }
+
+    #[test]
+    fn alignment_rule() {
+        let file = tempfile::tempfile().unwrap();
+        let mut h = FileHandle::open(file.as_raw_fd()).unwrap();
+        h.dio_mem_align = 512;
+        h.dio_offset_align = 4096;
+        assert!(h.direct_aligned(8192, 4096, 512));
+        assert!(!h.direct_aligned(8192, 4096, 256));
+        assert!(!h.direct_aligned(8192 + 512, 4096, 512));
+        assert!(!h.direct_aligned(8192, 100, 512));
+        h.dio_offset_align = 0;
+        assert!(!h.direct_aligned(0, 0, 0));
+    }
+
+    #[test]
+    fn file_system_rule() {
+        let file = tempfile::tempfile().unwrap();
+        let mut h = FileHandle::open(file.as_raw_fd()).unwrap();
+        if h.direct_fd().is_none() {
+            return;
+        }
+        for (fs, allowed) in [
+            (FsType::Xfs, true),
+            (FsType::Ext4(Ext4DataMode::Ordered), true),
+            (FsType::Ext4(Ext4DataMode::Journal), false),
+            (FsType::Tmpfs, false),
+            (FsType::Other("nfs".into()), false),
+        ] {
+            h.fs = fs.clone();
+            assert_eq!(h.direct_path_possible(false), allowed, "{fs:?}");
+            assert!(h.direct_path_possible(true), "{fs:?}");
+        }
+    }
+}
