@@ -108,7 +108,7 @@ impl<P: Platform> Driver<P> {
     /// and builds the backends (an invalid configuration fails and leaves the count at 0).
     pub fn open(&self) -> Result<()> {
         let mut state = self.write_state();
-        self.ensure_open(&mut state)?;
+        self.start(&mut state)?;
         state.use_count += 1;
         Ok(())
     }
@@ -116,6 +116,15 @@ impl<P: Platform> Driver<P> {
     /// Opens with a count of 1 if the driver is closed; otherwise leaves the count alone
     /// (the implicit open of the first registration).
     fn ensure_open<'s>(&self, state: &'s mut State<P::Backend>) -> Result<&'s mut Open<P::Backend>> {
+        self.start(state)?;
+        if state.use_count == 0 {
+            state.use_count = 1;
+        }
+        Ok(state.open.as_mut().expect("started above"))
+    }
+
+    /// Reads the configuration and builds the backends, unless already done.
+    fn start(&self, state: &mut State<P::Backend>) -> Result<()> {
         if state.open.is_none() {
             let config = Config::from_lookup(&self.env)?;
             let backends: Vec<_> = self
@@ -135,10 +144,7 @@ impl<P: Platform> Driver<P> {
                 buffers: HashMap::new(),
             });
         }
-        if state.use_count == 0 {
-            state.use_count = 1;
-        }
-        Ok(state.open.as_mut().expect("opened above"))
+        Ok(())
     }
 
     /// `hipFileDriverClose`: decrements the use count, or fails with

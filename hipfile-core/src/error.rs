@@ -203,6 +203,8 @@ impl fmt::Display for HipError {
     }
 }
 
+impl std::error::Error for HipError {}
+
 /// Why a `HIPFILE_*` environment variable was refused when the driver opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {

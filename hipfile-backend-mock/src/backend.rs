@@ -1,0 +1,191 @@
+//! The mock data paths and the platform that offers them.
+//!
+//! - [`MockDirect`] is shaped like a direct (P2P) path: it serves a request only where a real
+//!   direct path could (upstream's fastpath eligibility and alignment rules) and moves the
+//!   bytes with `pread`/`pwrite` straight into emulated device memory. It uses the buffered
+//!   descriptor, so a page-cached file is read from the cache, and benchmarks measure the
+//!   library rather than the disk.
+//! - [`MockStaged`] is shaped like the fallback: it serves any device memory by staging through
+//!   a host buffer and the runtime's copies, so it works over any [`GpuRuntime`] (including a
+//!   mockall mock) and exercises copy failures.
+
+use std::sync::Arc;
+
+use hipfile_core::io::{fdatasync, pread, pwrite, transfer_loop};
+use hipfile_core::{Backend, BackendChoice, BackendKind, Config, Direction, GpuRuntime, IoRequest, Platform, Result};
+
+use crate::faults::Faults;
+use crate::gpu::MockGpu;
+
+/// A file system call of the mock data paths, with the armed faults applied.
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes (writes for a read, reads for a write).
+unsafe fn file_io(faults: &Faults, direction: Direction, fd: i32, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+    let len = faults.before_file_io(offset, len)?;
+    match direction {
+        // SAFETY: forwarded from the caller.
+        Direction::Read => unsafe { pread(fd, buf, len, offset) },
+        // SAFETY: forwarded from the caller.
+        Direction::Write => unsafe { pwrite(fd, buf, len, offset) },
+    }
+}
+
+/// The direct-shaped mock path (see the module docs).
+#[derive(Debug)]
+pub struct MockDirect {
+    gpu: Arc<MockGpu>,
+    unsupported_file_systems: bool,
+}
+
+impl MockDirect {
+    /// A direct path into `gpu`'s memory, applying upstream's file-system rule unless
+    /// `unsupported_file_systems` (`HIPFILE_UNSUPPORTED_FILE_SYSTEMS`) lifts it.
+    pub fn new(gpu: Arc<MockGpu>, unsupported_file_systems: bool) -> Self {
+        MockDirect { gpu, unsupported_file_systems }
+    }
+}
+
+impl Backend for MockDirect {
+    fn name(&self) -> &'static str {
+        "mock-direct"
+    }
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Fastpath
+    }
+
+    fn score(&self, req: &IoRequest<'_>) -> Option<u32> {
+        let file = req.file();
+        (file.direct_path_possible(self.unsupported_file_systems) && file.direct_aligned(req.file_offset(), req.size(), req.device_addr()))
+            .then_some(100)
+    }
+
+    fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let faults = self.gpu.faults();
+        faults.before_direct()?;
+        let fd = req.file().buffered_fd();
+        transfer_loop(req.size(), req.direction() == Direction::Read, |done, remaining| {
+            // SAFETY: the IoRequest guarantees [device_addr, device_addr + size) lies in a
+            // device allocation of this platform's MockGpu, which is host memory, and
+            // `done + remaining == size`.
+            unsafe { file_io(faults, req.direction(), fd, (req.device_addr() + done) as *mut u8, remaining, req.file_offset() + done as u64) }
+        })
+    }
+}
+
+/// Largest staging buffer of the fallback-shaped mock path.
+pub const STAGE_SIZE: usize = 4 << 20;
+
+/// The fallback-shaped mock path over any runtime (see the module docs). Writes are durable
+/// when the call returns (one `fdatasync` per call).
+pub struct MockStaged<G: GpuRuntime> {
+    gpu: Arc<G>,
+    faults: Arc<Faults>,
+}
+
+impl<G: GpuRuntime> MockStaged<G> {
+    /// A staged path over `gpu`, with file faults from `faults`.
+    pub fn new(gpu: Arc<G>, faults: Arc<Faults>) -> Self {
+        MockStaged { gpu, faults }
+    }
+}
+
+impl<G: GpuRuntime> Backend for MockStaged<G> {
+    fn name(&self) -> &'static str {
+        "mock-staged"
+    }
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Fallback
+    }
+
+    fn score(&self, _req: &IoRequest<'_>) -> Option<u32> {
+        Some(0)
+    }
+
+    fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let mut stage = vec![0u8; req.size().min(STAGE_SIZE)];
+        let fd = req.file().buffered_fd();
+        let mut done = 0;
+        while done < req.size() {
+            let len = (req.size() - done).min(stage.len());
+            let (addr, offset) = (req.device_addr() + done, req.file_offset() + done as u64);
+            let moved = match req.direction() {
+                Direction::Read => {
+                    let n = transfer_loop(len, true, |d, r| {
+                        // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
+                        unsafe { file_io(&self.faults, Direction::Read, fd, stage.as_mut_ptr().add(d), r, offset + d as u64) }
+                    })?;
+                    // SAFETY: `stage` holds `n` bytes; the IoRequest guarantees the device range.
+                    unsafe { self.gpu.copy_to_device(addr, stage.as_ptr(), n) }?;
+                    n
+                }
+                Direction::Write => {
+                    // SAFETY: `stage` has room for `len` bytes; the IoRequest guarantees the
+                    // device range.
+                    unsafe { self.gpu.copy_from_device(stage.as_mut_ptr(), addr, len) }?;
+                    transfer_loop(len, false, |d, r| {
+                        // SAFETY: `stage[d..d + r]` is in bounds.
+                        unsafe { file_io(&self.faults, Direction::Write, fd, stage.as_mut_ptr().add(d), r, offset + d as u64) }
+                    })?
+                }
+            };
+            done += moved;
+            if moved < len {
+                break; // end of file
+            }
+        }
+        if req.direction() == Direction::Write {
+            fdatasync(fd)?;
+        }
+        Ok(done)
+    }
+}
+
+hipfile_core::backend_set! {
+    /// The closed set of mock backends.
+    pub enum MockBackend {
+        /// The direct-shaped path.
+        Direct(MockDirect),
+        /// The staged path.
+        Staged(MockStaged<MockGpu>),
+    }
+}
+
+/// The mock platform: a [`MockGpu`] and the mock data paths. `HIPFILE_BACKEND=auto` or `mock`
+/// gives both (direct first); `p2p` only the direct-shaped one; `bounce` only the staged one.
+#[derive(Clone, Debug)]
+pub struct MockPlatform {
+    gpu: Arc<MockGpu>,
+}
+
+impl MockPlatform {
+    /// The platform over `gpu`.
+    pub fn new(gpu: Arc<MockGpu>) -> Self {
+        MockPlatform { gpu }
+    }
+
+    /// The mock GPU.
+    pub fn mock_gpu(&self) -> &Arc<MockGpu> {
+        &self.gpu
+    }
+}
+
+impl Platform for MockPlatform {
+    type Backend = MockBackend;
+
+    fn gpu(&self) -> &dyn GpuRuntime {
+        &*self.gpu
+    }
+
+    fn backends(&self, config: &Config) -> Result<Vec<MockBackend>> {
+        let direct = || MockBackend::Direct(MockDirect::new(Arc::clone(&self.gpu), config.unsupported_file_systems));
+        let staged = || MockBackend::Staged(MockStaged::new(Arc::clone(&self.gpu), Arc::clone(self.gpu.faults())));
+        Ok(match config.backend {
+            BackendChoice::Auto | BackendChoice::Mock => vec![direct(), staged()],
+            BackendChoice::P2p => vec![direct()],
+            BackendChoice::Bounce => vec![staged()],
+        })
+    }
+}

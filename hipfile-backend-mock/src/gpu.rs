@@ -1,0 +1,477 @@
+//! `MockGpu`: a GPU emulated in host memory. Device allocations are host allocations the mock
+//! tracks in a table, so pointer queries answer `Device` only for them; streams are worker
+//! threads that run their work in order.
+
+use std::alloc::Layout;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{JoinHandle, ThreadId};
+
+use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+
+use crate::faults::Faults;
+
+/// Alignment of every mock allocation: enough for any direct-I/O rule.
+pub const MOCK_ALIGN: usize = 4096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Device memory the mock allocated.
+    Device,
+    /// Pinned host memory the mock allocated.
+    PinnedHost,
+    /// Host memory the caller owns and registered.
+    RegisteredHost,
+}
+
+#[derive(Debug)]
+struct Alloc {
+    size: usize,
+    device: i32,
+    kind: Kind,
+}
+
+impl Alloc {
+    fn owned_layout(&self) -> Option<Layout> {
+        (self.kind != Kind::RegisteredHost).then(|| Layout::from_size_align(self.size, MOCK_ALIGN).expect("checked at allocation"))
+    }
+}
+
+type Job = Box<dyn FnOnce() -> Result<(), HipError> + Send>;
+
+/// One stream: a thread that runs queued work in order, and the count of work not yet run.
+struct StreamWorker {
+    queue: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    progress: Arc<(Mutex<StreamProgress>, Condvar)>,
+}
+
+#[derive(Default)]
+struct StreamProgress {
+    pending: u64,
+    error: Option<HipError>,
+}
+
+impl StreamWorker {
+    fn start() -> StreamWorker {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let progress = Arc::new((Mutex::new(StreamProgress::default()), Condvar::new()));
+        let p = Arc::clone(&progress);
+        let thread = std::thread::Builder::new()
+            .name("mockgpu-stream".into())
+            .spawn(move || {
+                for job in rx {
+                    let result = job();
+                    let mut s = lock(&p.0);
+                    s.pending -= 1;
+                    if let Err(e) = result {
+                        s.error.get_or_insert(e);
+                    }
+                    p.1.notify_all();
+                }
+            })
+            .expect("spawning a stream thread");
+        StreamWorker { queue: Some(tx), thread: Some(thread), progress }
+    }
+
+    fn submit(&self, job: Job) -> Result<(), HipError> {
+        lock(&self.progress.0).pending += 1;
+        let queue = self.queue.as_ref().ok_or(HipError::INVALID_HANDLE)?;
+        queue.send(job).map_err(|_| HipError::INVALID_HANDLE)
+    }
+
+    fn synchronize(&self) -> Result<(), HipError> {
+        let (m, cv) = &*self.progress;
+        let mut s = lock(m);
+        while s.pending > 0 {
+            s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.error.take().map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for StreamWorker {
+    fn drop(&mut self) {
+        self.queue = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A GPU emulated in host memory, with several devices, streams and fault injection.
+pub struct MockGpu {
+    devices: i32,
+    allocs: Mutex<BTreeMap<usize, Alloc>>,
+    current: Mutex<HashMap<ThreadId, i32>>,
+    streams: Mutex<HashMap<usize, Arc<StreamWorker>>>,
+    next_stream: AtomicUsize,
+    faults: Arc<Faults>,
+}
+
+impl std::fmt::Debug for MockGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockGpu").field("devices", &self.devices).finish_non_exhaustive()
+    }
+}
+
+impl MockGpu {
+    /// A mock GPU with `devices` devices (at least one).
+    pub fn new(devices: i32) -> Arc<MockGpu> {
+        Arc::new(MockGpu {
+            devices: devices.max(1),
+            allocs: Mutex::new(BTreeMap::new()),
+            current: Mutex::new(HashMap::new()),
+            streams: Mutex::new(HashMap::new()),
+            next_stream: AtomicUsize::new(1),
+            faults: Arc::new(Faults::default()),
+        })
+    }
+
+    /// The faults armed on this GPU and the data paths built on it.
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    fn allocate(&self, len: usize, kind: Kind) -> Result<usize, HipError> {
+        if len == 0 {
+            return Ok(0); // as hipMalloc: success and a null pointer
+        }
+        let layout = Layout::from_size_align(len, MOCK_ALIGN).map_err(|_| HipError::OUT_OF_MEMORY)?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(HipError::OUT_OF_MEMORY);
+        }
+        let device = self.current_device()?;
+        lock(&self.allocs).insert(ptr as usize, Alloc { size: len, device, kind });
+        Ok(ptr as usize)
+    }
+
+    fn release(&self, addr: usize, kind: Kind) -> Result<(), HipError> {
+        if addr == 0 {
+            return Ok(());
+        }
+        let mut allocs = lock(&self.allocs);
+        match allocs.get(&addr) {
+            Some(a) if a.kind == kind => {}
+            _ => return Err(HipError::INVALID_VALUE),
+        }
+        let alloc = allocs.remove(&addr).expect("present above");
+        if let Some(layout) = alloc.owned_layout() {
+            // SAFETY: `addr` was allocated by `allocate` with this layout and is now
+            // removed from the table, so it is freed once.
+            unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+        }
+        Ok(())
+    }
+
+    /// `hipMalloc`: device memory on the current device, zero-filled.
+    pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
+        self.allocate(len, Kind::Device)
+    }
+
+    /// `hipFree`.
+    pub fn free(&self, addr: usize) -> Result<(), HipError> {
+        self.release(addr, Kind::Device)
+    }
+
+    /// Checks that `[addr, addr + len)` lies inside one device allocation.
+    fn check_device_range(&self, addr: usize, len: usize) -> Result<(), HipError> {
+        let allocs = lock(&self.allocs);
+        match allocs.range(..=addr).next_back() {
+            Some((base, a)) if a.kind == Kind::Device && addr.checked_add(len).is_some_and(|end| end <= base + a.size) => Ok(()),
+            _ => Err(HipError::INVALID_VALUE),
+        }
+    }
+
+    /// Copies device memory out to `dst` (a test's view of GPU memory; not counted as a copy).
+    pub fn read_device(&self, addr: usize, dst: &mut [u8]) -> Result<(), HipError> {
+        self.check_device_range(addr, dst.len())?;
+        // SAFETY: the range lies inside a live device allocation, which is host memory.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` into device memory (a test's way to fill GPU memory; not counted).
+    pub fn write_device(&self, addr: usize, src: &[u8]) -> Result<(), HipError> {
+        self.check_device_range(addr, src.len())?;
+        // SAFETY: the range lies inside a live device allocation, which is host memory.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) };
+        Ok(())
+    }
+
+    /// `hipMemset`.
+    pub fn memset(&self, addr: usize, value: u8, len: usize) -> Result<(), HipError> {
+        self.check_device_range(addr, len)?;
+        // SAFETY: the range lies inside a live device allocation, which is host memory.
+        unsafe { std::ptr::write_bytes(addr as *mut u8, value, len) };
+        Ok(())
+    }
+
+    fn stream(&self, stream: Stream) -> Result<Option<Arc<StreamWorker>>, HipError> {
+        if stream == Stream::NULL {
+            return Ok(None);
+        }
+        lock(&self.streams).get(&stream.0).cloned().map(Some).ok_or(HipError::INVALID_HANDLE)
+    }
+
+    /// Runs `job` on `stream`, or now on the null stream.
+    fn enqueue(&self, stream: Stream, job: Job) -> Result<(), HipError> {
+        match self.stream(stream)? {
+            Some(worker) => worker.submit(job),
+            None => job(),
+        }
+    }
+
+    fn copy(&self, dst: usize, src: usize, len: usize) -> Result<(), HipError> {
+        self.faults.before_copy()?;
+        // SAFETY: both callers checked the device side and hold the caller's guarantee for
+        // the host side; mock device memory is host memory.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+        Ok(())
+    }
+}
+
+impl Drop for MockGpu {
+    fn drop(&mut self) {
+        lock(&self.streams).clear();
+        for (addr, alloc) in std::mem::take(&mut *lock(&self.allocs)) {
+            if let Some(layout) = alloc.owned_layout() {
+                // SAFETY: allocated by `allocate` with this layout, never freed (it was still
+                // in the table), and the GPU is going away.
+                unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+            }
+        }
+    }
+}
+
+impl GpuRuntime for MockGpu {
+    fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
+        let allocs = lock(&self.allocs);
+        Ok(match allocs.range(..=addr).next_back() {
+            Some((&base, a)) if addr < base + a.size => PointerInfo {
+                memory_type: if a.kind == Kind::Device { MemoryType::Device } else { MemoryType::Host },
+                device: a.device,
+                base,
+                size: a.size,
+            },
+            _ => PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 },
+        })
+    }
+
+    unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError> {
+        self.check_device_range(dst, len)?;
+        self.copy(dst, src as usize, len)
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError> {
+        self.check_device_range(src, len)?;
+        self.copy(dst as usize, src, len)
+    }
+
+    unsafe fn copy_to_device_async(&self, dst: usize, src: *const u8, len: usize, stream: Stream) -> Result<(), HipError> {
+        self.check_device_range(dst, len)?;
+        let (faults, src) = (Arc::clone(&self.faults), src as usize);
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                faults.before_copy()?;
+                // SAFETY: the caller keeps both ranges valid until the stream runs the copy.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+                Ok(())
+            }),
+        )
+    }
+
+    unsafe fn copy_from_device_async(&self, dst: *mut u8, src: usize, len: usize, stream: Stream) -> Result<(), HipError> {
+        self.check_device_range(src, len)?;
+        let (faults, dst) = (Arc::clone(&self.faults), dst as usize);
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                faults.before_copy()?;
+                // SAFETY: the caller keeps both ranges valid until the stream runs the copy.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+                Ok(())
+            }),
+        )
+    }
+
+    fn stream_create(&self) -> Result<Stream, HipError> {
+        let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        lock(&self.streams).insert(id, Arc::new(StreamWorker::start()));
+        Ok(Stream(id))
+    }
+
+    fn stream_destroy(&self, stream: Stream) -> Result<(), HipError> {
+        let worker = lock(&self.streams).remove(&stream.0).ok_or(HipError::INVALID_HANDLE)?;
+        // Queued work finishes before the thread ends (dropping the last reference joins it).
+        let _ = worker.synchronize();
+        Ok(())
+    }
+
+    fn stream_synchronize(&self, stream: Stream) -> Result<(), HipError> {
+        match self.stream(stream)? {
+            Some(worker) => worker.synchronize(),
+            None => Ok(()),
+        }
+    }
+
+    fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError> {
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                f();
+                Ok(())
+            }),
+        )
+    }
+
+    fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
+        self.allocate(len, Kind::PinnedHost).map(|a| a as *mut u8)
+    }
+
+    unsafe fn host_free(&self, ptr: *mut u8) -> Result<(), HipError> {
+        self.release(ptr as usize, Kind::PinnedHost)
+    }
+
+    unsafe fn host_register(&self, ptr: *mut u8, len: usize) -> Result<(), HipError> {
+        if ptr.is_null() || len == 0 {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let device = self.current_device()?;
+        let mut allocs = lock(&self.allocs);
+        let addr = ptr as usize;
+        let overlaps = allocs.range(..addr.saturating_add(len)).next_back().is_some_and(|(b, a)| b + a.size > addr);
+        if overlaps {
+            return Err(HipError(712)); // hipErrorHostMemoryAlreadyRegistered
+        }
+        allocs.insert(addr, Alloc { size: len, device, kind: Kind::RegisteredHost });
+        Ok(())
+    }
+
+    unsafe fn host_unregister(&self, ptr: *mut u8) -> Result<(), HipError> {
+        self.release(ptr as usize, Kind::RegisteredHost).map_err(|_| HipError(713)) // hipErrorHostMemoryNotRegistered
+    }
+
+    fn device_count(&self) -> Result<i32, HipError> {
+        Ok(self.devices)
+    }
+
+    fn current_device(&self) -> Result<i32, HipError> {
+        Ok(lock(&self.current).get(&std::thread::current().id()).copied().unwrap_or(0))
+    }
+
+    fn set_device(&self, device: i32) -> Result<(), HipError> {
+        if !(0..self.devices).contains(&device) {
+            return Err(HipError::INVALID_DEVICE);
+        }
+        lock(&self.current).insert(std::thread::current().id(), device);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_queries_know_only_the_mocks_allocations() {
+        let gpu = MockGpu::new(2);
+        let dev = gpu.malloc(10_000).unwrap();
+        let info = gpu.pointer_info(dev + 100).unwrap();
+        assert_eq!((info.memory_type, info.base, info.size, info.device), (MemoryType::Device, dev, 10_000, 0));
+        assert_eq!(gpu.pointer_info(dev + 10_000).unwrap().memory_type, MemoryType::Unregistered);
+        let host = [0u8; 16];
+        assert_eq!(gpu.pointer_info(host.as_ptr() as usize).unwrap().memory_type, MemoryType::Unregistered);
+        let pinned = gpu.host_alloc(4096).unwrap();
+        assert_eq!(gpu.pointer_info(pinned as usize).unwrap().memory_type, MemoryType::Host);
+        gpu.set_device(1).unwrap();
+        let dev1 = gpu.malloc(64).unwrap();
+        assert_eq!(gpu.pointer_info(dev1).unwrap().device, 1);
+        assert_eq!(gpu.set_device(2), Err(HipError::INVALID_DEVICE));
+        assert_eq!(gpu.free(dev + 1), Err(HipError::INVALID_VALUE));
+        gpu.free(dev).unwrap();
+        assert_eq!(gpu.pointer_info(dev).unwrap().memory_type, MemoryType::Unregistered);
+        // SAFETY: `pinned` came from host_alloc.
+        unsafe { gpu.host_free(pinned) }.unwrap();
+    }
+
+    #[test]
+    fn current_device_is_per_thread() {
+        let gpu = MockGpu::new(4);
+        gpu.set_device(3).unwrap();
+        let g = Arc::clone(&gpu);
+        assert_eq!(std::thread::spawn(move || g.current_device().unwrap()).join().unwrap(), 0);
+        assert_eq!(gpu.current_device().unwrap(), 3);
+    }
+
+    #[test]
+    fn copies_check_ranges_and_obey_injected_faults() {
+        let gpu = MockGpu::new(1);
+        let dev = gpu.malloc(4096).unwrap();
+        let src = vec![5u8; 4096];
+        // SAFETY: `src` is 4096 readable bytes.
+        unsafe { gpu.copy_to_device(dev, src.as_ptr(), 4096) }.unwrap();
+        // SAFETY: as above; the device range is out of bounds, which must be refused.
+        assert_eq!(unsafe { gpu.copy_to_device(dev + 1, src.as_ptr(), 4096) }, Err(HipError::INVALID_VALUE));
+        gpu.faults().fail_copy(2, HipError::LAUNCH_FAILURE);
+        let mut out = vec![0u8; 4096];
+        // SAFETY: `out` is 4096 writable bytes.
+        unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }.unwrap();
+        assert_eq!(out, src);
+        // SAFETY: as above.
+        assert_eq!(unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }, Err(HipError::LAUNCH_FAILURE));
+        // SAFETY: as above.
+        unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }.unwrap();
+    }
+
+    #[test]
+    fn streams_run_in_order_and_report_failures_at_synchronize() {
+        let gpu = MockGpu::new(1);
+        let s = gpu.stream_create().unwrap();
+        let dev = gpu.malloc(1 << 20).unwrap();
+        let src: Vec<u8> = (0..1 << 20).map(|i| i as u8).collect();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        gpu.faults().delay_copies(std::time::Duration::from_millis(5));
+        for i in 0..4 {
+            // SAFETY: `src` outlives the synchronize below.
+            unsafe { gpu.copy_to_device_async(dev + i * 4096, src.as_ptr().add(i * 4096), 4096, s) }.unwrap();
+            let o = Arc::clone(&order);
+            gpu.launch_host_func(s, Box::new(move || lock(&o).push(i))).unwrap();
+        }
+        gpu.stream_synchronize(s).unwrap();
+        assert_eq!(*lock(&order), vec![0, 1, 2, 3]);
+        let mut out = vec![0u8; 4 * 4096];
+        gpu.read_device(dev, &mut out).unwrap();
+        assert_eq!(out, src[..4 * 4096]);
+        gpu.faults().clear();
+        gpu.faults().fail_copy(1, HipError::UNKNOWN);
+        // SAFETY: as above.
+        unsafe { gpu.copy_to_device_async(dev, src.as_ptr(), 4096, s) }.unwrap();
+        assert_eq!(gpu.stream_synchronize(s), Err(HipError::UNKNOWN));
+        gpu.stream_destroy(s).unwrap();
+        assert_eq!(gpu.stream_synchronize(s), Err(HipError::INVALID_HANDLE));
+    }
+
+    #[test]
+    fn host_registration() {
+        let gpu = MockGpu::new(1);
+        let mut mem = vec![0u8; 8192];
+        // SAFETY: `mem` outlives the registration.
+        unsafe { gpu.host_register(mem.as_mut_ptr(), 8192) }.unwrap();
+        assert_eq!(gpu.pointer_info(mem.as_ptr() as usize + 10).unwrap().memory_type, MemoryType::Host);
+        // SAFETY: as above.
+        assert!(unsafe { gpu.host_register(mem.as_mut_ptr().add(100), 10) }.is_err());
+        // SAFETY: registered above.
+        unsafe { gpu.host_unregister(mem.as_mut_ptr()) }.unwrap();
+        assert_eq!(gpu.pointer_info(mem.as_ptr() as usize).unwrap().memory_type, MemoryType::Unregistered);
+    }
+}

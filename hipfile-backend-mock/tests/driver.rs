@@ -1,0 +1,324 @@
+//! The driver's rules (spec 2.1-2.6), end to end on the mock GPU.
+
+mod common;
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use common::{contents, driver, file_with, pattern};
+use hipfile_core::{Error, HandleId, HipError, OpError, max_rw_count};
+
+const DRIVER_NOT_INIT: Error = Error::Op(OpError::DriverNotInitialized);
+
+#[test]
+fn use_count_lifecycle() {
+    let (_gpu, d) = driver(&[]);
+    assert_eq!(d.use_count(), 0);
+    assert_eq!(d.close(), Err(DRIVER_NOT_INIT));
+    d.open().unwrap();
+    d.open().unwrap();
+    assert_eq!(d.use_count(), 2);
+    d.close().unwrap();
+    assert_eq!(d.use_count(), 1);
+    d.close().unwrap();
+    assert_eq!(d.close(), Err(DRIVER_NOT_INIT));
+    assert_eq!(d.use_count(), 0);
+}
+
+#[test]
+fn first_registration_opens_the_driver_once() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(b"abc");
+    d.handle_register(f.as_raw_fd()).unwrap();
+    assert_eq!(d.use_count(), 1);
+    let dev = gpu.malloc(4096).unwrap();
+    d.buf_register(dev, 4096, 0).unwrap();
+    assert_eq!(d.use_count(), 1, "an open driver is not counted again");
+    // A refused buffer registration still opens a closed driver, as upstream.
+    let (_gpu, d2) = driver(&[]);
+    assert_eq!(d2.buf_register(0, 4096, 0), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d2.use_count(), 1);
+}
+
+#[test]
+fn closing_to_zero_drops_every_registration() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(&[1; 4096]);
+    d.open().unwrap();
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4096).unwrap();
+    d.buf_register(dev, 4096, 7).unwrap();
+    assert_eq!(d.buffer(dev).unwrap().flags, 7, "flags are kept");
+    d.close().unwrap();
+    assert_eq!(d.read(h, dev, 4096, 0, 0), Err(DRIVER_NOT_INIT), "I/O while closed");
+    assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::DriverClosing)));
+    d.open().unwrap();
+    assert_eq!(d.read(h, dev, 4096, 0, 0), Err(Error::Op(OpError::HandleNotRegistered)), "stale handle");
+    assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::MemoryNotRegistered)));
+    // The fd can be registered again: its old registration is gone.
+    d.handle_register(f.as_raw_fd()).unwrap();
+}
+
+#[test]
+fn handles() {
+    let (_gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(b"x");
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    assert_eq!(d.handle_register(f.as_raw_fd()), Err(Error::Op(OpError::HandleAlreadyRegistered)));
+    for garbage in [HandleId(0), HandleId(1), HandleId(0xdead_beef), HandleId(u64::MAX), HandleId(h.0 + 1)] {
+        assert_eq!(d.handle_deregister(garbage), Err(Error::Op(OpError::HandleNotRegistered)));
+        assert_eq!(d.read(garbage, 0, 0, 0, 0), Err(Error::Op(OpError::HandleNotRegistered)));
+    }
+    d.handle_deregister(h).unwrap();
+    assert_eq!(d.handle_deregister(h), Err(Error::Op(OpError::HandleNotRegistered)));
+    let h2 = d.handle_register(f.as_raw_fd()).unwrap();
+    assert_ne!(h, h2, "keys are never reused");
+    // Handles of another driver are not valid here.
+    let (_gpu, other) = driver(&[]);
+    assert_eq!(other.handle_deregister(h2), Err(Error::Op(OpError::HandleNotRegistered)));
+    let (r, _w) = std::io::pipe().unwrap();
+    assert_eq!(d.handle_register(r.as_raw_fd()), Err(Error::Op(OpError::InvalidFileType)));
+    assert_eq!(d.handle_register(-5), Err(Error::Op(OpError::InvalidValue)));
+}
+
+#[test]
+fn buffers() {
+    let (gpu, d) = driver(&[]);
+    let dev = gpu.malloc(8192).unwrap();
+    assert_eq!(d.buf_register(dev, 0, 0), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.buf_register(dev, 8193, 0), Err(Error::Op(OpError::HipPointerRangeError)));
+    assert_eq!(d.buf_register(dev + 4096, 4097, 0), Err(Error::Op(OpError::HipPointerRangeError)));
+    let host = vec![0u8; 64];
+    assert_eq!(d.buf_register(host.as_ptr() as usize, 64, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));
+    let pinned = hipfile_core::GpuRuntime::host_alloc(&*gpu, 4096).unwrap();
+    assert_eq!(d.buf_register(pinned as usize, 64, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));
+    d.buf_register(dev, 8192, 0).unwrap();
+    assert_eq!(d.buf_register(dev, 4096, 0), Err(Error::Op(OpError::MemoryAlreadyRegistered)));
+    d.buf_register(dev + 4096, 4096, 0).unwrap(); // a different base inside the same allocation
+    assert_eq!(d.buf_deregister(dev + 1), Err(Error::Op(OpError::MemoryNotRegistered)));
+    d.buf_deregister(dev).unwrap();
+    assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::MemoryNotRegistered)));
+}
+
+#[test]
+fn read_and_write_round_trip_on_every_backend_choice() {
+    for backend in ["auto", "mock", "p2p", "bounce"] {
+        let (gpu, d) = driver(&[("HIPFILE_BACKEND", backend)]);
+        let data = pattern(1 << 20, 3);
+        let (_dir, f) = file_with(&data);
+        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(1 << 20).unwrap();
+        d.buf_register(dev, 1 << 20, 0).unwrap();
+        assert_eq!(d.read(h, dev, 1 << 20, 0, 0).unwrap(), 1 << 20, "{backend}");
+        let mut got = vec![0; 1 << 20];
+        gpu.read_device(dev, &mut got).unwrap();
+        assert!(got == data, "{backend}");
+        // Unaligned: only the staged path can serve it; p2p alone cannot.
+        let r = d.read(h, dev, 1000, 17, 5);
+        if backend == "p2p" {
+            assert_eq!(r, Err(Error::Op(OpError::InternalError)), "no backend accepts");
+        } else {
+            assert_eq!(r.unwrap(), 1000);
+            gpu.read_device(dev + 5, &mut got[..1000]).unwrap();
+            assert!(got[..1000] == data[17..1017], "{backend}");
+        }
+        let fresh = pattern(8192, 9);
+        gpu.write_device(dev, &fresh).unwrap();
+        assert_eq!(d.write(h, dev, 8192, 4096, 0).unwrap(), 8192, "{backend}");
+        assert!(contents(&f)[4096..4096 + 8192] == fresh[..], "{backend}");
+    }
+}
+
+#[test]
+fn unknown_backend_value_fails_the_open_with_a_clear_error() {
+    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "cuda")]);
+    let e = d.open().unwrap_err();
+    assert_eq!(e.to_c_pair().0, OpError::DriverInvalidProps.code());
+    assert!(e.to_string().contains("HIPFILE_BACKEND"), "{e}");
+    assert_eq!(d.use_count(), 0);
+    assert!(d.buf_register(gpu.malloc(64).unwrap(), 64, 0).is_err());
+    assert_eq!(d.use_count(), 0);
+}
+
+#[test]
+fn compat_mode_settings_choose_the_backends() {
+    let names = |vars: &[(&str, &str)]| {
+        let (_gpu, d) = driver(vars);
+        d.open().unwrap();
+        d.backend_names()
+    };
+    assert_eq!(names(&[]), ["mock-direct", "mock-staged"]);
+    assert_eq!(names(&[("HIPFILE_FORCE_COMPAT_MODE", "true")]), ["mock-staged"]);
+    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "0")]), ["mock-direct"]);
+    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "off"), ("HIPFILE_FORCE_COMPAT_MODE", "on")]), ["mock-staged"]);
+}
+
+#[test]
+fn io_argument_rules() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(&pattern(16384, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(8192).unwrap();
+    d.buf_register(dev, 4096, 0).unwrap();
+    let einval = Error::Os(libc::EINVAL);
+    assert_eq!(d.read(h, dev, 16, -1, 0), Err(einval.clone()));
+    assert_eq!(d.read(h, dev, 16, 0, -1), Err(einval.clone()));
+    assert_eq!(d.write(h, dev, 16, i64::MIN, 0), Err(einval));
+    // Bounds follow the registered length (4096), not the allocation (8192).
+    assert_eq!(d.read(h, dev, 4097, 0, 0), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.read(h, dev, 1, 0, 4096), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.read(h, dev, 0, 0, 4096), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.read(h, dev, 2, 0, 4095), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.read(h, dev, 1, 0, 4095).unwrap(), 1);
+    // A pointer inside the allocation is an unregistered buffer: bounded by the allocation.
+    assert_eq!(d.read(h, dev + 4096, 4096, 0, 0).unwrap(), 4096);
+    assert_eq!(d.read(h, dev + 4096, 4097, 0, 0), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.read(h, dev + 100, 8092, 0, 0).unwrap(), 8092);
+    // Not device memory.
+    let host = vec![0u8; 4096];
+    assert_eq!(d.read(h, host.as_ptr() as usize, 16, 0, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));
+    assert_eq!(d.read(h, 0, 16, 0, 0), Err(Error::Op(OpError::InvalidValue)));
+    // Zero-size I/O.
+    assert_eq!(d.read(h, dev, 0, 0, 0).unwrap(), 0);
+    assert_eq!(d.write(h, dev, 0, 1 << 40, 0).unwrap(), 0);
+}
+
+#[test]
+fn short_reads_at_end_of_file() {
+    let (gpu, d) = driver(&[]);
+    let data = pattern(10_000, 4);
+    let (_dir, f) = file_with(&data);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(16384).unwrap();
+    assert_eq!(d.read(h, dev, 16384, 0, 0).unwrap(), 10_000, "aligned request past EOF");
+    assert_eq!(d.read(h, dev, 100, 9_999, 0).unwrap(), 1, "last byte");
+    assert_eq!(d.read(h, dev, 100, 10_000, 0).unwrap(), 0, "at EOF");
+    assert_eq!(d.read(h, dev, 4096, 1 << 30, 0).unwrap(), 0, "far past EOF");
+    let mut got = vec![0; 10_000];
+    assert_eq!(d.read(h, dev, 10_000, 0, 1).unwrap(), 10_000, "unaligned, staged");
+    gpu.read_device(dev + 1, &mut got).unwrap();
+    assert!(got == data);
+}
+
+#[test]
+fn writes_extend_the_file() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(b"");
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(8192).unwrap();
+    let data = pattern(8192, 5);
+    gpu.write_device(dev, &data).unwrap();
+    assert_eq!(d.write(h, dev, 4096, 8192, 0).unwrap(), 4096);
+    assert_eq!(d.write(h, dev, 3, 20_000, 4096).unwrap(), 3);
+    let c = contents(&f);
+    assert_eq!(c.len(), 20_003);
+    assert!(c[..8192].iter().all(|&b| b == 0) && c[8192..12288] == data[..4096] && c[20_000..] == data[4096..4099]);
+}
+
+#[test]
+fn injected_file_faults() {
+    let (gpu, d) = driver(&[]);
+    let data = pattern(1 << 20, 6);
+    let (_dir, f) = file_with(&data);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(1 << 20).unwrap();
+    let mut got = vec![0; 1 << 20];
+    for (offset, what) in [(0, "direct"), (1, "staged")] {
+        gpu.memset(dev, 0, 1 << 20).unwrap();
+        gpu.faults().short_io(777);
+        gpu.faults().eintr_storm(50);
+        let n = d.read(h, dev, (1 << 20) - 4096, offset, 0).unwrap();
+        assert_eq!(n, (1 << 20) - 4096, "{what}");
+        gpu.read_device(dev, &mut got[..n]).unwrap();
+        assert!(got[..n] == data[offset as usize..offset as usize + n], "{what}");
+        gpu.faults().clear();
+        gpu.faults().eio_at(300_000);
+        assert_eq!(d.read(h, dev, 1 << 19, offset, 0), Err(Error::Os(libc::EIO)), "{what}");
+        assert_eq!(d.write(h, dev, 1 << 19, offset, 0), Err(Error::Os(libc::EIO)), "{what}");
+        assert_eq!(d.read(h, dev, 4096, offset, 0).unwrap(), 4096, "{what}: bytes before the bad one");
+        gpu.faults().clear();
+    }
+}
+
+#[test]
+fn no_path_falls_back_only_when_allowed() {
+    let data = pattern(65536, 7);
+    for (errno, allow, expect_ok) in
+        [(libc::ENODEV, "true", true), (libc::EREMOTEIO, "true", true), (libc::ENODEV, "false", false), (libc::EIO, "true", false)]
+    {
+        let (gpu, d) = driver(&[("HIPFILE_ALLOW_COMPAT_MODE", allow)]);
+        let (_dir, f) = file_with(&data);
+        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(65536).unwrap();
+        gpu.faults().fail_direct_path(errno);
+        let r = d.read(h, dev, 65536, 0, 0);
+        if expect_ok {
+            assert_eq!(r.unwrap(), 65536);
+            let mut got = vec![0; 65536];
+            gpu.read_device(dev, &mut got).unwrap();
+            assert!(got == data);
+        } else {
+            assert_eq!(r, Err(Error::Os(errno)), "errno {errno}, compat {allow}");
+        }
+    }
+}
+
+#[test]
+fn copy_failure_surfaces_as_a_hip_driver_error() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(&pattern(1 << 20, 8));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(8 << 20).unwrap();
+    gpu.faults().fail_copy(1, HipError::LAUNCH_FAILURE);
+    let e = d.read(h, dev, 1000, 1, 0).unwrap_err();
+    assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
+    assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
+    assert_eq!(hipfile_core::error::ssize_result(&Err(e)).value, -719);
+    let before = contents(&f);
+    gpu.faults().fail_copy(2, HipError::UNKNOWN);
+    assert_eq!(d.write(h, dev, (hipfile_backend_mock::STAGE_SIZE) + 10, 3, 0), Err(Error::Hip(HipError::UNKNOWN)));
+    // The first chunk reached the file; nothing past the failed copy did, and the call
+    // reports the failure rather than a byte count.
+    assert_eq!(before.len(), 1 << 20);
+    assert_eq!(contents(&f).len(), 3 + hipfile_backend_mock::STAGE_SIZE);
+}
+
+#[test]
+fn concurrent_io_on_one_handle() {
+    let (gpu, d) = driver(&[]);
+    let data = pattern(8 << 20, 9);
+    let (_dir, f) = file_with(&data);
+    let d = Arc::new(d);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(8 << 20).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8usize {
+            let d = Arc::clone(&d);
+            s.spawn(move || {
+                let off = t << 20;
+                let unaligned = (t % 2) as i64;
+                let len = (1 << 20) - unaligned as usize;
+                assert_eq!(d.read(h, dev, len, off as i64 + unaligned, off as i64 + unaligned).unwrap(), len);
+            });
+        }
+    });
+    let mut got = vec![0; 8 << 20];
+    gpu.read_device(dev, &mut got).unwrap();
+    for t in 0..8usize {
+        let start = (t << 20) + t % 2;
+        assert!(got[start..(t + 1) << 20] == data[start..(t + 1) << 20], "thread {t}");
+    }
+}
+
+#[test]
+fn one_call_moves_at_most_the_cap() {
+    let (gpu, d) = driver(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create_new(dir.path().join("big")).unwrap();
+    let len = max_rw_count() + 8192;
+    f.set_len(len as u64).unwrap(); // sparse: reads as zeros
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(len).unwrap();
+    assert_eq!(d.read(h, dev, len, 0, 0).unwrap(), 0x7fff_f000);
+    assert_eq!(d.read(h, dev, len, 0x7fff_f000, 0).unwrap(), 8192);
+}
