@@ -1,0 +1,37 @@
+//! No file descriptor leaks: registration opens a second descriptor per file, and every
+//! way a registration ends (deregistration, the driver closing to zero, the driver being
+//! dropped) closes it. Alone in its binary so no other test opens files meanwhile.
+
+mod common;
+
+use std::os::fd::AsRawFd;
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn registrations_close_what_they_open() {
+    let (_dir, file) = common::file_with(&common::pattern(8192, 1));
+    let baseline = open_fds();
+    for round in 0..3 {
+        let (gpu, d) = common::driver(&[]);
+        let files: Vec<_> = (0..50).map(|_| file.try_clone().unwrap()).collect();
+        let after_clones = open_fds();
+        let handles: Vec<_> = files.iter().map(|f| d.handle_register(f.as_raw_fd()).unwrap()).collect();
+        let dev = gpu.malloc(8192).unwrap();
+        for h in &handles {
+            assert_eq!(d.read(*h, dev, 8192, 0, 0).unwrap(), 8192);
+            assert_eq!(d.read(*h, dev, 100, 1, 1).unwrap(), 100);
+        }
+        assert!(open_fds() <= after_clones + 50, "at most one extra descriptor per file");
+        match round {
+            0 => handles.iter().for_each(|h| d.handle_deregister(*h).unwrap()),
+            1 => d.close().unwrap(),
+            _ => drop(d),
+        }
+        assert_eq!(open_fds(), after_clones, "round {round}");
+        drop(files);
+        assert_eq!(open_fds(), baseline, "round {round}");
+    }
+}

@@ -1,0 +1,75 @@
+//! Failure injection through a mockall mock of the GPU runtime: whatever the runtime reports
+//! reaches the caller unchanged, as `hipFileHipDriverError` with the HIP code.
+
+mod common;
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use hipfile_backend_mock::{Faults, MockStaged};
+use hipfile_core::{
+    Config, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo, Result,
+};
+
+const BASE: usize = 0x7f00_0000_0000;
+const SIZE: usize = 1 << 20;
+
+struct Staged(Arc<MockGpuRuntime>);
+
+impl Platform for Staged {
+    type Backend = MockStaged<MockGpuRuntime>;
+    fn gpu(&self) -> &dyn GpuRuntime {
+        &*self.0
+    }
+    fn backends(&self, _: &Config) -> Result<Vec<Self::Backend>> {
+        Ok(vec![MockStaged::new(Arc::clone(&self.0), Arc::new(Faults::default()))])
+    }
+}
+
+fn runtime() -> MockGpuRuntime {
+    let mut rt = MockGpuRuntime::new();
+    rt.expect_pointer_info().returning(|addr| {
+        Ok(if (BASE..BASE + SIZE).contains(&addr) {
+            PointerInfo { memory_type: MemoryType::Device, device: 0, base: BASE, size: SIZE }
+        } else {
+            PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 }
+        })
+    });
+    rt
+}
+
+#[test]
+fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
+    let mut rt = runtime();
+    rt.expect_copy_to_device()
+        .withf(|dst, _, len| *dst == BASE + 8 && *len == 4000)
+        .times(1)
+        .returning(|_, _, _| Err(HipError::LAUNCH_FAILURE));
+    rt.expect_copy_from_device().times(1).returning(|_, _, _| Err(HipError(98_765)));
+    let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
+    let (_dir, f) = common::file_with(&[1; 8192]);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let e = d.read(h, BASE, 4000, 0, 8).unwrap_err();
+    assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
+    assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
+    let e = d.write(h, BASE, 100, 0, 0).unwrap_err();
+    assert_eq!(e.to_c_pair(), (5011, 98_765), "unknown HIP codes pass through unchanged");
+    assert_eq!(common::contents(&f), vec![1; 8192], "nothing written");
+}
+
+#[test]
+fn runtime_errors_during_registration() {
+    let mut rt = MockGpuRuntime::new();
+    let mut seq = mockall::Sequence::new();
+    rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_FOUND));
+    rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_INITIALIZED));
+    rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::UNKNOWN));
+    let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
+    assert_eq!(d.buf_register(BASE, 64, 0), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.buf_register(BASE, 64, 0).unwrap_err().to_c_pair(), (5011, 3));
+    // During I/O a runtime error is returned as -(hipError_t), upstream's convention.
+    let (_dir, f) = common::file_with(&[0; 64]);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let r = d.read(h, BASE, 64, 0, 0);
+    assert_eq!(hipfile_core::error::ssize_result(&r).value, -999);
+}
