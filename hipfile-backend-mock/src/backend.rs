@@ -21,7 +21,14 @@ use crate::gpu::MockGpu;
 ///
 /// # Safety
 /// `buf` must be valid for `len` bytes (writes for a read, reads for a write).
-unsafe fn file_io(faults: &Faults, direction: Direction, fd: i32, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+unsafe fn file_io(
+    faults: &Faults,
+    direction: Direction,
+    fd: i32,
+    buf: *mut u8,
+    len: usize,
+    offset: u64,
+) -> Result<usize> {
     let len = faults.before_file_io(offset, len)?;
     match direction {
         // SAFETY: forwarded from the caller.
@@ -57,8 +64,9 @@ impl Backend for MockDirect {
 
     fn score(&self, req: &IoRequest<'_>) -> Option<u32> {
         let file = req.file();
-        (file.direct_path_possible(self.unsupported_file_systems) && file.direct_aligned(req.file_offset(), req.size(), req.device_addr()))
-            .then_some(100)
+        (file.direct_path_possible(self.unsupported_file_systems)
+            && file.direct_aligned(req.file_offset(), req.size(), req.device_addr()))
+        .then_some(100)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
@@ -69,7 +77,16 @@ impl Backend for MockDirect {
             // SAFETY: the IoRequest guarantees [device_addr, device_addr + size) lies in a
             // device allocation of this platform's MockGpu, which is host memory, and
             // `done + remaining == size`.
-            unsafe { file_io(faults, req.direction(), fd, (req.device_addr() + done) as *mut u8, remaining, req.file_offset() + done as u64) }
+            unsafe {
+                file_io(
+                    faults,
+                    req.direction(),
+                    fd,
+                    (req.device_addr() + done) as *mut u8,
+                    remaining,
+                    req.file_offset() + done as u64,
+                )
+            }
         })
     }
 }
@@ -115,7 +132,9 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
                 Direction::Read => {
                     let n = transfer_loop(len, true, |d, r| {
                         // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
-                        unsafe { file_io(&self.faults, Direction::Read, fd, stage.as_mut_ptr().add(d), r, offset + d as u64) }
+                        unsafe {
+                            file_io(&self.faults, Direction::Read, fd, stage.as_mut_ptr().add(d), r, offset + d as u64)
+                        }
                     })?;
                     // SAFETY: `stage` holds `n` bytes; the IoRequest guarantees the device range.
                     unsafe { self.gpu.copy_to_device(addr, stage.as_ptr(), n) }?;
@@ -127,7 +146,9 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
                     unsafe { self.gpu.copy_from_device(stage.as_mut_ptr(), addr, len) }?;
                     transfer_loop(len, false, |d, r| {
                         // SAFETY: `stage[d..d + r]` is in bounds.
-                        unsafe { file_io(&self.faults, Direction::Write, fd, stage.as_mut_ptr().add(d), r, offset + d as u64) }
+                        unsafe {
+                            file_io(&self.faults, Direction::Write, fd, stage.as_mut_ptr().add(d), r, offset + d as u64)
+                        }
                     })?
                 }
             };

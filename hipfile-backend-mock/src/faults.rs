@@ -33,9 +33,7 @@ impl Faults {
     }
 
     fn state(&self) -> Option<std::sync::MutexGuard<'_, State>> {
-        self.armed
-            .load(Ordering::Acquire)
-            .then(|| self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        self.armed.load(Ordering::Acquire).then(|| self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The `nth` copy from now (1 = the next one) fails with `error`.

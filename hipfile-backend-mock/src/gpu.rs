@@ -35,7 +35,8 @@ struct Alloc {
 
 impl Alloc {
     fn owned_layout(&self) -> Option<Layout> {
-        (self.kind != Kind::RegisteredHost).then(|| Layout::from_size_align(self.size, MOCK_ALIGN).expect("checked at allocation"))
+        (self.kind != Kind::RegisteredHost)
+            .then(|| Layout::from_size_align(self.size, MOCK_ALIGN).expect("checked at allocation"))
     }
 }
 
@@ -186,7 +187,11 @@ impl MockGpu {
     fn check_device_range(&self, addr: usize, len: usize) -> Result<(), HipError> {
         let allocs = lock(&self.allocs);
         match allocs.range(..=addr).next_back() {
-            Some((base, a)) if a.kind == Kind::Device && addr.checked_add(len).is_some_and(|end| end <= base + a.size) => Ok(()),
+            Some((base, a))
+                if a.kind == Kind::Device && addr.checked_add(len).is_some_and(|end| end <= base + a.size) =>
+            {
+                Ok(())
+            }
             _ => Err(HipError::INVALID_VALUE),
         }
     }
@@ -276,7 +281,13 @@ impl GpuRuntime for MockGpu {
         self.copy(dst as usize, src, len)
     }
 
-    unsafe fn copy_to_device_async(&self, dst: usize, src: *const u8, len: usize, stream: Stream) -> Result<(), HipError> {
+    unsafe fn copy_to_device_async(
+        &self,
+        dst: usize,
+        src: *const u8,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), HipError> {
         self.check_device_range(dst, len)?;
         let (faults, src) = (Arc::clone(&self.faults), src as usize);
         self.enqueue(
@@ -290,7 +301,13 @@ impl GpuRuntime for MockGpu {
         )
     }
 
-    unsafe fn copy_from_device_async(&self, dst: *mut u8, src: usize, len: usize, stream: Stream) -> Result<(), HipError> {
+    unsafe fn copy_from_device_async(
+        &self,
+        dst: *mut u8,
+        src: usize,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), HipError> {
         self.check_device_range(src, len)?;
         let (faults, dst) = (Arc::clone(&self.faults), dst as usize);
         self.enqueue(

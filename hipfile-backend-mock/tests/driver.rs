@@ -243,9 +243,12 @@ fn injected_file_faults() {
 #[test]
 fn no_path_falls_back_only_when_allowed() {
     let data = pattern(65536, 7);
-    for (errno, allow, expect_ok) in
-        [(libc::ENODEV, "true", true), (libc::EREMOTEIO, "true", true), (libc::ENODEV, "false", false), (libc::EIO, "true", false)]
-    {
+    for (errno, allow, expect_ok) in [
+        (libc::ENODEV, "true", true),
+        (libc::EREMOTEIO, "true", true),
+        (libc::ENODEV, "false", false),
+        (libc::EIO, "true", false),
+    ] {
         let (gpu, d) = driver(&[("HIPFILE_ALLOW_COMPAT_MODE", allow)]);
         let (_dir, f) = file_with(&data);
         let h = d.handle_register(f.as_raw_fd()).unwrap();

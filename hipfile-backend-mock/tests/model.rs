@@ -26,10 +26,25 @@ enum Step {
     DeregisterHandle,
     /// I/O through a handle that was deregistered (or never existed).
     ReadStale,
-    RegisterBuffer { buf: usize, len: usize },
-    DeregisterBuffer { buf: usize },
-    Read { buf: usize, size: usize, file_offset: i64, buffer_offset: i64 },
-    Write { buf: usize, size: usize, file_offset: i64, buffer_offset: i64 },
+    RegisterBuffer {
+        buf: usize,
+        len: usize,
+    },
+    DeregisterBuffer {
+        buf: usize,
+    },
+    Read {
+        buf: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    },
+    Write {
+        buf: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -200,7 +215,16 @@ impl StateMachineTest for System {
                 dev
             })
             .collect();
-        System { gpu, driver, _dir: dir, file, handle: None, stale: vec![HandleId(0xdead_beef)], buffers, before: m.clone() }
+        System {
+            gpu,
+            driver,
+            _dir: dir,
+            file,
+            handle: None,
+            stale: vec![HandleId(0xdead_beef)],
+            buffers,
+            before: m.clone(),
+        }
     }
 
     fn apply(mut s: System, after: &Model, step: Step) -> System {
@@ -222,7 +246,9 @@ impl StateMachineTest for System {
                 Err(e) => assert_eq!((e.to_c_pair().0, s.handle.is_some()), (5028, true)),
             },
             Step::DeregisterHandle => {
-                let r = s.handle.map_or(Err(hipfile_core::OpError::HandleNotRegistered.into()), |h| s.driver.handle_deregister(h));
+                let r = s
+                    .handle
+                    .map_or(Err(hipfile_core::OpError::HandleNotRegistered.into()), |h| s.driver.handle_deregister(h));
                 assert_eq!(code(r), if m.handle { 0 } else { 5027 });
                 s.stale.extend(s.handle.take());
             }
@@ -251,7 +277,8 @@ impl StateMachineTest for System {
                 };
                 assert_eq!(code(s.driver.buf_deregister(s.buffers[buf])), expect);
             }
-            Step::Read { buf, size, file_offset, buffer_offset } | Step::Write { buf, size, file_offset, buffer_offset } => {
+            Step::Read { buf, size, file_offset, buffer_offset }
+            | Step::Write { buf, size, file_offset, buffer_offset } => {
                 let write = matches!(step, Step::Write { .. });
                 let expect = m.clone().io(write, buf, size, file_offset, buffer_offset);
                 let h = s.handle.unwrap_or(HandleId(1));

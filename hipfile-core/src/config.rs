@@ -153,7 +153,10 @@ mod tests {
     fn unknown_values_name_the_variable_and_the_choices() {
         let err = config(&[("HIPFILE_BACKEND", "gpu")]).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("HIPFILE_BACKEND") && text.contains("\"gpu\"") && text.contains("auto, p2p, bounce, mock"), "{text}");
+        assert!(
+            text.contains("HIPFILE_BACKEND") && text.contains("\"gpu\"") && text.contains("auto, p2p, bounce, mock"),
+            "{text}"
+        );
         assert_eq!(err.to_c_pair().0, 5002);
         let err = config(&[("HIPFILE_ALLOW_COMPAT_MODE", "maybe")]).unwrap_err();
         assert!(err.to_string().contains("HIPFILE_ALLOW_COMPAT_MODE"), "{err}");

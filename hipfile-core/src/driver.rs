@@ -262,20 +262,42 @@ impl<P: Platform> Driver<P> {
     /// `hipFileRead`: reads up to `size` bytes at `file_offset` into device memory at
     /// `buffer_base + buffer_offset`. Returns the bytes read: fewer at end of file, and at
     /// most `max_rw_count()` per call.
-    pub fn read(&self, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+    pub fn read(
+        &self,
+        handle: HandleId,
+        buffer_base: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<usize> {
         self.io(Direction::Read, handle, buffer_base, size, file_offset, buffer_offset)
     }
 
     /// `hipFileWrite`: writes `size` bytes (at most `max_rw_count()` per call) from device
     /// memory at `buffer_base + buffer_offset` to the file at `file_offset`.
-    pub fn write(&self, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+    pub fn write(
+        &self,
+        handle: HandleId,
+        buffer_base: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<usize> {
         self.io(Direction::Write, handle, buffer_base, size, file_offset, buffer_offset)
     }
 
     /// The one I/O path. Checks, in upstream's order: driver open (`DriverNotInitialized`,
     /// which the C ABI reports as `-1`/`EINVAL`), handle, offsets and buffer bounds, memory
     /// type; then lets the best-scoring backend move the bytes, outside the lock.
-    fn io(&self, direction: Direction, handle: HandleId, buffer_base: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
+    fn io(
+        &self,
+        direction: Direction,
+        handle: HandleId,
+        buffer_base: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<usize> {
         let (file, backends, registered) = {
             let state = self.read_state();
             let open = match &state.open {
@@ -312,10 +334,12 @@ impl<P: Platform> Driver<P> {
         };
         let chosen = best(None).ok_or(OpError::InternalError)?;
         match chosen.transfer(&req) {
-            Err(e) if chosen.kind() == BackendKind::Fastpath && is_no_path(&e) => match best(Some(BackendKind::Fallback)) {
-                Some(fallback) => fallback.transfer(&req),
-                None => Err(e),
-            },
+            Err(e) if chosen.kind() == BackendKind::Fastpath && is_no_path(&e) => {
+                match best(Some(BackendKind::Fallback)) {
+                    Some(fallback) => fallback.transfer(&req),
+                    None => Err(e),
+                }
+            }
             result => result,
         }
     }

@@ -304,11 +304,9 @@ impl fmt::Display for Error {
             Error::Op(op) => write!(f, "{} (hipFile error {})", op.message(), op.code()),
             Error::Os(errno) => write!(f, "{}", std::io::Error::from_raw_os_error(*errno)),
             Error::Hip(hip) => write!(f, "GPU runtime error: {hip}"),
-            Error::Config(c) => write!(
-                f,
-                "invalid value {:?} for {}: accepted values are {}",
-                c.value, c.var, c.accepted
-            ),
+            Error::Config(c) => {
+                write!(f, "invalid value {:?} for {}: accepted values are {}", c.value, c.var, c.accepted)
+            }
         }
     }
 }
@@ -378,9 +376,6 @@ mod tests {
         assert_eq!(r(Err(OpError::InvalidValue.into())).value, -5022);
         assert_eq!(r(Err(OpError::HandleNotRegistered.into())).value, -5027);
         assert_eq!(r(Err(HipError::UNKNOWN.into())).value, -999);
-        assert_eq!(
-            r(Err(OpError::DriverNotInitialized.into())),
-            SsizeResult { value: -1, errno: Some(libc::EINVAL) }
-        );
+        assert_eq!(r(Err(OpError::DriverNotInitialized.into())), SsizeResult { value: -1, errno: Some(libc::EINVAL) });
     }
 }

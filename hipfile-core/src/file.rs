@@ -88,7 +88,8 @@ impl FileHandle {
             FileKind::BlockDevice => FsType::None,
         };
         let client_is_direct = flags & libc::O_DIRECT != 0;
-        let reopen_flags = (flags & (libc::O_ACCMODE | libc::O_APPEND | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME))
+        let reopen_flags = (flags
+            & (libc::O_ACCMODE | libc::O_APPEND | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME))
             | libc::O_CLOEXEC
             | if client_is_direct { 0 } else { libc::O_DIRECT };
         let (buffered_fd, direct_fd, opened) = match reopen(fd, reopen_flags) {
@@ -214,9 +215,8 @@ fn fs_type(fd: RawFd, dev_major: u32, dev_minor: u32) -> Result<FsType> {
     if unsafe { libc::fstatfs(fd, &mut st) } < 0 {
         return Err(Error::last_os_error());
     }
-    let mount = std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|text| mount_entry(&text, dev_major, dev_minor));
+    let mount =
+        std::fs::read_to_string("/proc/self/mountinfo").ok().and_then(|text| mount_entry(&text, dev_major, dev_minor));
     Ok(match st.f_type as i64 {
         XFS_SUPER_MAGIC => FsType::Xfs,
         TMPFS_MAGIC => FsType::Tmpfs,

@@ -30,7 +30,13 @@ pub struct IoPlan {
 /// (spec 2.1, 2.4): negative offsets are `EINVAL` (upstream since 0.4.0); `buffer_offset` must
 /// lie inside the buffer and `size` must fit after it (`hipFileInvalidValue`); the transfer
 /// must not run past the largest file offset (`EINVAL`).
-pub fn plan_io(buffer_base: usize, buffer_len: usize, size: usize, file_offset: i64, buffer_offset: i64) -> Result<IoPlan> {
+pub fn plan_io(
+    buffer_base: usize,
+    buffer_len: usize,
+    size: usize,
+    file_offset: i64,
+    buffer_offset: i64,
+) -> Result<IoPlan> {
     let (Ok(file_offset), Ok(buffer_offset)) = (u64::try_from(file_offset), usize::try_from(buffer_offset)) else {
         return Err(Error::Os(libc::EINVAL));
     };
@@ -110,7 +116,10 @@ mod tests {
 
     #[test]
     fn plan_rules() {
-        assert_eq!(plan_io(0x1000, 100, 10, 0, 90).unwrap(), IoPlan { size: 10, device_addr: 0x1000 + 90, file_offset: 0 });
+        assert_eq!(
+            plan_io(0x1000, 100, 10, 0, 90).unwrap(),
+            IoPlan { size: 10, device_addr: 0x1000 + 90, file_offset: 0 }
+        );
         assert_eq!(plan_io(0x1000, 100, 0, 0, 99).unwrap().size, 0);
         assert_eq!(plan_io(0x1000, 100, 11, 0, 90), Err(OpError::InvalidValue.into()));
         assert_eq!(plan_io(0x1000, 100, 0, 0, 100), Err(OpError::InvalidValue.into()));
