@@ -133,7 +133,7 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
                     let n = transfer_loop(len, true, |d, r| {
                         // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
                         unsafe {
-                            file_io(&self.faults, Direction::Read, fd, stage.as_mut_ptr().add(d), r, offset + d as u64)
+                            file_io(&self.faults, Direction::Read, fd, stage[d..].as_mut_ptr(), r, offset + d as u64)
                         }
                     })?;
                     // SAFETY: `stage` holds `n` bytes; the IoRequest guarantees the device range.
@@ -147,7 +147,7 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
                     transfer_loop(len, false, |d, r| {
                         // SAFETY: `stage[d..d + r]` is in bounds.
                         unsafe {
-                            file_io(&self.faults, Direction::Write, fd, stage.as_mut_ptr().add(d), r, offset + d as u64)
+                            file_io(&self.faults, Direction::Write, fd, stage[d..].as_mut_ptr(), r, offset + d as u64)
                         }
                     })?
                 }

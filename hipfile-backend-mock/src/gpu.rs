@@ -460,7 +460,7 @@ mod tests {
         gpu.faults().delay_copies(std::time::Duration::from_millis(5));
         for i in 0..4 {
             // SAFETY: `src` outlives the synchronize below.
-            unsafe { gpu.copy_to_device_async(dev + i * 4096, src.as_ptr().add(i * 4096), 4096, s) }.unwrap();
+            unsafe { gpu.copy_to_device_async(dev + i * 4096, src[i * 4096..].as_ptr(), 4096, s) }.unwrap();
             let o = Arc::clone(&order);
             gpu.launch_host_func(s, Box::new(move || lock(&o).push(i))).unwrap();
         }
@@ -486,7 +486,7 @@ mod tests {
         unsafe { gpu.host_register(mem.as_mut_ptr(), 8192) }.unwrap();
         assert_eq!(gpu.pointer_info(mem.as_ptr() as usize + 10).unwrap().memory_type, MemoryType::Host);
         // SAFETY: as above.
-        assert!(unsafe { gpu.host_register(mem.as_mut_ptr().add(100), 10) }.is_err());
+        assert!(unsafe { gpu.host_register(mem[100..].as_mut_ptr(), 10) }.is_err());
         // SAFETY: registered above.
         unsafe { gpu.host_unregister(mem.as_mut_ptr()) }.unwrap();
         assert_eq!(gpu.pointer_info(mem.as_ptr() as usize).unwrap().memory_type, MemoryType::Unregistered);

@@ -88,7 +88,7 @@ fn buffers() {
     assert_eq!(d.buf_register(dev, 0, 0), Err(Error::Op(OpError::InvalidValue)));
     assert_eq!(d.buf_register(dev, 8193, 0), Err(Error::Op(OpError::HipPointerRangeError)));
     assert_eq!(d.buf_register(dev + 4096, 4097, 0), Err(Error::Op(OpError::HipPointerRangeError)));
-    let host = vec![0u8; 64];
+    let host = [0u8; 64];
     assert_eq!(d.buf_register(host.as_ptr() as usize, 64, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));
     let pinned = hipfile_core::GpuRuntime::host_alloc(&*gpu, 4096).unwrap();
     assert_eq!(d.buf_register(pinned as usize, 64, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));

@@ -170,7 +170,11 @@ impl FileHandle {
     /// alignment rules.
     pub fn direct_aligned(&self, file_offset: u64, size: usize, addr: usize) -> bool {
         let (mem, off) = (self.dio_mem_align as u64, self.dio_offset_align as u64);
-        mem != 0 && off != 0 && file_offset % off == 0 && size as u64 % off == 0 && addr as u64 % mem == 0
+        mem != 0
+            && off != 0
+            && file_offset.is_multiple_of(off)
+            && (size as u64).is_multiple_of(off)
+            && (addr as u64).is_multiple_of(mem)
     }
 }
 
