@@ -2,7 +2,7 @@
 //!
 //! Everything that makes hipfile-rs a hipFile lives here: the error codes and their C
 //! conventions ([`error`]), the configuration read at driver open ([`config`]), registered
-//! files ([`file`]), the driver's use count, registries and I/O path ([`driver`]), the
+//! files ([`file`](mod@file)), the driver's use count, registries and I/O path ([`driver`]), the
 //! backend interface ([`backend`]) and the GPU runtime interface ([`gpu`]). Backends, the C
 //! ABI and the tools build on it; this crate exports no C symbols and holds no global state.
 //!
