@@ -1,7 +1,6 @@
 //! The safe Rust API: a driver guard that keeps the driver open, a registered file that keeps
 //! its descriptor borrowed, and a registered buffer, each undone on drop.
 
-use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
 
@@ -36,7 +35,7 @@ impl<P: Platform> DriverGuard<P> {
     /// Registers the device memory `[addr, addr + len)`; deregistered on drop.
     pub fn register_buffer(&self, addr: usize, len: usize) -> Result<RegisteredBuffer<'_, P>> {
         self.driver.buf_register(addr, len, 0)?;
-        Ok(RegisteredBuffer { driver: &self.driver, addr, len, _not_send: PhantomData })
+        Ok(RegisteredBuffer { driver: &self.driver, addr, len })
     }
 }
 
@@ -111,7 +110,6 @@ pub struct RegisteredBuffer<'a, P: Platform> {
     driver: &'a Driver<P>,
     addr: usize,
     len: usize,
-    _not_send: PhantomData<*const ()>,
 }
 
 impl<P: Platform> RegisteredBuffer<'_, P> {

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::backend::{Backend, BackendKind, Direction, IoRequest, is_no_path};
 use crate::config::Config;
-use crate::error::{Error, HipError, OpError, Result};
+use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{GpuRuntime, MemoryType};
 use crate::io::plan_io;
@@ -355,12 +355,5 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipMemoryTypeInvalid.into());
         }
         Ok((info.bytes_after(addr), info.device))
-    }
-}
-
-impl Error {
-    /// Whether this is the given hipFile code.
-    pub fn is(&self, op: OpError) -> bool {
-        *self == Error::Op(op)
     }
 }

@@ -341,6 +341,21 @@ mod tests {
     }
 
     #[test]
+    fn block_devices_are_accepted() {
+        // Any block device this machine lets us open read-only will do; none is not a failure.
+        let Some(dev) = std::fs::read_dir("/dev").unwrap().flatten().find_map(|e| {
+            use std::os::unix::fs::FileTypeExt;
+            let is_block = e.file_type().is_ok_and(|t| t.is_block_device());
+            is_block.then(|| std::fs::File::open(e.path()).ok()).flatten()
+        }) else {
+            return;
+        };
+        let h = FileHandle::open(dev.as_raw_fd()).unwrap();
+        assert_eq!((h.kind(), h.fs_type()), (FileKind::BlockDevice, &FsType::None));
+        assert_eq!(h.direct_path_possible(false), h.direct_fd().is_some());
+    }
+
+    #[test]
     fn alignment_rule() {
         let file = tempfile::tempfile().unwrap();
         let mut h = FileHandle::open(file.as_raw_fd()).unwrap();
