@@ -235,12 +235,22 @@ impl MockGpu {
         }
     }
 
-    fn copy(&self, dst: usize, src: usize, len: usize) -> Result<(), HipError> {
-        self.faults.before_copy()?;
-        // SAFETY: both callers checked the device side and hold the caller's guarantee for
-        // the host side; mock device memory is host memory.
-        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
-        Ok(())
+    /// Queues (or, on the null stream, runs) one copy, counted against the armed faults.
+    ///
+    /// # Safety
+    /// Both ranges must be valid and stay so until the copy has run.
+    unsafe fn enqueue_copy(&self, dst: usize, src: usize, len: usize, stream: Stream) -> Result<(), HipError> {
+        let faults = Arc::clone(&self.faults);
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                faults.before_copy()?;
+                // SAFETY: the caller of `enqueue_copy` keeps both ranges valid until now; mock
+                // device memory is host memory.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+                Ok(())
+            }),
+        )
     }
 }
 
@@ -272,13 +282,13 @@ impl GpuRuntime for MockGpu {
     }
 
     unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError> {
-        self.check_device_range(dst, len)?;
-        self.copy(dst, src as usize, len)
+        // SAFETY: forwarded from the caller; the null stream runs the copy now.
+        unsafe { self.copy_to_device_async(dst, src, len, Stream::NULL) }
     }
 
     unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError> {
-        self.check_device_range(src, len)?;
-        self.copy(dst as usize, src, len)
+        // SAFETY: forwarded from the caller; the null stream runs the copy now.
+        unsafe { self.copy_from_device_async(dst, src, len, Stream::NULL) }
     }
 
     unsafe fn copy_to_device_async(
@@ -289,16 +299,8 @@ impl GpuRuntime for MockGpu {
         stream: Stream,
     ) -> Result<(), HipError> {
         self.check_device_range(dst, len)?;
-        let (faults, src) = (Arc::clone(&self.faults), src as usize);
-        self.enqueue(
-            stream,
-            Box::new(move || {
-                faults.before_copy()?;
-                // SAFETY: the caller keeps both ranges valid until the stream runs the copy.
-                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
-                Ok(())
-            }),
-        )
+        // SAFETY: the device range was just checked; the caller guarantees the host range.
+        unsafe { self.enqueue_copy(dst, src as usize, len, stream) }
     }
 
     unsafe fn copy_from_device_async(
@@ -309,16 +311,8 @@ impl GpuRuntime for MockGpu {
         stream: Stream,
     ) -> Result<(), HipError> {
         self.check_device_range(src, len)?;
-        let (faults, dst) = (Arc::clone(&self.faults), dst as usize);
-        self.enqueue(
-            stream,
-            Box::new(move || {
-                faults.before_copy()?;
-                // SAFETY: the caller keeps both ranges valid until the stream runs the copy.
-                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
-                Ok(())
-            }),
-        )
+        // SAFETY: the device range was just checked; the caller guarantees the host range.
+        unsafe { self.enqueue_copy(dst as usize, src, len, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {
