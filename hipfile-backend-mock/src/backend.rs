@@ -128,14 +128,16 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
         while done < req.size() {
             let len = (req.size() - done).min(stage.len());
             let (addr, offset) = (req.device_addr() + done, req.file_offset() + done as u64);
+            // The file side of one chunk, in either direction, through `stage[..len]`.
+            let file_part = |stage: &mut [u8], direction| {
+                transfer_loop(len, direction == Direction::Read, |d, r| {
+                    // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
+                    unsafe { file_io(&self.faults, direction, fd, stage[d..].as_mut_ptr(), r, offset + d as u64) }
+                })
+            };
             let moved = match req.direction() {
                 Direction::Read => {
-                    let n = transfer_loop(len, true, |d, r| {
-                        // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
-                        unsafe {
-                            file_io(&self.faults, Direction::Read, fd, stage[d..].as_mut_ptr(), r, offset + d as u64)
-                        }
-                    })?;
+                    let n = file_part(&mut stage, Direction::Read)?;
                     // SAFETY: `stage` holds `n` bytes; the IoRequest guarantees the device range.
                     unsafe { self.gpu.copy_to_device(addr, stage.as_ptr(), n) }?;
                     n
@@ -144,12 +146,7 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
                     // SAFETY: `stage` has room for `len` bytes; the IoRequest guarantees the
                     // device range.
                     unsafe { self.gpu.copy_from_device(stage.as_mut_ptr(), addr, len) }?;
-                    transfer_loop(len, false, |d, r| {
-                        // SAFETY: `stage[d..d + r]` is in bounds.
-                        unsafe {
-                            file_io(&self.faults, Direction::Write, fd, stage[d..].as_mut_ptr(), r, offset + d as u64)
-                        }
-                    })?
+                    file_part(&mut stage, Direction::Write)?
                 }
             };
             done += moved;

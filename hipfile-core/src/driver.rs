@@ -205,13 +205,6 @@ impl<P: Platform> Driver<P> {
         Ok(())
     }
 
-    /// The registered file behind `handle`.
-    pub fn file(&self, handle: HandleId) -> Result<Arc<FileHandle>> {
-        let state = self.read_state();
-        let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
-        open.files.get(&handle).cloned().ok_or_else(|| OpError::HandleNotRegistered.into())
-    }
-
     /// `hipFileBufRegister`: records device memory `[base, base + len)`; opens the driver if
     /// closed (even when the arguments are then refused, as upstream does).
     ///
@@ -300,10 +293,8 @@ impl<P: Platform> Driver<P> {
     ) -> Result<usize> {
         let (file, backends, registered) = {
             let state = self.read_state();
-            let open = match &state.open {
-                Some(open) if state.use_count > 0 => open,
-                _ => return Err(OpError::DriverNotInitialized.into()),
-            };
+            // `open` exists exactly while the use count is above zero.
+            let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             (Arc::clone(file), Arc::clone(&open.backends), open.buffers.get(&buffer_base).copied())
         };
