@@ -41,15 +41,26 @@ unsafe fn file_io(
 /// The direct-shaped mock path (see the module docs).
 #[derive(Debug)]
 pub struct MockDirect {
-    gpu: Arc<MockGpu>,
+    faults: Arc<Faults>,
     unsupported_file_systems: bool,
 }
 
 impl MockDirect {
     /// A direct path into `gpu`'s memory, applying upstream's file-system rule unless
     /// `unsupported_file_systems` (`HIPFILE_UNSUPPORTED_FILE_SYSTEMS`) lifts it.
-    pub fn new(gpu: Arc<MockGpu>, unsupported_file_systems: bool) -> Self {
-        MockDirect { gpu, unsupported_file_systems }
+    pub fn new(gpu: &MockGpu, unsupported_file_systems: bool) -> Self {
+        // SAFETY: MockGpu device memory is host memory.
+        unsafe { Self::host_addressable(Arc::clone(gpu.faults()), unsupported_file_systems) }
+    }
+
+    /// A direct path for a platform whose device memory the host can address (the mock HIP
+    /// runtime seen through the HIP loader), with file faults from `faults`.
+    ///
+    /// # Safety
+    /// Every device range in a request this backend is given must be host memory, valid for
+    /// the request's length while the request runs.
+    pub unsafe fn host_addressable(faults: Arc<Faults>, unsupported_file_systems: bool) -> Self {
+        MockDirect { faults, unsupported_file_systems }
     }
 }
 
@@ -70,12 +81,12 @@ impl Backend for MockDirect {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let faults = self.gpu.faults();
+        let faults = &self.faults;
         faults.before_direct()?;
         let fd = req.file().buffered_fd();
         transfer_loop(req.size(), req.direction() == Direction::Read, |done, remaining| {
             // SAFETY: the IoRequest guarantees [device_addr, device_addr + size) lies in a
-            // device allocation of this platform's MockGpu, which is host memory, and
+            // device allocation, which is host memory (the constructors' contract), and
             // `done + remaining == size`.
             unsafe {
                 file_io(
@@ -198,7 +209,7 @@ impl Platform for MockPlatform {
     }
 
     fn backends(&self, config: &Config) -> Result<Vec<MockBackend>> {
-        let direct = || MockBackend::Direct(MockDirect::new(Arc::clone(&self.gpu), config.unsupported_file_systems));
+        let direct = || MockBackend::Direct(MockDirect::new(&self.gpu, config.unsupported_file_systems));
         let staged = || MockBackend::Staged(MockStaged::new(Arc::clone(&self.gpu), Arc::clone(self.gpu.faults())));
         Ok(match config.backend {
             BackendChoice::Auto | BackendChoice::Mock => vec![direct(), staged()],

@@ -13,6 +13,21 @@ use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream
 
 use crate::faults::Faults;
 
+/// Which sides of a copy are device memory (`hipMemcpyKind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `hipMemcpyHostToHost`.
+    HostToHost,
+    /// `hipMemcpyHostToDevice`.
+    HostToDevice,
+    /// `hipMemcpyDeviceToHost`.
+    DeviceToHost,
+    /// `hipMemcpyDeviceToDevice`.
+    DeviceToDevice,
+    /// `hipMemcpyDefault`: the runtime tells from the addresses.
+    Default,
+}
+
 /// Alignment of every mock allocation: enough for any direct-I/O rule.
 pub const MOCK_ALIGN: usize = 4096;
 
@@ -220,6 +235,38 @@ impl MockGpu {
         Ok(())
     }
 
+    /// `hipMemcpyAsync` (on the null stream, `hipMemcpy`): the sides that `kind` names as
+    /// device memory must lie inside device allocations (`hipErrorInvalidValue` otherwise);
+    /// `CopyKind::Default` accepts any memory, as unified addressing does.
+    ///
+    /// # Safety
+    /// Host sides must be valid for `len` bytes until the stream has run the copy.
+    pub unsafe fn memcpy(&self, dst: usize, src: usize, len: usize, kind: CopyKind, stream: Stream) -> Result<(), HipError> {
+        let (dst_device, src_device) = match kind {
+            CopyKind::HostToHost | CopyKind::Default => (false, false),
+            CopyKind::HostToDevice => (true, false),
+            CopyKind::DeviceToHost => (false, true),
+            CopyKind::DeviceToDevice => (true, true),
+        };
+        if dst_device {
+            self.check_device_range(dst, len)?;
+        }
+        if src_device {
+            self.check_device_range(src, len)?;
+        }
+        if len > 0 && (dst == 0 || src == 0) {
+            return Err(HipError::INVALID_VALUE);
+        }
+        // SAFETY: device sides were just checked; the caller guarantees host sides.
+        unsafe { self.enqueue_copy(dst, src, len, stream) }
+    }
+
+    /// `hipDeviceSynchronize`: waits for every stream; reports the first failure.
+    pub fn synchronize_all(&self) -> Result<(), HipError> {
+        let workers: Vec<_> = lock(&self.streams).values().cloned().collect();
+        workers.iter().map(|w| w.synchronize()).fold(Ok(()), Result::and)
+    }
+
     fn stream(&self, stream: Stream) -> Result<Option<Arc<StreamWorker>>, HipError> {
         if stream == Stream::NULL {
             return Ok(None);
@@ -298,9 +345,8 @@ impl GpuRuntime for MockGpu {
         len: usize,
         stream: Stream,
     ) -> Result<(), HipError> {
-        self.check_device_range(dst, len)?;
-        // SAFETY: the device range was just checked; the caller guarantees the host range.
-        unsafe { self.enqueue_copy(dst, src as usize, len, stream) }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy(dst, src as usize, len, CopyKind::HostToDevice, stream) }
     }
 
     unsafe fn copy_from_device_async(
@@ -310,9 +356,8 @@ impl GpuRuntime for MockGpu {
         len: usize,
         stream: Stream,
     ) -> Result<(), HipError> {
-        self.check_device_range(src, len)?;
-        // SAFETY: the device range was just checked; the caller guarantees the host range.
-        unsafe { self.enqueue_copy(dst as usize, src, len, stream) }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy(dst as usize, src, len, CopyKind::DeviceToHost, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {

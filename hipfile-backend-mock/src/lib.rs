@@ -19,4 +19,4 @@ mod gpu;
 
 pub use backend::{MockBackend, MockDirect, MockPlatform, MockStaged, STAGE_SIZE};
 pub use faults::Faults;
-pub use gpu::{MOCK_ALIGN, MockGpu};
+pub use gpu::{CopyKind, MOCK_ALIGN, MockGpu};

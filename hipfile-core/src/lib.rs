@@ -46,6 +46,7 @@ pub mod driver;
 pub mod error;
 pub mod file;
 pub mod gpu;
+pub mod hip;
 pub mod io;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
@@ -56,5 +57,6 @@ pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
+pub use hip::HipRuntime;
 pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;

@@ -1,0 +1,388 @@
+//! `libhipfile_mockhip.so`: the HIP runtime API that hipFile programs use, implemented over
+//! one process-wide [`MockGpu`], with the C ABI of Debian 12's HIP 5.2 headers.
+//!
+//! Link a HIP program against it instead of `libamdhip64` and it runs with no GPU: device
+//! memory is host memory the mock tracks, streams are worker threads. libhipfile finds these
+//! symbols in the process (its HIP loader looks there first), so the program and the library
+//! share one emulated device memory. The marker symbol [`hipfileMockHipRuntime`] tells the
+//! loader that device addresses are host addresses here.
+//!
+//! `HIPFILE_MOCK_DEVICES` (default 1) sets the number of devices, read at the first call.
+//! Every entry point returns a `hipError_t` as HIP does, records it for `hipGetLastError`, and
+//! never unwinds into C (a panic becomes `hipErrorUnknown`).
+#![allow(non_snake_case)]
+
+use std::cell::Cell;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock};
+
+use hipfile_backend_mock::{CopyKind, MockGpu};
+use hipfile_core::hip::{PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+
+/// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
+pub const MOCK_HIP_VERSION: c_int = 50_221_153;
+
+fn gpu() -> &'static Arc<MockGpu> {
+    static GPU: OnceLock<Arc<MockGpu>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let devices = std::env::var("HIPFILE_MOCK_DEVICES").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        MockGpu::new(devices)
+    })
+}
+
+thread_local! {
+    static LAST_ERROR: Cell<c_int> = const { Cell::new(0) };
+}
+
+/// Runs one entry point: records its result for `hipGetLastError` and turns a panic into
+/// `hipErrorUnknown`.
+fn call(f: impl FnOnce() -> Result<(), HipError>) -> c_int {
+    let rc = match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => e.0,
+        Err(_) => HipError::UNKNOWN.0,
+    };
+    if rc != 0 {
+        LAST_ERROR.with(|e| e.set(rc));
+    }
+    rc
+}
+
+/// Writes `value` through an output pointer, or fails with `hipErrorInvalidValue` if null.
+///
+/// # Safety
+/// `out` must be null or valid for a write of `T`.
+unsafe fn put<T>(out: *mut T, value: T) -> Result<(), HipError> {
+    if out.is_null() {
+        return Err(HipError::INVALID_VALUE);
+    }
+    // SAFETY: non-null, and the caller guarantees it is writable.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+fn stream(s: *mut c_void) -> Stream {
+    Stream(s as usize)
+}
+
+fn copy_kind(kind: c_int) -> Result<CopyKind, HipError> {
+    Ok(match kind {
+        memcpy_kind::HOST_TO_HOST => CopyKind::HostToHost,
+        memcpy_kind::HOST_TO_DEVICE => CopyKind::HostToDevice,
+        memcpy_kind::DEVICE_TO_HOST => CopyKind::DeviceToHost,
+        memcpy_kind::DEVICE_TO_DEVICE => CopyKind::DeviceToDevice,
+        memcpy_kind::DEFAULT => CopyKind::Default,
+        _ => return Err(HipError(21)), // hipErrorInvalidMemcpyDirection
+    })
+}
+
+/// Marks this library as the mock runtime (see the crate docs); returns [`MOCK_HIP_VERSION`].
+#[unsafe(no_mangle)]
+pub extern "C" fn hipfileMockHipRuntime() -> c_int {
+    MOCK_HIP_VERSION
+}
+
+/// `hipInit`: flags must be 0.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipInit(flags: c_uint) -> c_int {
+    call(|| if flags == 0 { Ok(()) } else { Err(HipError::INVALID_VALUE) })
+}
+
+/// `hipRuntimeGetVersion`.
+///
+/// # Safety
+/// `version` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipRuntimeGetVersion(version: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put(version, MOCK_HIP_VERSION) })
+}
+
+/// `hipGetDeviceCount`.
+///
+/// # Safety
+/// `count` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put(count, gpu().device_count()?) })
+}
+
+/// `hipGetDevice`: the calling thread's current device.
+///
+/// # Safety
+/// `device` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDevice(device: *mut c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put(device, gpu().current_device()?) })
+}
+
+/// `hipSetDevice`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipSetDevice(device: c_int) -> c_int {
+    call(|| gpu().set_device(device))
+}
+
+/// `hipDeviceSynchronize`: waits for every stream.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipDeviceSynchronize() -> c_int {
+    call(|| gpu().synchronize_all())
+}
+
+/// `hipMalloc`: zero-filled device memory on the current device (size 0 gives null).
+///
+/// # Safety
+/// `ptr` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int {
+    call(|| {
+        if ptr.is_null() {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let addr = gpu().malloc(size)?;
+        // SAFETY: the caller's contract; checked non-null above.
+        unsafe { put(ptr, addr as *mut c_void) }
+    })
+}
+
+/// `hipFree` (null is a no-op).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFree(ptr: *mut c_void) -> c_int {
+    call(|| gpu().free(ptr as usize))
+}
+
+/// `hipHostMalloc`: pinned host memory.
+///
+/// # Safety
+/// `ptr` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, _flags: c_uint) -> c_int {
+    call(|| {
+        if ptr.is_null() {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let p = gpu().host_alloc(size)?;
+        // SAFETY: the caller's contract; checked non-null above.
+        unsafe { put(ptr, p.cast()) }
+    })
+}
+
+/// `hipHostFree`.
+///
+/// # Safety
+/// `ptr` must be null or come from `hipHostMalloc` and not be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipHostFree(ptr: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract; the mock refuses pointers it did not allocate.
+    call(|| unsafe { gpu().host_free(ptr.cast()) })
+}
+
+/// `hipHostRegister`.
+///
+/// # Safety
+/// `[ptr, ptr + size)` must be host memory that outlives the registration.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipHostRegister(ptr: *mut c_void, size: usize, _flags: c_uint) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { gpu().host_register(ptr.cast(), size) })
+}
+
+/// `hipHostUnregister`.
+///
+/// # Safety
+/// `ptr` should have been registered with `hipHostRegister` (others get an error).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipHostUnregister(ptr: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract; unknown pointers are refused.
+    call(|| unsafe { gpu().host_unregister(ptr.cast()) })
+}
+
+/// `hipMemcpy`: device sides are checked against the allocation table.
+///
+/// # Safety
+/// Host sides must be valid for `size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, size: usize, kind: c_int) -> c_int {
+    // SAFETY: the caller's contract; the null stream copies now.
+    call(|| unsafe { gpu().memcpy(dst as usize, src as usize, size, copy_kind(kind)?, Stream::NULL) })
+}
+
+/// `hipMemcpyAsync`.
+///
+/// # Safety
+/// Host sides must be valid for `size` bytes until the stream has run the copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    kind: c_int,
+    s: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { gpu().memcpy(dst as usize, src as usize, size, copy_kind(kind)?, stream(s)) })
+}
+
+/// `hipMemset` of device memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, size: usize) -> c_int {
+    // HIP uses the low byte of `value`.
+    call(|| gpu().memset(dst as usize, value as u8, size))
+}
+
+/// `hipPointerGetAttributes` with HIP 5's layout and numbering: device memory is
+/// `hipMemoryTypeDevice`, pinned or registered host memory `hipMemoryTypeHost`, other
+/// addresses `hipErrorInvalidValue` (as HIP 5 answers for memory it does not know).
+///
+/// # Safety
+/// `attributes` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttributes, ptr: *const c_void) -> c_int {
+    call(|| {
+        let info = gpu().pointer_info(ptr as usize)?;
+        let p = ptr.cast_mut();
+        let attr = match info.memory_type {
+            MemoryType::Device => PointerAttributes {
+                memory_type: memory_type_v5::DEVICE,
+                device: info.device,
+                device_pointer: p,
+                host_pointer: std::ptr::null_mut(),
+                is_managed: 0,
+                allocation_flags: 0,
+            },
+            MemoryType::Host => PointerAttributes {
+                memory_type: memory_type_v5::HOST,
+                device: info.device,
+                device_pointer: p,
+                host_pointer: p,
+                is_managed: 0,
+                allocation_flags: 0,
+            },
+            MemoryType::Unregistered | MemoryType::Managed => return Err(HipError::INVALID_VALUE),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { put(attributes, attr) }
+    })
+}
+
+/// `hipMemGetAddressRange`: the device allocation containing `dptr` (`hipErrorNotFound` for
+/// other addresses). Either output may be null.
+///
+/// # Safety
+/// `base` and `size` must each be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemGetAddressRange(base: *mut *mut c_void, size: *mut usize, dptr: *mut c_void) -> c_int {
+    call(|| {
+        let info = gpu().pointer_info(dptr as usize)?;
+        if info.memory_type != MemoryType::Device {
+            return Err(HipError::NOT_FOUND);
+        }
+        if !base.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { put(base, info.base as *mut c_void) }?;
+        }
+        if !size.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { put(size, info.size) }?;
+        }
+        Ok(())
+    })
+}
+
+/// `hipStreamCreate`.
+///
+/// # Safety
+/// `s` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreate(s: *mut *mut c_void) -> c_int {
+    call(|| {
+        if s.is_null() {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let created = gpu().stream_create()?;
+        // SAFETY: the caller's contract; checked non-null above.
+        unsafe { put(s, created.0 as *mut c_void) }
+    })
+}
+
+/// `hipStreamDestroy`: waits for the stream's work first.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipStreamDestroy(s: *mut c_void) -> c_int {
+    call(|| gpu().stream_destroy(stream(s)))
+}
+
+/// `hipStreamSynchronize`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipStreamSynchronize(s: *mut c_void) -> c_int {
+    call(|| gpu().stream_synchronize(stream(s)))
+}
+
+/// `hipLaunchHostFunc`: `f(user_data)` runs after the work queued before it on `s`.
+///
+/// # Safety
+/// `f` must be safe to call with `user_data` from another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipLaunchHostFunc(
+    s: *mut c_void,
+    f: Option<unsafe extern "C" fn(*mut c_void)>,
+    user_data: *mut c_void,
+) -> c_int {
+    call(|| {
+        let f = f.ok_or(HipError::INVALID_VALUE)?;
+        let data = user_data as usize;
+        // SAFETY: the caller's contract: `f` accepts `user_data` on any thread.
+        gpu().launch_host_func(stream(s), Box::new(move || unsafe { f(data as *mut c_void) }))
+    })
+}
+
+/// `hipGetLastError`: the last error of the calling thread, which it resets.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipGetLastError() -> c_int {
+    LAST_ERROR.with(|e| e.replace(0))
+}
+
+/// `hipPeekAtLastError`: as `hipGetLastError`, without resetting.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipPeekAtLastError() -> c_int {
+    LAST_ERROR.with(Cell::get)
+}
+
+/// The errors the mock produces: value, name, description.
+const ERRORS: [(c_int, &CStr, &CStr); 14] = [
+    (0, c"hipSuccess", c"no error"),
+    (1, c"hipErrorInvalidValue", c"invalid argument"),
+    (2, c"hipErrorOutOfMemory", c"out of memory"),
+    (3, c"hipErrorNotInitialized", c"initialization error"),
+    (17, c"hipErrorInvalidDevicePointer", c"invalid device pointer"),
+    (21, c"hipErrorInvalidMemcpyDirection", c"invalid copy direction for memcpy"),
+    (100, c"hipErrorNoDevice", c"no ROCm-capable device is detected"),
+    (101, c"hipErrorInvalidDevice", c"invalid device ordinal"),
+    (400, c"hipErrorInvalidHandle", c"invalid resource handle"),
+    (500, c"hipErrorNotFound", c"named symbol not found"),
+    (600, c"hipErrorNotReady", c"device not ready"),
+    (712, c"hipErrorHostMemoryAlreadyRegistered", c"part or all of the requested memory range is already mapped"),
+    (713, c"hipErrorHostMemoryNotRegistered", c"pointer does not correspond to a registered memory region"),
+    (719, c"hipErrorLaunchFailure", c"unspecified launch failure"),
+];
+
+fn describe(error: c_int) -> (&'static CStr, &'static CStr) {
+    ERRORS
+        .iter()
+        .find(|(code, ..)| *code == error)
+        .map_or((c"hipErrorUnknown", c"unknown error"), |&(_, name, text)| (name, text))
+}
+
+/// `hipGetErrorName`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipGetErrorName(error: c_int) -> *const c_char {
+    describe(error).0.as_ptr()
+}
+
+/// `hipGetErrorString`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipGetErrorString(error: c_int) -> *const c_char {
+    describe(error).1.as_ptr()
+}

@@ -1,0 +1,157 @@
+//! The C types of `hipfile.h` that cross the boundary, and the boundary itself: no panic
+//! escapes, every result takes hipFile's C convention.
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
+
+use hipfile_core::error::ssize_result;
+use hipfile_core::{OpError, Result};
+
+/// `hipFileOpError_t`: an `int`-sized enum in C, taken as an `int` and validated.
+pub type hipFileOpError_t = c_int;
+/// `hipError_t`: the HIP runtime's `int`-sized error enum.
+pub type hipError_t = c_int;
+/// `hipFileFileHandleType_t`: taken as an `int` and validated.
+pub type hipFileFileHandleType_t = c_int;
+/// `hipFileHandle_t`: an opaque key of the driver's registry, never a pointer to memory.
+pub type hipFileHandle_t = *mut c_void;
+/// `hoff_t` (`off_t`).
+pub type hoff_t = libc::off_t;
+
+/// `hipFileHandleTypeOpaqueFD`.
+pub const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+/// `hipFileHandleTypeOpaqueWin32`.
+pub const HANDLE_TYPE_OPAQUE_WIN32: c_int = 2;
+/// `hipFileHandleTypeUserspaceFS`.
+pub const HANDLE_TYPE_USERSPACE_FS: c_int = 3;
+
+/// `hipFileError_t`: returned by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct hipFileError_t {
+    /// A `hipFileOpError_t`.
+    pub err: hipFileOpError_t,
+    /// The HIP runtime's error when `err` is `hipFileHipDriverError`, else `hipSuccess`.
+    pub hip_drv_err: hipError_t,
+}
+
+impl hipFileError_t {
+    /// `{hipFileSuccess, hipSuccess}`.
+    pub const SUCCESS: hipFileError_t = hipFileError_t { err: 0, hip_drv_err: 0 };
+
+    /// The C form of `result`.
+    pub fn from_result(result: Result<()>) -> Self {
+        match result {
+            Ok(()) => Self::SUCCESS,
+            Err(e) => {
+                let (err, hip_drv_err) = e.to_c_pair();
+                hipFileError_t { err, hip_drv_err }
+            }
+        }
+    }
+
+    /// `{op, hipSuccess}`.
+    pub fn op(op: OpError) -> Self {
+        hipFileError_t { err: op.code(), hip_drv_err: 0 }
+    }
+}
+
+/// The `handle` union of `hipFileDescr_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union hipFileDescrHandle {
+    /// A POSIX file descriptor (`hipFileHandleTypeOpaqueFD`).
+    pub fd: c_int,
+    /// A Windows handle (`hipFileHandleTypeOpaqueWin32`, not supported).
+    pub hFile: *mut c_void,
+}
+
+/// `hipFileDescr_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct hipFileDescr_t {
+    /// A `hipFileFileHandleType_t`.
+    pub r#type: hipFileFileHandleType_t,
+    /// The descriptor.
+    pub handle: hipFileDescrHandle,
+    /// `const hipFileFSOps_t *` (user-space file systems, not supported).
+    pub fs_ops: *const c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<hipFileError_t>() == 8);
+const _: () = assert!(std::mem::size_of::<hipFileDescr_t>() == 24);
+const _: () = assert!(std::mem::offset_of!(hipFileDescr_t, handle) == 8);
+const _: () = assert!(std::mem::offset_of!(hipFileDescr_t, fs_ops) == 16);
+
+/// What an export returns when its body panicked.
+pub trait OnPanic {
+    /// The value that reports an internal error in the export's convention.
+    fn on_panic() -> Self;
+}
+
+impl OnPanic for hipFileError_t {
+    fn on_panic() -> Self {
+        Self::op(OpError::InternalError)
+    }
+}
+
+impl OnPanic for libc::ssize_t {
+    fn on_panic() -> Self {
+        -(OpError::InternalError.code() as libc::ssize_t)
+    }
+}
+
+impl OnPanic for i64 {
+    fn on_panic() -> Self {
+        -1 // hipFileUseCount's error value
+    }
+}
+
+impl OnPanic for () {
+    fn on_panic() -> Self {}
+}
+
+/// Runs an export's body; a panic becomes the export's internal-error value instead of
+/// unwinding into C (which would abort the process).
+pub fn boundary<T: OnPanic>(body: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| T::on_panic())
+}
+
+/// The `ssize_t` convention of `hipFileRead`/`hipFileWrite`, setting `errno` where it says to.
+pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
+    let r = ssize_result(&result);
+    if let Some(errno) = r.errno {
+        // SAFETY: `__errno_location` returns the calling thread's errno slot, always valid.
+        unsafe { *libc::__errno_location() = errno };
+    }
+    r.value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hipfile_core::{Error, HipError};
+
+    #[test]
+    fn a_panic_becomes_the_internal_error_of_each_convention() {
+        let e = boundary(|| -> hipFileError_t { panic!("planted") });
+        assert_eq!(e, hipFileError_t { err: 5030, hip_drv_err: 0 });
+        assert_eq!(boundary(|| -> libc::ssize_t { panic!("planted") }), -5030);
+        assert_eq!(boundary(|| -> i64 { panic!("planted") }), -1);
+        boundary(|| panic!("planted"));
+    }
+
+    #[test]
+    fn results_take_the_c_conventions() {
+        assert_eq!(hipFileError_t::from_result(Ok(())), hipFileError_t::SUCCESS);
+        assert_eq!(
+            hipFileError_t::from_result(Err(HipError(719).into())),
+            hipFileError_t { err: 5011, hip_drv_err: 719 }
+        );
+        assert_eq!(ssize_return(Ok(4096)), 4096);
+        assert_eq!(ssize_return(Err(OpError::HandleNotRegistered.into())), -5027);
+        assert_eq!(ssize_return(Err(Error::Os(libc::EIO))), -1);
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EIO));
+    }
+}

@@ -1,0 +1,129 @@
+//! The C programs in `tests/c`, compiled with `-std=c11 -Wall -Wextra -Werror` against
+//! `include/hipfile.h` and Debian's HIP headers, linked with libhipfile and the mock HIP runtime
+//! (instead of `libamdhip64`), and run with no GPU; each once more with
+//! `-fsanitize=address,undefined`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Flavour {
+    Plain,
+    Sanitized,
+}
+
+/// Compiles `tests/c/<name>.c` into the scratch directory.
+fn build(name: &str, flavour: Flavour, defines: &[String]) -> PathBuf {
+    require_hip_headers();
+    let lib = lib_dir();
+    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let suffix = if flavour == Flavour::Sanitized { "-san" } else { "" };
+    let exe = scratch("c").join(format!("{name}{suffix}"));
+    let mut cmd = cc();
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"])
+        .args(defines)
+        .arg("-I")
+        .arg(include_dir())
+        .arg(src_dir.join(format!("{name}.c")));
+    if flavour == Flavour::Sanitized {
+        cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]);
+    }
+    cmd.arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lhipfile", "-lhipfile_mockhip", "-lpthread", "-o"])
+        .arg(&exe);
+    run_ok(&mut cmd);
+    exe
+}
+
+fn write_file(name: &str, data: &[u8]) -> PathBuf {
+    let path = scratch("c-data").join(name);
+    std::fs::write(&path, data).expect("test file");
+    path
+}
+
+fn guide_example(flavour: Flavour) {
+    let file = write_file(&format!("example-{}", flavour as u8), &pattern(1 << 20, 1));
+    let exe = build("example", flavour, &[format!("-DHIPFILE_EXAMPLE_PATH=\"{}\"", file.display())]);
+    run_ok(&mut program(&exe, &[], &[]));
+}
+
+#[test]
+fn amds_complete_example_runs_unchanged() {
+    guide_example(Flavour::Plain);
+}
+
+#[test]
+fn amds_complete_example_under_sanitizers() {
+    guide_example(Flavour::Sanitized);
+}
+
+/// `copy` moves an odd-sized file through GPU memory; the result must equal the source.
+fn copy(flavour: Flavour, backend: &str) {
+    let data = pattern((3 << 20) + 4567, 7);
+    let src = write_file(&format!("copy-src-{backend}-{}", flavour as u8), &data);
+    let dst = src.with_extension("out");
+    let exe = build("copy", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[&src, &dst], &[("HIPFILE_BACKEND", backend)]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("copied {} bytes", data.len()));
+    assert!(std::fs::read(&dst).expect("copy output") == data, "copy differs from its source");
+}
+
+#[test]
+fn copy_through_gpu_memory_auto() {
+    copy(Flavour::Plain, "auto");
+}
+
+#[test]
+fn copy_through_gpu_memory_bounce() {
+    copy(Flavour::Plain, "bounce");
+}
+
+#[test]
+fn copy_through_gpu_memory_mock() {
+    copy(Flavour::Plain, "mock");
+}
+
+#[test]
+fn copy_under_sanitizers() {
+    copy(Flavour::Sanitized, "auto");
+}
+
+fn errors(flavour: Flavour) {
+    let data: Vec<u8> = (0..64 * 1024).map(|i: usize| (i * 7 + 3) as u8).collect();
+    let file = write_file(&format!("errors-{}", flavour as u8), &data);
+    let exe = build("errors", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[&file], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all error paths behave");
+}
+
+#[test]
+fn every_error_path() {
+    errors(Flavour::Plain);
+}
+
+#[test]
+fn every_error_path_under_sanitizers() {
+    errors(Flavour::Sanitized);
+}
+
+fn threads(flavour: Flavour) {
+    let file = write_file(&format!("threads-{}", flavour as u8), &pattern(8192, 3));
+    let exe = build("threads", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[&file], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "64 threads opened the driver once");
+}
+
+#[test]
+fn sixty_four_threads_open_the_driver_once() {
+    threads(Flavour::Plain);
+}
+
+#[test]
+fn sixty_four_threads_under_sanitizers() {
+    threads(Flavour::Sanitized);
+}

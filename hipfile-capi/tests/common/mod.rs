@@ -1,0 +1,107 @@
+//! Building and running C and C++ against the libraries `cargo test` just built: `libhipfile.so`
+//! (this crate) and `libhipfile_mockhip.so` (a dev-dependency), both in `target/<profile>/deps`.
+#![allow(dead_code, unreachable_pub)] // each test binary uses part of it
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Where Debian's `libamdhip64-dev` puts the HIP headers (`cargo xtask ci` installs it).
+pub const HIP_HEADER: &str = "/usr/include/hip/hip_runtime_api.h";
+
+/// The directory holding the freshly built shared libraries.
+pub fn deps_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps directory").to_path_buf();
+    for lib in ["libhipfile.so", "libhipfile_mockhip.so"] {
+        assert!(deps.join(lib).exists(), "{lib} not built in {}", deps.display());
+    }
+    deps
+}
+
+/// A directory laid out as an installed library: `libhipfile.so` and the `libhipfile.so.0`
+/// its SONAME names (what programs load at run time), and the mock HIP runtime; links into
+/// [`deps_dir`].
+pub fn lib_dir() -> PathBuf {
+    let deps = deps_dir();
+    let profile = deps.parent().and_then(Path::file_name).expect("profile directory");
+    let lib = scratch(&format!("lib-{}", profile.to_string_lossy()));
+    for (link, target) in
+        [("libhipfile.so", "libhipfile.so"), ("libhipfile.so.0", "libhipfile.so"), ("libhipfile_mockhip.so", "libhipfile_mockhip.so")]
+    {
+        match std::os::unix::fs::symlink(deps.join(target), lib.join(link)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => panic!("cannot link {link}: {e}"),
+        }
+    }
+    lib
+}
+
+/// The repository's `include` directory.
+pub fn include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../include")
+}
+
+/// Scratch space for this test binary.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Fails with the way to get the HIP headers when they are missing.
+pub fn require_hip_headers() {
+    assert!(
+        Path::new(HIP_HEADER).exists(),
+        "{HIP_HEADER} is missing: install Debian's HIP headers (apt-get install -y libamdhip64-dev; `cargo xtask ci` does)"
+    );
+}
+
+/// Runs a compiler or a test program; panics with its output unless it succeeds.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The C compiler (`$CC`, else `cc`).
+pub fn cc() -> Command {
+    Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+}
+
+/// The C++ compiler (`$CXX`, else `c++`).
+pub fn cxx() -> Command {
+    Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+}
+
+/// A program's run environment: no inherited `HIPFILE_*` settings, then `env`.
+pub fn program(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HIPFILE_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd
+}
+
+/// Deterministic file contents that differ at every offset of a page.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

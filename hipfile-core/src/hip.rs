@@ -1,0 +1,585 @@
+//! The HIP runtime, found at run time: the [`GpuRuntime`] of AMD GPUs (and of the mock HIP
+//! runtime library, `libhipfile_mockhip.so`).
+//!
+//! hipfile-rs never links HIP: one build runs on AMD, NVIDIA and machines with no GPU. The
+//! runtime is found in this order ([`HipRuntime::discover`]):
+//! 1. HIP symbols already in the process (the application linked `libamdhip64`, or the mock),
+//!    so libhipfile and the application share one runtime and one view of device memory;
+//! 2. `dlopen` of `libamdhip64.so`, then `.so.7`, `.so.6`, `.so.5`.
+//!
+//! HIP changed its ABI at 6.0 (`hipRuntimeGetVersion` tells which one a runtime has):
+//! `hipPointerAttribute_t` kept its layout but its first field now uses a renumbered
+//! `hipMemoryType` (5.x: Host 0, Device 1, Array 2, Unified 3; 6.x and later: Unregistered 0,
+//! Host 1, Device 2, Managed 3, Array 10, Unified 11). [`Abi::memory_type`] maps both.
+//!
+//! Every symbol is resolved once, when the runtime is loaded; a missing one fails the load
+//! with its name, never later in an I/O call.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+
+use crate::error::HipError;
+use crate::gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+
+/// Library names tried by `dlopen` when the process has no HIP symbols, in order.
+pub const HIP_LIBRARY_NAMES: [&str; 4] = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
+
+/// The symbol `libhipfile_mockhip.so` exports so that a loader can tell the mock from a real
+/// runtime (whose device memory the host cannot address).
+pub const MOCK_MARKER: &str = "hipfileMockHipRuntime";
+
+/// `hipMemcpyKind` values (the same in every HIP version).
+pub mod memcpy_kind {
+    /// `hipMemcpyHostToHost`.
+    pub const HOST_TO_HOST: i32 = 0;
+    /// `hipMemcpyHostToDevice`.
+    pub const HOST_TO_DEVICE: i32 = 1;
+    /// `hipMemcpyDeviceToHost`.
+    pub const DEVICE_TO_HOST: i32 = 2;
+    /// `hipMemcpyDeviceToDevice`.
+    pub const DEVICE_TO_DEVICE: i32 = 3;
+    /// `hipMemcpyDefault`.
+    pub const DEFAULT: i32 = 4;
+}
+
+/// `hipMemoryType` values of HIP 5.x (Debian 12's headers).
+pub mod memory_type_v5 {
+    /// `hipMemoryTypeHost`.
+    pub const HOST: i32 = 0;
+    /// `hipMemoryTypeDevice`.
+    pub const DEVICE: i32 = 1;
+    /// `hipMemoryTypeArray`.
+    pub const ARRAY: i32 = 2;
+    /// `hipMemoryTypeUnified`.
+    pub const UNIFIED: i32 = 3;
+}
+
+/// `hipMemoryType` values of HIP 6.0 and later (aligned with CUDA's).
+pub mod memory_type_v6 {
+    /// `hipMemoryTypeUnregistered`.
+    pub const UNREGISTERED: i32 = 0;
+    /// `hipMemoryTypeHost`.
+    pub const HOST: i32 = 1;
+    /// `hipMemoryTypeDevice`.
+    pub const DEVICE: i32 = 2;
+    /// `hipMemoryTypeManaged`.
+    pub const MANAGED: i32 = 3;
+    /// `hipMemoryTypeArray`.
+    pub const ARRAY: i32 = 10;
+    /// `hipMemoryTypeUnified`.
+    pub const UNIFIED: i32 = 11;
+}
+
+/// `hipPointerAttribute_t`: the same layout in HIP 5 and 6+ (the first field was renamed
+/// from `memoryType` to `type`, and its values renumbered).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PointerAttributes {
+    /// `memoryType` (5.x) / `type` (6+): a `hipMemoryType` of the runtime's ABI.
+    pub memory_type: c_int,
+    /// `device`.
+    pub device: c_int,
+    /// `devicePointer`.
+    pub device_pointer: *mut c_void,
+    /// `hostPointer`.
+    pub host_pointer: *mut c_void,
+    /// `isManaged`.
+    pub is_managed: c_int,
+    /// `allocationFlags`.
+    pub allocation_flags: c_uint,
+}
+
+impl Default for PointerAttributes {
+    fn default() -> Self {
+        PointerAttributes {
+            memory_type: -1,
+            device: -1,
+            device_pointer: std::ptr::null_mut(),
+            host_pointer: std::ptr::null_mut(),
+            is_managed: 0,
+            allocation_flags: 0,
+        }
+    }
+}
+
+/// Which HIP ABI a runtime has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abi {
+    /// HIP 5.x.
+    V5,
+    /// HIP 6.0 and later.
+    V6,
+}
+
+impl Abi {
+    /// The ABI of a runtime reporting `version` (`HIP_VERSION`: major * 10^7 + minor * 10^5
+    /// + patch).
+    pub fn from_version(version: i32) -> Abi {
+        if version / 10_000_000 >= 6 { Abi::V6 } else { Abi::V5 }
+    }
+
+    /// What the pointer attributes say, in this ABI's numbering. Managed memory (reported as
+    /// device memory with `isManaged` by HIP 5) is `Managed`; arrays are not linear memory
+    /// hipFile can use, so they count as `Unregistered`.
+    pub fn memory_type(self, attr: &PointerAttributes) -> MemoryType {
+        if attr.is_managed != 0 {
+            return MemoryType::Managed;
+        }
+        match (self, attr.memory_type) {
+            (Abi::V5, memory_type_v5::HOST) | (Abi::V6, memory_type_v6::HOST) => MemoryType::Host,
+            (Abi::V5, memory_type_v5::DEVICE) | (Abi::V6, memory_type_v6::DEVICE) => MemoryType::Device,
+            (Abi::V5, memory_type_v5::UNIFIED) | (Abi::V6, memory_type_v6::MANAGED | memory_type_v6::UNIFIED) => {
+                MemoryType::Managed
+            }
+            _ => MemoryType::Unregistered,
+        }
+    }
+}
+
+/// Why no HIP runtime could be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A `dlopen` handle kept for the life of the process: unloading a GPU runtime that
+/// callbacks or other threads may still use is never safe, so it is never closed.
+#[derive(Clone, Copy, Debug)]
+struct Library(*mut c_void);
+
+// SAFETY: a dlopen handle is a process-wide token; dlsym may be called from any thread.
+unsafe impl Send for Library {}
+// SAFETY: as above.
+unsafe impl Sync for Library {}
+
+fn dlerror_text() -> String {
+    // SAFETY: dlerror returns null or a thread-local C string valid until the next dl* call
+    // on this thread, which is after we copy it.
+    let msg = unsafe { libc::dlerror() };
+    if msg.is_null() {
+        return "unknown dlopen error".into();
+    }
+    // SAFETY: non-null, NUL-terminated (see above).
+    unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+}
+
+impl Library {
+    fn open(name: &str, flags: c_int) -> Result<Library, String> {
+        let cname = CString::new(name).map_err(|_| format!("{name}: NUL in library name"))?;
+        // SAFETY: a NUL-terminated name; loading runs the library's initialisers, which is
+        // what loading a GPU runtime means.
+        let handle = unsafe { libc::dlopen(cname.as_ptr(), flags) };
+        if handle.is_null() { Err(dlerror_text()) } else { Ok(Library(handle)) }
+    }
+
+    fn symbol(self, name: &str) -> Option<*mut c_void> {
+        let cname = CString::new(name).ok()?;
+        // SAFETY: a valid handle (or RTLD_DEFAULT) and a NUL-terminated name.
+        let sym = unsafe { libc::dlsym(self.0, cname.as_ptr()) };
+        (!sym.is_null()).then_some(sym)
+    }
+
+    /// The file that defines `sym`, reopened so that every symbol comes from that one library.
+    fn defining(sym: *mut c_void) -> Option<(Library, String)> {
+        let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+        // SAFETY: `info` is writable; dladdr only reads the address.
+        if unsafe { libc::dladdr(sym, info.as_mut_ptr()) } == 0 {
+            return None;
+        }
+        // SAFETY: dladdr succeeded and filled `info`.
+        let info = unsafe { info.assume_init() };
+        if info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, NUL-terminated, owned by the loader.
+        let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+        let lib = Library::open(&path, libc::RTLD_NOW | libc::RTLD_NOLOAD).ok()?;
+        Some((lib, path))
+    }
+}
+
+type HipResult = c_int;
+type RawStream = *mut c_void;
+type HostCallback = unsafe extern "C" fn(*mut c_void);
+
+/// The HIP entry points hipFile uses, resolved once.
+#[derive(Clone, Copy)]
+struct Api {
+    runtime_get_version: unsafe extern "C" fn(*mut c_int) -> HipResult,
+    pointer_get_attributes: unsafe extern "C" fn(*mut PointerAttributes, *const c_void) -> HipResult,
+    mem_get_address_range: unsafe extern "C" fn(*mut *mut c_void, *mut usize, *mut c_void) -> HipResult,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipResult,
+    free: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> HipResult,
+    memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, RawStream) -> HipResult,
+    stream_create: unsafe extern "C" fn(*mut RawStream) -> HipResult,
+    stream_destroy: unsafe extern "C" fn(RawStream) -> HipResult,
+    stream_synchronize: unsafe extern "C" fn(RawStream) -> HipResult,
+    launch_host_func: unsafe extern "C" fn(RawStream, HostCallback, *mut c_void) -> HipResult,
+    host_malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> HipResult,
+    host_free: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> HipResult,
+    host_unregister: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
+    get_device: unsafe extern "C" fn(*mut c_int) -> HipResult,
+    set_device: unsafe extern "C" fn(c_int) -> HipResult,
+    get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
+}
+
+impl Api {
+    fn resolve(lib: Library) -> Result<Api, String> {
+        macro_rules! resolve {
+            ($($field:ident = $name:literal),* $(,)?) => {
+                Api { $($field: {
+                    let sym = lib.symbol($name).ok_or_else(|| format!("missing symbol {}", $name))?;
+                    // SAFETY: `sym` is the address of the HIP function `$name`, whose C
+                    // signature (HIP 5.x and 6+ agree on all of these) is the field's type;
+                    // data and function pointers have the same size on every supported target.
+                    unsafe { std::mem::transmute::<*mut c_void, _>(sym) }
+                },)* }
+            };
+        }
+        Ok(resolve! {
+            runtime_get_version = "hipRuntimeGetVersion",
+            pointer_get_attributes = "hipPointerGetAttributes",
+            mem_get_address_range = "hipMemGetAddressRange",
+            malloc = "hipMalloc",
+            free = "hipFree",
+            memcpy = "hipMemcpy",
+            memcpy_async = "hipMemcpyAsync",
+            stream_create = "hipStreamCreate",
+            stream_destroy = "hipStreamDestroy",
+            stream_synchronize = "hipStreamSynchronize",
+            launch_host_func = "hipLaunchHostFunc",
+            host_malloc = "hipHostMalloc",
+            host_free = "hipHostFree",
+            host_register = "hipHostRegister",
+            host_unregister = "hipHostUnregister",
+            get_device_count = "hipGetDeviceCount",
+            get_device = "hipGetDevice",
+            set_device = "hipSetDevice",
+            get_error_string = "hipGetErrorString",
+        })
+    }
+}
+
+fn check(rc: HipResult) -> Result<(), HipError> {
+    if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
+}
+
+/// A loaded HIP runtime.
+pub struct HipRuntime {
+    api: Api,
+    version: i32,
+    abi: Abi,
+    path: String,
+    mock: bool,
+}
+
+impl fmt::Debug for HipRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HipRuntime")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("abi", &self.abi)
+            .field("mock", &self.mock)
+            .finish()
+    }
+}
+
+impl HipRuntime {
+    /// Finds the runtime the application uses (see the module docs).
+    pub fn discover() -> Result<HipRuntime, LoadError> {
+        if let Some(sym) = Library(libc::RTLD_DEFAULT).symbol("hipRuntimeGetVersion") {
+            let (lib, path) = Library::defining(sym)
+                .unwrap_or_else(|| (Library(libc::RTLD_DEFAULT), "symbols in the process".into()));
+            return Self::from_library(lib, path).map_err(LoadError);
+        }
+        let mut tried = Vec::new();
+        for name in HIP_LIBRARY_NAMES {
+            match Self::open(name) {
+                Ok(rt) => return Ok(rt),
+                Err(e) => tried.push(e.0),
+            }
+        }
+        Err(LoadError(format!("no HIP runtime in the process, and none could be loaded: {}", tried.join("; "))))
+    }
+
+    /// Loads the runtime in the library `name_or_path` (as `dlopen` finds it).
+    pub fn open(name_or_path: &str) -> Result<HipRuntime, LoadError> {
+        let lib = Library::open(name_or_path, libc::RTLD_NOW | libc::RTLD_LOCAL).map_err(LoadError)?;
+        Self::from_library(lib, name_or_path.to_owned()).map_err(|e| LoadError(format!("{name_or_path}: {e}")))
+    }
+
+    fn from_library(lib: Library, path: String) -> Result<HipRuntime, String> {
+        let api = Api::resolve(lib)?;
+        let mut version = 0;
+        // SAFETY: resolved `hipRuntimeGetVersion`; `version` is writable.
+        check(unsafe { (api.runtime_get_version)(&mut version) })
+            .map_err(|e| format!("hipRuntimeGetVersion failed: {e}"))?;
+        let mock = lib.symbol(MOCK_MARKER).is_some();
+        Ok(HipRuntime { api, version, abi: Abi::from_version(version), path, mock })
+    }
+
+    /// `HIP_VERSION` of the runtime.
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// The runtime's version as `major.minor.patch`.
+    pub fn version_string(&self) -> String {
+        let v = self.version;
+        format!("{}.{}.{}", v / 10_000_000, v / 100_000 % 100, v % 100_000)
+    }
+
+    /// The ABI the runtime has.
+    pub fn abi(&self) -> Abi {
+        self.abi
+    }
+
+    /// Where the runtime was found.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether this is the mock HIP runtime, whose device memory is host memory.
+    pub fn is_mock(&self) -> bool {
+        self.mock
+    }
+
+    /// The runtime's description of `error`.
+    pub fn error_string(&self, error: HipError) -> String {
+        // SAFETY: resolved `hipGetErrorString`; it accepts any value.
+        let s = unsafe { (self.api.get_error_string)(error.0) };
+        if s.is_null() {
+            return error.to_string();
+        }
+        // SAFETY: non-null, NUL-terminated, static in the runtime.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+
+    /// `hipMalloc`: `len` bytes of device memory on the current device.
+    pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: resolved `hipMalloc`; `ptr` is writable.
+        check(unsafe { (self.api.malloc)(&mut ptr, len) })?;
+        Ok(ptr as usize)
+    }
+
+    /// `hipFree`.
+    ///
+    /// # Safety
+    /// `addr` must come from `malloc` of this runtime and not be used afterwards.
+    pub unsafe fn free(&self, addr: usize) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        check(unsafe { (self.api.free)(addr as *mut c_void) })
+    }
+
+    /// `hipMemcpy` of any kind.
+    ///
+    /// # Safety
+    /// Both ranges must be valid for the copy, as the runtime defines for `kind`.
+    pub unsafe fn memcpy(&self, dst: usize, src: usize, len: usize, kind: i32) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        check(unsafe { (self.api.memcpy)(dst as *mut c_void, src as *const c_void, len, kind) })
+    }
+
+    /// # Safety
+    /// As [`HipRuntime::memcpy`], and the ranges stay valid until the stream runs the copy.
+    unsafe fn memcpy_async(&self, dst: usize, src: usize, len: usize, kind: i32, stream: Stream) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller; a stream value is the runtime's own handle.
+        check(unsafe {
+            (self.api.memcpy_async)(dst as *mut c_void, src as *const c_void, len, kind, stream.0 as RawStream)
+        })
+    }
+}
+
+/// Runs a [`HostFn`] queued with `hipLaunchHostFunc`. A panic stops here: unwinding into the
+/// runtime's thread would abort the process.
+unsafe extern "C" fn run_host_fn(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<HostFn>` leaked by `launch_host_func`; the runtime calls each
+    // queued function exactly once.
+    let f = unsafe { Box::from_raw(data.cast::<HostFn>()) };
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || f()));
+}
+
+impl GpuRuntime for HipRuntime {
+    fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
+        let unknown = PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 };
+        let mut attr = PointerAttributes::default();
+        // SAFETY: resolved `hipPointerGetAttributes`; `attr` has the runtime's layout. The
+        // address is only looked up, never dereferenced.
+        match unsafe { (self.api.pointer_get_attributes)(&mut attr, addr as *const c_void) } {
+            0 => {}
+            // HIP 5 reports memory it does not know as an invalid value.
+            rc if HipError(rc) == HipError::INVALID_VALUE => return Ok(unknown),
+            rc => return Err(HipError(rc)),
+        }
+        let memory_type = self.abi.memory_type(&attr);
+        if !matches!(memory_type, MemoryType::Device | MemoryType::Managed) {
+            return Ok(PointerInfo { memory_type, device: attr.device, ..unknown });
+        }
+        let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
+        // SAFETY: resolved `hipMemGetAddressRange`; both outputs are writable.
+        check(unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) })?;
+        Ok(PointerInfo { memory_type, device: attr.device, base: base as usize, size })
+    }
+
+    unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy(dst, src as usize, len, memcpy_kind::HOST_TO_DEVICE) }
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy(dst as usize, src, len, memcpy_kind::DEVICE_TO_HOST) }
+    }
+
+    unsafe fn copy_to_device_async(
+        &self,
+        dst: usize,
+        src: *const u8,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy_async(dst, src as usize, len, memcpy_kind::HOST_TO_DEVICE, stream) }
+    }
+
+    unsafe fn copy_from_device_async(
+        &self,
+        dst: *mut u8,
+        src: usize,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.memcpy_async(dst as usize, src, len, memcpy_kind::DEVICE_TO_HOST, stream) }
+    }
+
+    fn stream_create(&self) -> Result<Stream, HipError> {
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: resolved `hipStreamCreate`; `stream` is writable.
+        check(unsafe { (self.api.stream_create)(&mut stream) })?;
+        Ok(Stream(stream as usize))
+    }
+
+    fn stream_destroy(&self, stream: Stream) -> Result<(), HipError> {
+        // SAFETY: resolved `hipStreamDestroy`; the runtime validates the handle.
+        check(unsafe { (self.api.stream_destroy)(stream.0 as RawStream) })
+    }
+
+    fn stream_synchronize(&self, stream: Stream) -> Result<(), HipError> {
+        // SAFETY: resolved `hipStreamSynchronize`; the runtime validates the handle.
+        check(unsafe { (self.api.stream_synchronize)(stream.0 as RawStream) })
+    }
+
+    fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError> {
+        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+        // SAFETY: resolved `hipLaunchHostFunc`; `run_host_fn` takes ownership of `data` when
+        // the runtime calls it.
+        let rc = unsafe { (self.api.launch_host_func)(stream.0 as RawStream, run_host_fn, data) };
+        if rc != 0 {
+            // SAFETY: the runtime refused the function, so it never runs: reclaim it.
+            drop(unsafe { Box::from_raw(data.cast::<HostFn>()) });
+        }
+        check(rc)
+    }
+
+    fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: resolved `hipHostMalloc`; `ptr` is writable; flags 0 = default.
+        check(unsafe { (self.api.host_malloc)(&mut ptr, len, 0) })?;
+        Ok(ptr.cast())
+    }
+
+    unsafe fn host_free(&self, ptr: *mut u8) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        check(unsafe { (self.api.host_free)(ptr.cast()) })
+    }
+
+    unsafe fn host_register(&self, ptr: *mut u8, len: usize) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller; flags 0 = default.
+        check(unsafe { (self.api.host_register)(ptr.cast(), len, 0) })
+    }
+
+    unsafe fn host_unregister(&self, ptr: *mut u8) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        check(unsafe { (self.api.host_unregister)(ptr.cast()) })
+    }
+
+    fn device_count(&self) -> Result<i32, HipError> {
+        let mut n = 0;
+        // SAFETY: resolved `hipGetDeviceCount`; `n` is writable.
+        check(unsafe { (self.api.get_device_count)(&mut n) })?;
+        Ok(n)
+    }
+
+    fn current_device(&self) -> Result<i32, HipError> {
+        let mut d = 0;
+        // SAFETY: resolved `hipGetDevice`; `d` is writable.
+        check(unsafe { (self.api.get_device)(&mut d) })?;
+        Ok(d)
+    }
+
+    fn set_device(&self, device: i32) -> Result<(), HipError> {
+        // SAFETY: resolved `hipSetDevice`; the runtime validates the ordinal.
+        check(unsafe { (self.api.set_device)(device) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr(memory_type: i32, is_managed: i32) -> PointerAttributes {
+        PointerAttributes { memory_type, is_managed, ..PointerAttributes::default() }
+    }
+
+    #[test]
+    fn abi_follows_the_major_version() {
+        assert_eq!(Abi::from_version(50221153), Abi::V5);
+        assert_eq!(Abi::from_version(60032830), Abi::V6);
+        assert_eq!(Abi::from_version(70253211), Abi::V6);
+    }
+
+    #[test]
+    fn memory_types_are_read_in_the_runtimes_numbering() {
+        use MemoryType::*;
+        // The same raw value means different things before and after HIP 6.
+        assert_eq!(Abi::V5.memory_type(&attr(1, 0)), Device);
+        assert_eq!(Abi::V6.memory_type(&attr(1, 0)), Host);
+        assert_eq!(Abi::V5.memory_type(&attr(0, 0)), Host);
+        assert_eq!(Abi::V6.memory_type(&attr(0, 0)), Unregistered);
+        assert_eq!(Abi::V6.memory_type(&attr(2, 0)), Device);
+        assert_eq!(Abi::V5.memory_type(&attr(2, 0)), Unregistered); // array
+        assert_eq!(Abi::V6.memory_type(&attr(10, 0)), Unregistered); // array
+        assert_eq!(Abi::V5.memory_type(&attr(3, 0)), Managed);
+        assert_eq!(Abi::V6.memory_type(&attr(3, 0)), Managed);
+        assert_eq!(Abi::V6.memory_type(&attr(11, 0)), Managed);
+        // HIP 5 reports managed memory as device memory with `isManaged`.
+        assert_eq!(Abi::V5.memory_type(&attr(1, 1)), Managed);
+        assert_eq!(Abi::V6.memory_type(&attr(77, 0)), Unregistered);
+    }
+
+    #[test]
+    fn pointer_attributes_have_the_c_layout() {
+        assert_eq!(std::mem::size_of::<PointerAttributes>(), 32);
+        assert_eq!(std::mem::offset_of!(PointerAttributes, device_pointer), 8);
+        assert_eq!(std::mem::offset_of!(PointerAttributes, is_managed), 24);
+        assert_eq!(std::mem::offset_of!(PointerAttributes, allocation_flags), 28);
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_naming_it() {
+        let err = HipRuntime::open("libhipfile-no-such-runtime.so").unwrap_err();
+        assert!(err.0.contains("libhipfile-no-such-runtime.so"), "{err}");
+    }
+}
