@@ -208,6 +208,15 @@ impl Library {
 type HipResult = c_int;
 type RawStream = *mut c_void;
 type HostCallback = unsafe extern "C" fn(*mut c_void);
+type StreamCallback = unsafe extern "C" fn(RawStream, HipResult, *mut c_void);
+
+/// How a runtime queues host functions: `hipLaunchHostFunc` where it exists; HIP 5.2 (Debian
+/// 12) declares it but does not export it, so `hipStreamAddCallback` there.
+#[derive(Clone, Copy)]
+enum HostFuncEntry {
+    LaunchHostFunc(unsafe extern "C" fn(RawStream, HostCallback, *mut c_void) -> HipResult),
+    StreamAddCallback(unsafe extern "C" fn(RawStream, StreamCallback, *mut c_void, c_uint) -> HipResult),
+}
 
 /// The HIP entry points hipFile uses, resolved once.
 #[derive(Clone, Copy)]
@@ -222,7 +231,7 @@ struct Api {
     stream_create: unsafe extern "C" fn(*mut RawStream) -> HipResult,
     stream_destroy: unsafe extern "C" fn(RawStream) -> HipResult,
     stream_synchronize: unsafe extern "C" fn(RawStream) -> HipResult,
-    launch_host_func: unsafe extern "C" fn(RawStream, HostCallback, *mut c_void) -> HipResult,
+    host_func: HostFuncEntry,
     host_malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> HipResult,
     host_free: unsafe extern "C" fn(*mut c_void) -> HipResult,
     host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> HipResult,
@@ -235,18 +244,25 @@ struct Api {
 
 impl Api {
     fn resolve(lib: Library) -> Result<Api, String> {
-        macro_rules! resolve {
-            ($($field:ident = $name:literal),* $(,)?) => {
-                Api { $($field: {
-                    let sym = lib.symbol($name).ok_or_else(|| format!("missing symbol {}", $name))?;
-                    // SAFETY: `sym` is the address of the HIP function `$name`, whose C
-                    // signature (HIP 5.x and 6+ agree on all of these) is the field's type;
-                    // data and function pointers have the same size on every supported target.
-                    unsafe { std::mem::transmute::<*mut c_void, _>(sym) }
-                },)* }
+        // SAFETY (both macros): `sym` is the address of the HIP function `$name`, whose C
+        // signature (HIP 5.x and 6+ agree on all of these) is the target type; data and
+        // function pointers have the same size on every supported target.
+        macro_rules! optional {
+            ($name:literal) => {
+                lib.symbol($name).map(|sym| unsafe { std::mem::transmute::<*mut c_void, _>(sym) })
             };
         }
+        macro_rules! resolve {
+            ($host_func:ident; $($field:ident = $name:literal),* $(,)?) => {
+                Api { $($field: optional!($name).ok_or_else(|| format!("missing symbol {}", $name))?,)* $host_func }
+            };
+        }
+        let host_func = optional!("hipLaunchHostFunc")
+            .map(HostFuncEntry::LaunchHostFunc)
+            .or_else(|| optional!("hipStreamAddCallback").map(HostFuncEntry::StreamAddCallback))
+            .ok_or("missing symbols hipLaunchHostFunc and hipStreamAddCallback")?;
         Ok(resolve! {
+            host_func;
             runtime_get_version = "hipRuntimeGetVersion",
             pointer_get_attributes = "hipPointerGetAttributes",
             mem_get_address_range = "hipMemGetAddressRange",
@@ -257,7 +273,6 @@ impl Api {
             stream_create = "hipStreamCreate",
             stream_destroy = "hipStreamDestroy",
             stream_synchronize = "hipStreamSynchronize",
-            launch_host_func = "hipLaunchHostFunc",
             host_malloc = "hipHostMalloc",
             host_free = "hipHostFree",
             host_register = "hipHostRegister",
@@ -410,6 +425,14 @@ unsafe extern "C" fn run_host_fn(data: *mut c_void) {
     let _ = std::panic::catch_unwind(AssertUnwindSafe(move || f()));
 }
 
+/// `run_host_fn` in the shape of a `hipStreamAddCallback` callback. The stream's status is
+/// not passed on: a host function runs after the work before it either way, and stream
+/// failures are reported by `stream_synchronize`.
+unsafe extern "C" fn run_stream_callback(_stream: RawStream, _status: HipResult, data: *mut c_void) {
+    // SAFETY: as `run_host_fn`.
+    unsafe { run_host_fn(data) }
+}
+
 impl GpuRuntime for HipRuntime {
     fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
         let unknown = PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 };
@@ -483,9 +506,15 @@ impl GpuRuntime for HipRuntime {
 
     fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError> {
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
-        // SAFETY: resolved `hipLaunchHostFunc`; `run_host_fn` takes ownership of `data` when
-        // the runtime calls it.
-        let rc = unsafe { (self.api.launch_host_func)(stream.0 as RawStream, run_host_fn, data) };
+        let raw = stream.0 as RawStream;
+        // SAFETY: resolved entry points; the trampoline takes ownership of `data` when the
+        // runtime calls it; callback flags must be 0.
+        let rc = unsafe {
+            match self.api.host_func {
+                HostFuncEntry::LaunchHostFunc(f) => f(raw, run_host_fn, data),
+                HostFuncEntry::StreamAddCallback(f) => f(raw, run_stream_callback, data, 0),
+            }
+        };
         if rc != 0 {
             // SAFETY: the runtime refused the function, so it never runs: reclaim it.
             drop(unsafe { Box::from_raw(data.cast::<HostFn>()) });

@@ -1,0 +1,124 @@
+//! The HIP runtime loader of hipfile-core over the two runtimes a Debian machine without a GPU
+//! has: the mock HIP runtime library, whose every entry point it exercises, and Debian's real
+//! `libamdhip64.so.5`, which loads and answers that there is no device.
+
+mod common;
+
+use std::sync::mpsc;
+
+use hipfile_core::hip::{Abi, HipRuntime, memcpy_kind};
+use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+
+use common::*;
+
+fn mock() -> HipRuntime {
+    let path = lib_dir().join("libhipfile_mockhip.so");
+    HipRuntime::open(path.to_str().unwrap()).expect("the mock HIP runtime loads")
+}
+
+#[test]
+fn the_mock_runtime_has_hip_5_abi_and_says_it_is_the_mock() {
+    let hip = mock();
+    assert!(hip.is_mock());
+    assert_eq!(hip.abi(), Abi::V5);
+    assert_eq!(hip.version_string(), "5.2.21153");
+    assert_eq!(hip.device_count(), Ok(1));
+    assert_eq!(hip.current_device(), Ok(0));
+    assert_eq!(hip.set_device(3), Err(HipError::INVALID_DEVICE));
+    assert_eq!(hip.error_string(HipError::INVALID_VALUE), "invalid argument");
+}
+
+#[test]
+fn pointer_queries_read_hip_5_attributes() {
+    let hip = mock();
+    let dev = hip.malloc(1 << 20).unwrap();
+    let info = hip.pointer_info(dev + 4096).unwrap();
+    assert_eq!((info.memory_type, info.device, info.base, info.size), (MemoryType::Device, 0, dev, 1 << 20));
+    assert_eq!(info.bytes_after(dev + 4096), (1 << 20) - 4096);
+
+    let pinned = hip.host_alloc(4096).unwrap();
+    assert_eq!(hip.pointer_info(pinned as usize).unwrap().memory_type, MemoryType::Host);
+    // HIP 5 answers hipErrorInvalidValue for memory it does not know: that is plain host memory.
+    let plain = vec![0u8; 64];
+    assert_eq!(hip.pointer_info(plain.as_ptr() as usize).unwrap().memory_type, MemoryType::Unregistered);
+
+    let mut registered = vec![0u8; 8192];
+    // SAFETY: `registered` outlives its registration.
+    unsafe { hip.host_register(registered.as_mut_ptr(), registered.len()) }.unwrap();
+    assert_eq!(hip.pointer_info(registered.as_ptr() as usize).unwrap().memory_type, MemoryType::Host);
+    // SAFETY: registered above.
+    unsafe { hip.host_unregister(registered.as_mut_ptr()) }.unwrap();
+    // SAFETY: allocated above, not used afterwards.
+    unsafe { hip.host_free(pinned) }.unwrap();
+    // SAFETY: allocated above, not used afterwards.
+    unsafe { hip.free(dev) }.unwrap();
+    assert_eq!(hip.pointer_info(dev).unwrap().memory_type, MemoryType::Unregistered);
+}
+
+#[test]
+fn copies_round_trip_and_check_device_ranges() {
+    let hip = mock();
+    let dev = hip.malloc(8192).unwrap();
+    let data = pattern(8192, 5);
+    let mut back = vec![0u8; 8192];
+    // SAFETY: both host buffers hold 8192 bytes; `dev` is an 8192-byte allocation.
+    unsafe {
+        hip.copy_to_device(dev, data.as_ptr(), 8192).unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { hip.copy_from_device(back.as_mut_ptr(), dev, 8192) }.unwrap();
+    assert_eq!(back, data);
+    // A device range past the allocation is the runtime's error, passed through unchanged.
+    // SAFETY: the runtime refuses the range before touching memory.
+    let past = unsafe { hip.copy_to_device(dev + 4096, data.as_ptr(), 8192) };
+    assert_eq!(past, Err(HipError::INVALID_VALUE));
+    // SAFETY: `back` holds 8192 bytes and `dev` is device memory.
+    let bad_kind = unsafe { hip.memcpy(back.as_mut_ptr() as usize, dev, 8, 9) };
+    assert_eq!(bad_kind, Err(HipError(21)));
+    // SAFETY: device to device inside one allocation.
+    unsafe { hip.memcpy(dev, dev + 4096, 4096, memcpy_kind::DEVICE_TO_DEVICE) }.unwrap();
+    // SAFETY: as above.
+    unsafe { hip.copy_from_device(back.as_mut_ptr(), dev, 4096) }.unwrap();
+    assert_eq!(back[..4096], data[4096..]);
+    // SAFETY: allocated above, not used afterwards.
+    unsafe { hip.free(dev) }.unwrap();
+}
+
+#[test]
+fn streams_run_copies_and_host_functions_in_order() {
+    let hip = mock();
+    let stream = hip.stream_create().unwrap();
+    assert_ne!(stream, Stream::NULL);
+    let dev = hip.malloc(4096).unwrap();
+    let data = pattern(4096, 9);
+    let mut back = vec![0u8; 4096];
+    let (tx, rx) = mpsc::channel();
+    // SAFETY: `data` and `back` outlive the stream synchronisation below.
+    unsafe {
+        hip.copy_to_device_async(dev, data.as_ptr(), 4096, stream).unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { hip.copy_from_device_async(back.as_mut_ptr(), dev, 4096, stream) }.unwrap();
+    hip.launch_host_func(stream, Box::new(move || tx.send("ran after the copies").unwrap())).unwrap();
+    hip.stream_synchronize(stream).unwrap();
+    assert_eq!(rx.try_recv(), Ok("ran after the copies"));
+    assert_eq!(back, data);
+    // A host function that panics does not unwind into the runtime's thread.
+    hip.launch_host_func(stream, Box::new(|| panic!("planted"))).unwrap();
+    hip.stream_destroy(stream).unwrap();
+    assert_eq!(hip.stream_synchronize(stream), Err(HipError::INVALID_HANDLE));
+    // SAFETY: allocated above, not used afterwards.
+    unsafe { hip.free(dev) }.unwrap();
+}
+
+#[test]
+fn debians_hip_runtime_loads_and_reports_no_device() {
+    require_hip_headers(); // the same package brings libamdhip64.so
+    let hip = HipRuntime::open("libamdhip64.so").expect("Debian's libamdhip64 loads");
+    assert!(!hip.is_mock());
+    assert_eq!(hip.abi(), Abi::V5);
+    assert!(hip.version_string().starts_with("5."), "{}", hip.version_string());
+    // No GPU on this machine: HIP says so with an error, which the loader passes through.
+    let count = hip.device_count();
+    assert!(matches!(count, Err(_) | Ok(0)), "{count:?}");
+}
