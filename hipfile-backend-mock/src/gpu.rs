@@ -241,7 +241,14 @@ impl MockGpu {
     ///
     /// # Safety
     /// Host sides must be valid for `len` bytes until the stream has run the copy.
-    pub unsafe fn memcpy(&self, dst: usize, src: usize, len: usize, kind: CopyKind, stream: Stream) -> Result<(), HipError> {
+    pub unsafe fn memcpy(
+        &self,
+        dst: usize,
+        src: usize,
+        len: usize,
+        kind: CopyKind,
+        stream: Stream,
+    ) -> Result<(), HipError> {
         let (dst_device, src_device) = match kind {
             CopyKind::HostToHost | CopyKind::Default => (false, false),
             CopyKind::HostToDevice => (true, false),

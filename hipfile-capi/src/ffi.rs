@@ -122,8 +122,10 @@ pub fn boundary<T: OnPanic>(body: impl FnOnce() -> T) -> T {
 pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
     let r = ssize_result(&result);
     if let Some(errno) = r.errno {
-        // SAFETY: `__errno_location` returns the calling thread's errno slot, always valid.
-        unsafe { *libc::__errno_location() = errno };
+        // SAFETY: no preconditions.
+        let slot = unsafe { libc::__errno_location() };
+        // SAFETY: the calling thread's errno slot, always valid for writes.
+        unsafe { *slot = errno };
     }
     r.value
 }
@@ -139,7 +141,7 @@ mod tests {
         assert_eq!(e, hipFileError_t { err: 5030, hip_drv_err: 0 });
         assert_eq!(boundary(|| -> libc::ssize_t { panic!("planted") }), -5030);
         assert_eq!(boundary(|| -> i64 { panic!("planted") }), -1);
-        boundary(|| panic!("planted"));
+        boundary(|| -> () { panic!("planted") });
     }
 
     #[test]

@@ -24,8 +24,8 @@ use std::sync::{Mutex, OnceLock};
 use hipfile_core::error::op_error_cstr;
 use hipfile_core::{Driver, Error, HandleId, HipRuntime, OpError, Result};
 
-pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
+pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
 pub use platform::{CapiBackend, CapiPlatform};
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
@@ -110,12 +110,16 @@ pub unsafe extern "C" fn hipFileHandleRegister(fh: *mut hipFileHandle_t, descr: 
             HANDLE_TYPE_OPAQUE_WIN32 | HANDLE_TYPE_USERSPACE_FS => return hipFileError_t::op(OpError::IoNotSupported),
             _ => return hipFileError_t::op(OpError::InvalidValue),
         }
-        // SAFETY: as above; an OpaqueFD descriptor holds an `int` in the union.
-        let fd = unsafe { (*descr).handle.fd };
-        hipFileError_t::from_result(driver().and_then(|d| logged(d.handle_register(fd).map(|id| {
-            // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { fh.write(id.0 as hipFileHandle_t) };
-        }))))
+        // SAFETY: as above (a union may hold uninitialised bytes).
+        let handle = unsafe { (*descr).handle };
+        // SAFETY: an OpaqueFD descriptor holds an `int` in the union.
+        let fd = unsafe { handle.fd };
+        hipFileError_t::from_result(driver().and_then(|d| {
+            logged(d.handle_register(fd).map(|id| {
+                // SAFETY: non-null, and writable by the caller's contract.
+                unsafe { fh.write(id.0 as hipFileHandle_t) };
+            }))
+        }))
     })
 }
 
@@ -208,7 +212,11 @@ pub extern "C" fn hipFileGetOpErrorString(status: hipFileOpError_t) -> *const c_
 /// # Safety
 /// Each argument must be null or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileGetVersion(major: *mut c_uint, minor: *mut c_uint, patch: *mut c_uint) -> hipFileError_t {
+pub unsafe extern "C" fn hipFileGetVersion(
+    major: *mut c_uint,
+    minor: *mut c_uint,
+    patch: *mut c_uint,
+) -> hipFileError_t {
     boundary(|| {
         for (out, value) in [(major, VERSION.0), (minor, VERSION.1), (patch, VERSION.2)] {
             if !out.is_null() {

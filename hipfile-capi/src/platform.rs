@@ -55,11 +55,12 @@ impl Platform for CapiPlatform {
                 ))),
             };
         }
-        // SAFETY: the runtime is the mock HIP runtime, whose device allocations are host
-        // memory; the driver only gives a backend ranges inside device allocations.
-        let direct = || CapiBackend::MockDirect(unsafe {
-            MockDirect::host_addressable(Arc::clone(&faults), config.unsupported_file_systems)
-        });
+        let direct = || {
+            // SAFETY: the runtime is the mock HIP runtime, whose device allocations are host
+            // memory; the driver only gives a backend ranges inside device allocations.
+            let direct = unsafe { MockDirect::host_addressable(Arc::clone(&faults), config.unsupported_file_systems) };
+            CapiBackend::MockDirect(direct)
+        };
         Ok(match config.backend {
             BackendChoice::Auto | BackendChoice::Mock => vec![direct(), staged()],
             BackendChoice::P2p => vec![direct()],

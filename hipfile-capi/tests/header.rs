@@ -71,13 +71,15 @@ fn ignoring_an_error_warns_in_cpp17() {
 
 /// Prototypes cbindgen derives from the `extern "C"` functions of `src/lib.rs`.
 fn rust_prototypes() -> String {
-    let mut config = cbindgen::Config::default();
-    config.language = cbindgen::Language::C;
-    config.style = cbindgen::Style::Type;
-    config.usize_is_size_t = true;
-    config.no_includes = true;
-    config.documentation = false;
-    config.export.item_types = vec![cbindgen::ItemType::Functions];
+    let config = cbindgen::Config {
+        language: cbindgen::Language::C,
+        style: cbindgen::Style::Type,
+        usize_is_size_t: true,
+        no_includes: true,
+        documentation: false,
+        export: cbindgen::ExportConfig { item_types: vec![cbindgen::ItemType::Functions], ..Default::default() },
+        ..Default::default()
+    };
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))

@@ -39,7 +39,7 @@ fn pointer_queries_read_hip_5_attributes() {
     let pinned = hip.host_alloc(4096).unwrap();
     assert_eq!(hip.pointer_info(pinned as usize).unwrap().memory_type, MemoryType::Host);
     // HIP 5 answers hipErrorInvalidValue for memory it does not know: that is plain host memory.
-    let plain = vec![0u8; 64];
+    let plain = [0u8; 64];
     assert_eq!(hip.pointer_info(plain.as_ptr() as usize).unwrap().memory_type, MemoryType::Unregistered);
 
     let mut registered = vec![0u8; 8192];

@@ -244,12 +244,14 @@ struct Api {
 
 impl Api {
     fn resolve(lib: Library) -> Result<Api, String> {
-        // SAFETY (both macros): `sym` is the address of the HIP function `$name`, whose C
-        // signature (HIP 5.x and 6+ agree on all of these) is the target type; data and
-        // function pointers have the same size on every supported target.
         macro_rules! optional {
             ($name:literal) => {
-                lib.symbol($name).map(|sym| unsafe { std::mem::transmute::<*mut c_void, _>(sym) })
+                lib.symbol($name).map(|sym| {
+                    // SAFETY: `sym` is the address of the HIP function `$name`, whose C
+                    // signature (HIP 5.x and 6+ agree on all of these) is the target type;
+                    // data and function pointers have the same size on supported targets.
+                    unsafe { std::mem::transmute::<*mut c_void, _>(sym) }
+                })
             };
         }
         macro_rules! resolve {
@@ -408,7 +410,14 @@ impl HipRuntime {
 
     /// # Safety
     /// As [`HipRuntime::memcpy`], and the ranges stay valid until the stream runs the copy.
-    unsafe fn memcpy_async(&self, dst: usize, src: usize, len: usize, kind: i32, stream: Stream) -> Result<(), HipError> {
+    unsafe fn memcpy_async(
+        &self,
+        dst: usize,
+        src: usize,
+        len: usize,
+        kind: i32,
+        stream: Stream,
+    ) -> Result<(), HipError> {
         // SAFETY: forwarded from the caller; a stream value is the runtime's own handle.
         check(unsafe {
             (self.api.memcpy_async)(dst as *mut c_void, src as *const c_void, len, kind, stream.0 as RawStream)
@@ -422,7 +431,7 @@ unsafe extern "C" fn run_host_fn(data: *mut c_void) {
     // SAFETY: `data` is the `Box<HostFn>` leaked by `launch_host_func`; the runtime calls each
     // queued function exactly once.
     let f = unsafe { Box::from_raw(data.cast::<HostFn>()) };
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || f()));
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(f));
 }
 
 /// `run_host_fn` in the shape of a `hipStreamAddCallback` callback. The stream's status is
@@ -507,13 +516,12 @@ impl GpuRuntime for HipRuntime {
     fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError> {
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         let raw = stream.0 as RawStream;
-        // SAFETY: resolved entry points; the trampoline takes ownership of `data` when the
-        // runtime calls it; callback flags must be 0.
-        let rc = unsafe {
-            match self.api.host_func {
-                HostFuncEntry::LaunchHostFunc(f) => f(raw, run_host_fn, data),
-                HostFuncEntry::StreamAddCallback(f) => f(raw, run_stream_callback, data, 0),
-            }
+        let rc = match self.api.host_func {
+            // SAFETY: a resolved entry point; `run_host_fn` takes ownership of `data` when the
+            // runtime calls it.
+            HostFuncEntry::LaunchHostFunc(f) => unsafe { f(raw, run_host_fn, data) },
+            // SAFETY: as above; callback flags must be 0.
+            HostFuncEntry::StreamAddCallback(f) => unsafe { f(raw, run_stream_callback, data, 0) },
         };
         if rc != 0 {
             // SAFETY: the runtime refused the function, so it never runs: reclaim it.

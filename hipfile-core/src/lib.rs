@@ -57,6 +57,6 @@ pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
-pub use hip::HipRuntime;
 pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+pub use hip::HipRuntime;
 pub use io::max_rw_count;

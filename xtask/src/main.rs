@@ -9,7 +9,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         _ => {
-            eprintln!("usage: cargo xtask ci    # fmt, clippy -D warnings, docs, nextest, doc tests");
+            eprintln!(
+                "usage: cargo xtask ci    # packages, fmt, clippy -D warnings, docs, doc tests, HIP ABI check, nextest"
+            );
             return ExitCode::from(2);
         }
     };
@@ -44,6 +46,30 @@ fn workspace_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// Debian packages the tests need, each with a file that shows it is installed: HIP headers
+/// (and Debian's libamdhip64) for the C programs and the HIP ABI check, a C++ compiler for
+/// the header check, binutils for `nm`/`readelf`.
+const PACKAGES: [(&str, &str); 3] =
+    [("libamdhip64-dev", "/usr/include/hip/hip_runtime_api.h"), ("g++", "/usr/bin/g++"), ("binutils", "/usr/bin/nm")];
+
+/// Installs missing Debian packages (as root, which CI is; otherwise says what to install).
+fn install_packages() -> Result<(), String> {
+    let missing: Vec<&str> =
+        PACKAGES.iter().filter(|(_, probe)| !std::path::Path::new(probe).exists()).map(|(p, _)| *p).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if !root {
+        return Err(format!("missing packages; run as root: apt-get install -y {}", missing.join(" ")));
+    }
+    let env = [("DEBIAN_FRONTEND", "noninteractive")];
+    run("apt-get", &["update", "-q"], &env)?;
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(&missing);
+    run("apt-get", &args, &env)
+}
+
 /// Installs the tools the checks use where they are missing.
 fn install_tools() -> Result<(), String> {
     for (component, probe) in [("rustfmt", ["fmt", "--version"]), ("clippy", ["clippy", "--version"])] {
@@ -57,11 +83,19 @@ fn install_tools() -> Result<(), String> {
     Ok(())
 }
 
+/// Where hip-runtime-sys (the HIP ABI reference, feature `hip-abi-check`) finds Debian's HIP.
+const HIP_PATH: (&str, &str) = ("HIP_PATH", "/usr");
+
 fn ci() -> Result<(), String> {
+    install_packages()?;
     install_tools()?;
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
-    run("cargo", &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"], &[])?;
+    let clippy = ["clippy", "--workspace", "--all-targets", "--all-features", "--locked", "--", "-D", "warnings"];
+    run("cargo", &clippy, &[HIP_PATH])?;
     run("cargo", &["doc", "--workspace", "--no-deps", "--locked"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     run("cargo", &["test", "--workspace", "--doc", "--locked"], &[])?;
+    // The ABI check links libamdhip64, so it builds apart from everything else.
+    let abi = ["test", "--locked", "-p", "hipfile-core", "--features", "hip-abi-check", "--test", "hip_abi"];
+    run("cargo", &abi, &[HIP_PATH])?;
     run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[])
 }

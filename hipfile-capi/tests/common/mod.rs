@@ -25,9 +25,11 @@ pub fn lib_dir() -> PathBuf {
     let deps = deps_dir();
     let profile = deps.parent().and_then(Path::file_name).expect("profile directory");
     let lib = scratch(&format!("lib-{}", profile.to_string_lossy()));
-    for (link, target) in
-        [("libhipfile.so", "libhipfile.so"), ("libhipfile.so.0", "libhipfile.so"), ("libhipfile_mockhip.so", "libhipfile_mockhip.so")]
-    {
+    for (link, target) in [
+        ("libhipfile.so", "libhipfile.so"),
+        ("libhipfile.so.0", "libhipfile.so"),
+        ("libhipfile_mockhip.so", "libhipfile_mockhip.so"),
+    ] {
         match std::os::unix::fs::symlink(deps.join(target), lib.join(link)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
