@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 
@@ -13,6 +14,10 @@ use common::*;
 enum Flavour {
     Plain,
     Sanitized,
+    /// Linked with `libhipfile.a` instead of `libhipfile.so`.
+    Static,
+    /// Linked with libhipfile only: the HIP runtime is whatever libhipfile finds.
+    NoMockHip,
 }
 
 /// Compiles `tests/c/<name>.c` into the scratch directory.
@@ -20,8 +25,16 @@ fn build(name: &str, flavour: Flavour, defines: &[String]) -> PathBuf {
     require_hip_headers();
     let lib = lib_dir();
     let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-    let suffix = if flavour == Flavour::Sanitized { "-san" } else { "" };
-    let exe = scratch("c").join(format!("{name}{suffix}"));
+    let suffix = match flavour {
+        Flavour::Plain => "",
+        Flavour::Sanitized => "-san",
+        Flavour::Static => "-static",
+        Flavour::NoMockHip => "-nomock",
+    };
+    // Tests run in parallel (threads or processes): every build gets its own executable.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let exe = scratch("c").join(format!("{name}{suffix}-{}-{n}", std::process::id()));
     let mut cmd = cc();
     cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"])
         .args(defines)
@@ -31,11 +44,22 @@ fn build(name: &str, flavour: Flavour, defines: &[String]) -> PathBuf {
     if flavour == Flavour::Sanitized {
         cmd.args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]);
     }
-    cmd.arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lhipfile", "-lhipfile_mockhip", "-lpthread", "-o"])
-        .arg(&exe);
+    cmd.arg("-L").arg(&lib).arg(format!("-Wl,-rpath,{}", lib.display()));
+    match flavour {
+        // What `--print native-static-libs` lists for a Rust staticlib on Linux.
+        Flavour::Static => cmd.arg(deps_dir().join("libhipfile.a")).args([
+            "-lhipfile_mockhip",
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+        ]),
+        Flavour::NoMockHip => cmd.arg("-lhipfile"),
+        _ => cmd.args(["-lhipfile", "-lhipfile_mockhip", "-lpthread"]),
+    };
+    cmd.arg("-o").arg(&exe);
     run_ok(&mut cmd);
     exe
 }
@@ -93,6 +117,11 @@ fn copy_under_sanitizers() {
     copy(Flavour::Sanitized, "auto");
 }
 
+#[test]
+fn copy_with_the_static_library() {
+    copy(Flavour::Static, "auto");
+}
+
 fn errors(flavour: Flavour) {
     let data: Vec<u8> = (0..64 * 1024).map(|i: usize| (i * 7 + 3) as u8).collect();
     let file = write_file(&format!("errors-{}", flavour as u8), &data);
@@ -126,4 +155,30 @@ fn sixty_four_threads_open_the_driver_once() {
 #[test]
 fn sixty_four_threads_under_sanitizers() {
     threads(Flavour::Sanitized);
+}
+
+/// Runs `open` and returns its stdout ("<err> <hip_drv_err> <use count>") and stderr.
+fn open_driver(flavour: Flavour, env: &[(&str, &str)]) -> (String, String) {
+    let exe = build("open", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[], env));
+    (String::from_utf8_lossy(&out.stdout).trim().to_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_bad_setting_fails_the_open_and_says_why() {
+    assert_eq!(open_driver(Flavour::Plain, &[]).0, "0 0 1");
+    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "fastest")]);
+    assert_eq!(result, "5002 0 0"); // hipFileDriverInvalidProps, driver still closed
+    assert!(log.contains("HIPFILE_BACKEND") && log.contains("fastest"), "{log}");
+}
+
+#[test]
+fn the_driver_follows_the_applications_runtime() {
+    require_hip_headers(); // the same package brings Debian's libamdhip64, found by dlopen
+    // Without the mock in the process, libhipfile loads Debian's HIP (no GPU here): the
+    // mock backends are refused over a real runtime, with the reason on stderr.
+    let (result, log) = open_driver(Flavour::NoMockHip, &[("HIPFILE_BACKEND", "mock")]);
+    assert_eq!(result, "5007 0 0"); // hipFilePlatformNotSupported
+    assert!(log.contains("libhipfile_mockhip.so") && log.contains("HIP runtime 5."), "{log}");
+    assert_eq!(open_driver(Flavour::NoMockHip, &[("HIPFILE_BACKEND", "bounce")]).0, "0 0 1");
 }
