@@ -50,7 +50,8 @@ fn driver() -> Result<&'static Driver<CapiPlatform>> {
         .map_err(|why| platform::unavailable(why.clone()))
 }
 
-/// Opens the driver for an export that opens it, logging why an open failed.
+/// The result of an export that may open the driver, after saying on stderr why the open
+/// failed when the configuration was the reason (C callers only see the code).
 fn logged(result: Result<()>) -> Result<()> {
     if let Err(e @ Error::Config(_)) = &result {
         log_once(&e.to_string());
@@ -143,7 +144,9 @@ pub extern "C" fn hipFileHandleDeregister(fh: hipFileHandle_t) {
 /// error.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileBufRegister(buffer_base: *const c_void, length: usize, flags: c_int) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.buf_register(buffer_base as usize, length, flags))))
+    boundary(|| {
+        hipFileError_t::from_result(driver().and_then(|d| logged(d.buf_register(buffer_base as usize, length, flags))))
+    })
 }
 
 /// `hipFileBufDeregister`: `hipFileMemoryNotRegistered` for an address not registered as a
