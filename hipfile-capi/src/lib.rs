@@ -174,13 +174,7 @@ pub extern "C" fn hipFileRead(
     file_offset: hoff_t,
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
-    boundary(|| {
-        ssize_return(
-            driver()
-                .map_err(|_| OpError::DriverNotInitialized.into())
-                .and_then(|d| d.read(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)),
-        )
-    })
+    io(|d| d.read(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset))
 }
 
 /// `hipFileWrite`: writes `size` bytes (at most 0x7ffff000) from device memory at
@@ -194,13 +188,12 @@ pub extern "C" fn hipFileWrite(
     file_offset: hoff_t,
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
-    boundary(|| {
-        ssize_return(
-            driver()
-                .map_err(|_| OpError::DriverNotInitialized.into())
-                .and_then(|d| d.write(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)),
-        )
-    })
+    io(|d| d.write(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset))
+}
+
+/// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
+fn io(transfer: impl FnOnce(&Driver<CapiPlatform>) -> Result<usize>) -> libc::ssize_t {
+    boundary(|| ssize_return(driver().map_err(|_| OpError::DriverNotInitialized.into()).and_then(transfer)))
 }
 
 /// `hipFileGetOpErrorString`: a static description of any value ("Unknown hipFile error"
