@@ -397,6 +397,14 @@ impl GpuRuntime for MockGpu {
         )
     }
 
+    fn device_alloc(&self, len: usize) -> Result<usize, HipError> {
+        self.malloc(len)
+    }
+
+    unsafe fn device_free(&self, addr: usize) -> Result<(), HipError> {
+        self.free(addr)
+    }
+
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
         self.allocate(len, Kind::PinnedHost).map(|a| a as *mut u8)
     }

@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - one process-wide driver, created at the first call that needs it, over the HIP runtime
-//!   the application uses (found by [`hipfile_core::HipRuntime::discover`]); it is the only
+//!   the application uses (found by [`hipfile_core::LoadedRuntime::discover`]); it is the only
 //!   global state of hipfile-rs;
 //! - no panic crosses the boundary: every export runs in [`ffi::boundary`], and a panic
 //!   becomes `hipFileInternalError` in the export's convention;
@@ -22,7 +22,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::{Mutex, OnceLock};
 
 use hipfile_core::error::op_error_cstr;
-use hipfile_core::{Driver, Error, HandleId, HipRuntime, OpError, Result};
+use hipfile_core::{Driver, Error, HandleId, LoadedRuntime, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
@@ -45,7 +45,7 @@ pub(crate) fn log_once(message: &str) {
 fn driver() -> Result<&'static Driver<CapiPlatform>> {
     static DRIVER: OnceLock<std::result::Result<Driver<CapiPlatform>, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| HipRuntime::discover().map(|hip| Driver::new(CapiPlatform::new(hip))).map_err(|e| e.0))
+        .get_or_init(|| LoadedRuntime::discover().map(|hip| Driver::new(CapiPlatform::new(hip))).map_err(|e| e.0))
         .as_ref()
         .map_err(|why| platform::unavailable(why.clone()))
 }

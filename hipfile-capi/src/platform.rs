@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hipfile_backend_mock::{Faults, MockDirect, MockStaged};
-use hipfile_core::{BackendChoice, Config, Error, GpuRuntime, HipRuntime, OpError, Platform, Result};
+use hipfile_core::{BackendChoice, Config, Error, GpuRuntime, LoadedRuntime, OpError, Platform, Result};
 
 hipfile_core::backend_set! {
     /// The backends the C ABI can use.
@@ -13,19 +13,19 @@ hipfile_core::backend_set! {
         /// memory).
         MockDirect(MockDirect),
         /// The staged path, over any HIP runtime.
-        Staged(MockStaged<HipRuntime>),
+        Staged(MockStaged<LoadedRuntime>),
     }
 }
 
 /// The application's HIP runtime and the backends over it.
 #[derive(Debug)]
 pub struct CapiPlatform {
-    hip: Arc<HipRuntime>,
+    hip: Arc<LoadedRuntime>,
 }
 
 impl CapiPlatform {
     /// The platform over `hip`.
-    pub fn new(hip: HipRuntime) -> Self {
+    pub fn new(hip: LoadedRuntime) -> Self {
         CapiPlatform { hip: Arc::new(hip) }
     }
 }

@@ -6,14 +6,14 @@ mod common;
 
 use std::sync::mpsc;
 
-use hipfile_core::hip::{Abi, HipRuntime, memcpy_kind};
+use hipfile_core::runtime::{Abi, LoadedRuntime, Vendor, memcpy_kind};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
 
 use common::*;
 
-fn mock() -> HipRuntime {
+fn mock() -> LoadedRuntime {
     let path = lib_dir().join("libhipfile_mockhip.so");
-    HipRuntime::open(path.to_str().unwrap()).expect("the mock HIP runtime loads")
+    LoadedRuntime::open(path.to_str().unwrap()).expect("the mock HIP runtime loads")
 }
 
 #[test]
@@ -21,7 +21,7 @@ fn the_mock_runtime_has_hip_5_abi_and_says_it_is_the_mock() {
     let hip = mock();
     assert!(hip.is_mock());
     assert_eq!(hip.abi(), Abi::V5);
-    assert_eq!(hip.version_string(), "5.2.21153");
+    assert_eq!(hip.version_string(), "HIP 5.2.21153");
     assert_eq!(hip.device_count(), Ok(1));
     assert_eq!(hip.current_device(), Ok(0));
     assert_eq!(hip.set_device(3), Err(HipError::INVALID_DEVICE));
@@ -31,7 +31,7 @@ fn the_mock_runtime_has_hip_5_abi_and_says_it_is_the_mock() {
 #[test]
 fn pointer_queries_read_hip_5_attributes() {
     let hip = mock();
-    let dev = hip.malloc(1 << 20).unwrap();
+    let dev = hip.device_alloc(1 << 20).unwrap();
     let info = hip.pointer_info(dev + 4096).unwrap();
     assert_eq!((info.memory_type, info.device, info.base, info.size), (MemoryType::Device, 0, dev, 1 << 20));
     assert_eq!(info.bytes_after(dev + 4096), (1 << 20) - 4096);
@@ -51,14 +51,14 @@ fn pointer_queries_read_hip_5_attributes() {
     // SAFETY: allocated above, not used afterwards.
     unsafe { hip.host_free(pinned) }.unwrap();
     // SAFETY: allocated above, not used afterwards.
-    unsafe { hip.free(dev) }.unwrap();
+    unsafe { hip.device_free(dev) }.unwrap();
     assert_eq!(hip.pointer_info(dev).unwrap().memory_type, MemoryType::Unregistered);
 }
 
 #[test]
 fn copies_round_trip_and_check_device_ranges() {
     let hip = mock();
-    let dev = hip.malloc(8192).unwrap();
+    let dev = hip.device_alloc(8192).unwrap();
     let data = pattern(8192, 5);
     let mut back = vec![0u8; 8192];
     // SAFETY: both host buffers hold 8192 bytes; `dev` is an 8192-byte allocation.
@@ -81,7 +81,7 @@ fn copies_round_trip_and_check_device_ranges() {
     unsafe { hip.copy_from_device(back.as_mut_ptr(), dev, 4096) }.unwrap();
     assert_eq!(back[..4096], data[4096..]);
     // SAFETY: allocated above, not used afterwards.
-    unsafe { hip.free(dev) }.unwrap();
+    unsafe { hip.device_free(dev) }.unwrap();
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn streams_run_copies_and_host_functions_in_order() {
     let hip = mock();
     let stream = hip.stream_create().unwrap();
     assert_ne!(stream, Stream::NULL);
-    let dev = hip.malloc(4096).unwrap();
+    let dev = hip.device_alloc(4096).unwrap();
     let data = pattern(4096, 9);
     let mut back = vec![0u8; 4096];
     let (tx, rx) = mpsc::channel();
@@ -108,16 +108,16 @@ fn streams_run_copies_and_host_functions_in_order() {
     hip.stream_destroy(stream).unwrap();
     assert_eq!(hip.stream_synchronize(stream), Err(HipError::INVALID_HANDLE));
     // SAFETY: allocated above, not used afterwards.
-    unsafe { hip.free(dev) }.unwrap();
+    unsafe { hip.device_free(dev) }.unwrap();
 }
 
 #[test]
 fn debians_hip_runtime_loads_and_reports_no_device() {
     require_hip_headers(); // the same package brings libamdhip64.so
-    let hip = HipRuntime::open("libamdhip64.so").expect("Debian's libamdhip64 loads");
+    let hip = LoadedRuntime::open("libamdhip64.so").expect("Debian's libamdhip64 loads");
     assert!(!hip.is_mock());
-    assert_eq!(hip.abi(), Abi::V5);
-    assert!(hip.version_string().starts_with("5."), "{}", hip.version_string());
+    assert_eq!((hip.vendor(), hip.abi()), (Vendor::Hip, Abi::V5));
+    assert!(hip.version_string().starts_with("HIP 5."), "{}", hip.version_string());
     // No GPU on this machine: HIP says so with an error, which the loader passes through.
     let count = hip.device_count();
     assert!(matches!(count, Err(_) | Ok(0)), "{count:?}");

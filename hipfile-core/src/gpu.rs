@@ -109,6 +109,15 @@ pub trait GpuRuntime: Send + Sync {
     /// Queues `f` on `stream`, to run after the work queued before it.
     fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError>;
 
+    /// Allocates `len` bytes of device memory on the current device.
+    fn device_alloc(&self, len: usize) -> Result<usize, HipError>;
+
+    /// Frees memory from `device_alloc`.
+    ///
+    /// # Safety
+    /// `addr` must come from `device_alloc` of this runtime and not be used afterwards.
+    unsafe fn device_free(&self, addr: usize) -> Result<(), HipError>;
+
     /// Allocates `len` bytes of pinned host memory.
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError>;
 

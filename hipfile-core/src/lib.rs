@@ -46,7 +46,7 @@ pub mod driver;
 pub mod error;
 pub mod file;
 pub mod gpu;
-pub mod hip;
+pub mod runtime;
 pub mod io;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
@@ -58,5 +58,5 @@ pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
 pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
-pub use hip::HipRuntime;
+pub use runtime::LoadedRuntime;
 pub use io::max_rw_count;

@@ -1,4 +1,4 @@
-//! The HIP 5 ABI that `hipfile_core::hip` declares by hand, checked against hip-runtime-sys
+//! The HIP 5 ABI that `hipfile_core::runtime` declares by hand, checked against hip-runtime-sys
 //! (bindgen output of HIP's headers) and against Debian's real `libamdhip64.so.5`.
 //!
 //! hip-runtime-sys links libamdhip64 at link time, which the product must not do, so it is
@@ -10,7 +10,7 @@ use std::mem::{offset_of, size_of};
 
 use hip_runtime_sys as sys;
 use hipfile_core::HipError;
-use hipfile_core::hip::{Abi, HipRuntime, PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_core::runtime::{Abi, LoadedRuntime, PointerAttributes, memcpy_kind, memory_type_v5};
 
 #[test]
 fn pointer_attributes_match_hip_5() {
@@ -61,7 +61,7 @@ fn the_loader_reads_the_same_version_as_a_linked_call() {
     // SAFETY: a plain call into the linked runtime with a writable output.
     let rc = unsafe { sys::hipRuntimeGetVersion(&mut linked) };
     assert_eq!(rc, sys::hipError_t::hipSuccess);
-    let loaded = HipRuntime::open("libamdhip64.so.5").expect("Debian's libamdhip64.so.5");
+    let loaded = LoadedRuntime::open("libamdhip64.so.5").expect("Debian's libamdhip64.so.5");
     assert_eq!(loaded.version(), linked);
     assert_eq!(loaded.abi(), Abi::V5);
 }

@@ -18,7 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::{CopyKind, MockGpu};
-use hipfile_core::hip::{PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_core::runtime::{PointerAttributes, memcpy_kind, memory_type_v5};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).

@@ -1,11 +1,17 @@
-//! The HIP runtime, found at run time: the [`GpuRuntime`] of AMD GPUs (and of the mock HIP
-//! runtime library, `libhipfile_mockhip.so`).
+//! GPU runtimes found at run time: HIP on AMD GPUs (and the mock HIP runtime library,
+//! `libhipfile_mockhip.so`), and CUDA's runtime on NVIDIA GPUs, the way HIP itself runs there:
+//! CUDA's runtime API has the same functions as HIP's, under other names, so one
+//! [`LoadedRuntime`] serves both ([`Vendor`]).
 //!
-//! hipfile-rs never links HIP: one build runs on AMD, NVIDIA and machines with no GPU. The
-//! runtime is found in this order ([`HipRuntime::discover`]):
-//! 1. HIP symbols already in the process (the application linked `libamdhip64`, or the mock),
-//!    so libhipfile and the application share one runtime and one view of device memory;
-//! 2. `dlopen` of `libamdhip64.so`, then `.so.7`, `.so.6`, `.so.5`.
+//! hipfile-rs never links a GPU runtime: one build runs on AMD, NVIDIA and machines with no
+//! GPU. [`LoadedRuntime::discover`] finds one in this order:
+//! 1. runtime symbols already in the process, HIP's then CUDA's (the application linked
+//!    `libamdhip64`, the mock, or `libcudart`), so the library and the application share one
+//!    runtime and one view of device memory;
+//! 2. a HIP runtime with at least one device: `dlopen` of `libamdhip64.so`, `.so.7`, `.so.6`,
+//!    `.so.5`;
+//! 3. a CUDA runtime with at least one device: `libcudart.so.13`, `.so.12`, `libcudart.so`
+//!    (with `libcuda.so.1` for the one driver call the runtime API lacks).
 //!
 //! HIP changed its ABI at 6.0 (`hipRuntimeGetVersion` tells which one a runtime has):
 //! `hipPointerAttribute_t` kept its layout but its first field now uses a renumbered
@@ -22,8 +28,37 @@ use std::panic::AssertUnwindSafe;
 use crate::error::HipError;
 use crate::gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 
-/// Library names tried by `dlopen` when the process has no HIP symbols, in order.
+/// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
 pub const HIP_LIBRARY_NAMES: [&str; 4] = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
+
+/// CUDA runtime libraries tried next, in order.
+pub const CUDA_LIBRARY_NAMES: [&str; 3] = ["libcudart.so.13", "libcudart.so.12", "libcudart.so"];
+
+/// Whose runtime API a library implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vendor {
+    /// HIP (`hip*` functions).
+    Hip,
+    /// CUDA's runtime (`cuda*` functions).
+    Cuda,
+}
+
+impl Vendor {
+    /// The symbol whose presence identifies the vendor's runtime.
+    fn version_symbol(self) -> &'static str {
+        match self {
+            Vendor::Hip => "hipRuntimeGetVersion",
+            Vendor::Cuda => "cudaRuntimeGetVersion",
+        }
+    }
+
+    fn library_names(self) -> &'static [&'static str] {
+        match self {
+            Vendor::Hip => &HIP_LIBRARY_NAMES,
+            Vendor::Cuda => &CUDA_LIBRARY_NAMES,
+        }
+    }
+}
 
 /// The symbol `libhipfile_mockhip.so` exports so that a loader can tell the mock from a real
 /// runtime (whose device memory the host cannot address).
@@ -103,12 +138,13 @@ impl Default for PointerAttributes {
     }
 }
 
-/// Which HIP ABI a runtime has.
+/// Which pointer-attribute ABI a runtime has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Abi {
     /// HIP 5.x.
     V5,
-    /// HIP 6.0 and later.
+    /// HIP 6.0 and later, and CUDA (`cudaPointerAttributes` is the first 24 bytes of the same
+    /// layout, with the same numbering).
     V6,
 }
 
@@ -243,46 +279,60 @@ struct Api {
 }
 
 impl Api {
-    fn resolve(lib: Library) -> Result<Api, String> {
+    /// Resolves every entry point of `vendor`'s runtime in `lib` (and, for CUDA, the driver
+    /// library's address-range query).
+    fn resolve(lib: Library, vendor: Vendor) -> Result<Api, String> {
+        let driver = match vendor {
+            Vendor::Hip => lib,
+            Vendor::Cuda => Library::open("libcuda.so.1", libc::RTLD_NOW | libc::RTLD_LOCAL)?,
+        };
         macro_rules! optional {
-            ($name:literal) => {
-                lib.symbol($name).map(|sym| {
-                    // SAFETY: `sym` is the address of the HIP function `$name`, whose C
-                    // signature (HIP 5.x and 6+ agree on all of these) is the target type;
-                    // data and function pointers have the same size on supported targets.
+            ($lib:expr, $name:expr) => {
+                $lib.symbol($name).map(|sym| {
+                    // SAFETY: `sym` is the address of the runtime function `$name`, whose C
+                    // signature (HIP 5.x, HIP 6+ and CUDA agree on all of these) is the target
+                    // type; data and function pointers have the same size on supported targets.
                     unsafe { std::mem::transmute::<*mut c_void, _>(sym) }
                 })
             };
         }
         macro_rules! resolve {
-            ($host_func:ident; $($field:ident = $name:literal),* $(,)?) => {
-                Api { $($field: optional!($name).ok_or_else(|| format!("missing symbol {}", $name))?,)* $host_func }
+            ($host_func:ident; $($field:ident = $lib:ident $hip:literal $cuda:literal),* $(,)?) => {
+                Api { $($field: {
+                    let name = match vendor { Vendor::Hip => $hip, Vendor::Cuda => $cuda };
+                    optional!($lib, name).ok_or_else(|| format!("missing symbol {name}"))?
+                },)* $host_func }
             };
         }
-        let host_func = optional!("hipLaunchHostFunc")
+        let (launch, add_callback) = match vendor {
+            Vendor::Hip => ("hipLaunchHostFunc", "hipStreamAddCallback"),
+            Vendor::Cuda => ("cudaLaunchHostFunc", "cudaStreamAddCallback"),
+        };
+        let host_func = optional!(lib, launch)
             .map(HostFuncEntry::LaunchHostFunc)
-            .or_else(|| optional!("hipStreamAddCallback").map(HostFuncEntry::StreamAddCallback))
-            .ok_or("missing symbols hipLaunchHostFunc and hipStreamAddCallback")?;
+            .or_else(|| optional!(lib, add_callback).map(HostFuncEntry::StreamAddCallback))
+            .ok_or_else(|| format!("missing symbols {launch} and {add_callback}"))?;
         Ok(resolve! {
             host_func;
-            runtime_get_version = "hipRuntimeGetVersion",
-            pointer_get_attributes = "hipPointerGetAttributes",
-            mem_get_address_range = "hipMemGetAddressRange",
-            malloc = "hipMalloc",
-            free = "hipFree",
-            memcpy = "hipMemcpy",
-            memcpy_async = "hipMemcpyAsync",
-            stream_create = "hipStreamCreate",
-            stream_destroy = "hipStreamDestroy",
-            stream_synchronize = "hipStreamSynchronize",
-            host_malloc = "hipHostMalloc",
-            host_free = "hipHostFree",
-            host_register = "hipHostRegister",
-            host_unregister = "hipHostUnregister",
-            get_device_count = "hipGetDeviceCount",
-            get_device = "hipGetDevice",
-            set_device = "hipSetDevice",
-            get_error_string = "hipGetErrorString",
+            runtime_get_version = lib "hipRuntimeGetVersion" "cudaRuntimeGetVersion",
+            pointer_get_attributes = lib "hipPointerGetAttributes" "cudaPointerGetAttributes",
+            // CUdeviceptr is a 64-bit integer: the same ABI as HIP's pointers on 64-bit targets.
+            mem_get_address_range = driver "hipMemGetAddressRange" "cuMemGetAddressRange_v2",
+            malloc = lib "hipMalloc" "cudaMalloc",
+            free = lib "hipFree" "cudaFree",
+            memcpy = lib "hipMemcpy" "cudaMemcpy",
+            memcpy_async = lib "hipMemcpyAsync" "cudaMemcpyAsync",
+            stream_create = lib "hipStreamCreate" "cudaStreamCreate",
+            stream_destroy = lib "hipStreamDestroy" "cudaStreamDestroy",
+            stream_synchronize = lib "hipStreamSynchronize" "cudaStreamSynchronize",
+            host_malloc = lib "hipHostMalloc" "cudaHostAlloc",
+            host_free = lib "hipHostFree" "cudaFreeHost",
+            host_register = lib "hipHostRegister" "cudaHostRegister",
+            host_unregister = lib "hipHostUnregister" "cudaHostUnregister",
+            get_device_count = lib "hipGetDeviceCount" "cudaGetDeviceCount",
+            get_device = lib "hipGetDevice" "cudaGetDevice",
+            set_device = lib "hipSetDevice" "cudaSetDevice",
+            get_error_string = lib "hipGetErrorString" "cudaGetErrorString",
         })
     }
 }
@@ -291,18 +341,20 @@ fn check(rc: HipResult) -> Result<(), HipError> {
     if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
 }
 
-/// A loaded HIP runtime.
-pub struct HipRuntime {
+/// A loaded GPU runtime (HIP or CUDA).
+pub struct LoadedRuntime {
     api: Api,
+    vendor: Vendor,
     version: i32,
     abi: Abi,
     path: String,
     mock: bool,
 }
 
-impl fmt::Debug for HipRuntime {
+impl fmt::Debug for LoadedRuntime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HipRuntime")
+        f.debug_struct("LoadedRuntime")
+            .field("vendor", &self.vendor)
             .field("path", &self.path)
             .field("version", &self.version)
             .field("abi", &self.abi)
@@ -311,49 +363,73 @@ impl fmt::Debug for HipRuntime {
     }
 }
 
-impl HipRuntime {
-    /// Finds the runtime the application uses (see the module docs).
-    pub fn discover() -> Result<HipRuntime, LoadError> {
-        if let Some(sym) = Library(libc::RTLD_DEFAULT).symbol("hipRuntimeGetVersion") {
-            let (lib, path) = Library::defining(sym)
-                .unwrap_or_else(|| (Library(libc::RTLD_DEFAULT), "symbols in the process".into()));
-            return Self::from_library(lib, path).map_err(LoadError);
-        }
-        let mut tried = Vec::new();
-        for name in HIP_LIBRARY_NAMES {
-            match Self::open(name) {
-                Ok(rt) => return Ok(rt),
-                Err(e) => tried.push(e.0),
+impl LoadedRuntime {
+    /// Finds the runtime the application uses, else one with a device (see the module docs).
+    pub fn discover() -> Result<LoadedRuntime, LoadError> {
+        for vendor in [Vendor::Hip, Vendor::Cuda] {
+            if let Some(sym) = Library(libc::RTLD_DEFAULT).symbol(vendor.version_symbol()) {
+                let (lib, path) = Library::defining(sym)
+                    .unwrap_or_else(|| (Library(libc::RTLD_DEFAULT), "symbols in the process".into()));
+                return Self::from_library(lib, path).map_err(LoadError);
             }
         }
-        Err(LoadError(format!("no HIP runtime in the process, and none could be loaded: {}", tried.join("; "))))
+        let mut tried = Vec::new();
+        for vendor in [Vendor::Hip, Vendor::Cuda] {
+            for name in vendor.library_names() {
+                match Self::open(name) {
+                    Ok(rt) => match rt.device_count() {
+                        Ok(n) if n > 0 => return Ok(rt),
+                        Ok(_) => tried.push(format!("{name}: no device")),
+                        Err(e) => tried.push(format!("{name}: no device ({})", rt.error_string(e))),
+                    },
+                    Err(e) => tried.push(e.0),
+                }
+            }
+        }
+        Err(LoadError(format!("no GPU runtime in the process and no GPU found: {}", tried.join("; "))))
     }
 
-    /// Loads the runtime in the library `name_or_path` (as `dlopen` finds it).
-    pub fn open(name_or_path: &str) -> Result<HipRuntime, LoadError> {
+    /// Loads the runtime in the library `name_or_path` (as `dlopen` finds it), HIP or CUDA.
+    pub fn open(name_or_path: &str) -> Result<LoadedRuntime, LoadError> {
         let lib = Library::open(name_or_path, libc::RTLD_NOW | libc::RTLD_LOCAL).map_err(LoadError)?;
         Self::from_library(lib, name_or_path.to_owned()).map_err(|e| LoadError(format!("{name_or_path}: {e}")))
     }
 
-    fn from_library(lib: Library, path: String) -> Result<HipRuntime, String> {
-        let api = Api::resolve(lib)?;
+    fn from_library(lib: Library, path: String) -> Result<LoadedRuntime, String> {
+        let vendor = [Vendor::Hip, Vendor::Cuda]
+            .into_iter()
+            .find(|v| lib.symbol(v.version_symbol()).is_some())
+            .ok_or("neither a HIP nor a CUDA runtime")?;
+        let api = Api::resolve(lib, vendor)?;
         let mut version = 0;
-        // SAFETY: resolved `hipRuntimeGetVersion`; `version` is writable.
+        // SAFETY: resolved `*RuntimeGetVersion`; `version` is writable.
         check(unsafe { (api.runtime_get_version)(&mut version) })
-            .map_err(|e| format!("hipRuntimeGetVersion failed: {e}"))?;
+            .map_err(|e| format!("{} failed: {e}", vendor.version_symbol()))?;
+        let abi = match vendor {
+            Vendor::Hip => Abi::from_version(version),
+            Vendor::Cuda => Abi::V6,
+        };
         let mock = lib.symbol(MOCK_MARKER).is_some();
-        Ok(HipRuntime { api, version, abi: Abi::from_version(version), path, mock })
+        Ok(LoadedRuntime { api, vendor, version, abi, path, mock })
     }
 
-    /// `HIP_VERSION` of the runtime.
+    /// Whose runtime this is.
+    pub fn vendor(&self) -> Vendor {
+        self.vendor
+    }
+
+    /// The runtime's version number (`HIP_VERSION`, or CUDA's `major * 1000 + minor * 10`).
     pub fn version(&self) -> i32 {
         self.version
     }
 
-    /// The runtime's version as `major.minor.patch`.
+    /// The runtime's name and version, e.g. `HIP 5.2.21153` or `CUDA 13.0`.
     pub fn version_string(&self) -> String {
         let v = self.version;
-        format!("{}.{}.{}", v / 10_000_000, v / 100_000 % 100, v % 100_000)
+        match self.vendor {
+            Vendor::Hip => format!("HIP {}.{}.{}", v / 10_000_000, v / 100_000 % 100, v % 100_000),
+            Vendor::Cuda => format!("CUDA {}.{}", v / 1000, v % 1000 / 10),
+        }
     }
 
     /// The ABI the runtime has.
@@ -382,23 +458,6 @@ impl HipRuntime {
         unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
     }
 
-    /// `hipMalloc`: `len` bytes of device memory on the current device.
-    pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
-        let mut ptr = std::ptr::null_mut();
-        // SAFETY: resolved `hipMalloc`; `ptr` is writable.
-        check(unsafe { (self.api.malloc)(&mut ptr, len) })?;
-        Ok(ptr as usize)
-    }
-
-    /// `hipFree`.
-    ///
-    /// # Safety
-    /// `addr` must come from `malloc` of this runtime and not be used afterwards.
-    pub unsafe fn free(&self, addr: usize) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        check(unsafe { (self.api.free)(addr as *mut c_void) })
-    }
-
     /// `hipMemcpy` of any kind.
     ///
     /// # Safety
@@ -409,7 +468,7 @@ impl HipRuntime {
     }
 
     /// # Safety
-    /// As [`HipRuntime::memcpy`], and the ranges stay valid until the stream runs the copy.
+    /// As [`LoadedRuntime::memcpy`], and the ranges stay valid until the stream runs the copy.
     unsafe fn memcpy_async(
         &self,
         dst: usize,
@@ -442,7 +501,7 @@ unsafe extern "C" fn run_stream_callback(_stream: RawStream, _status: HipResult,
     unsafe { run_host_fn(data) }
 }
 
-impl GpuRuntime for HipRuntime {
+impl GpuRuntime for LoadedRuntime {
     fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
         let unknown = PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 };
         let mut attr = PointerAttributes::default();
@@ -528,6 +587,18 @@ impl GpuRuntime for HipRuntime {
             drop(unsafe { Box::from_raw(data.cast::<HostFn>()) });
         }
         check(rc)
+    }
+
+    fn device_alloc(&self, len: usize) -> Result<usize, HipError> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: resolved `*Malloc`; `ptr` is writable.
+        check(unsafe { (self.api.malloc)(&mut ptr, len) })?;
+        Ok(ptr as usize)
+    }
+
+    unsafe fn device_free(&self, addr: usize) -> Result<(), HipError> {
+        // SAFETY: forwarded from the caller.
+        check(unsafe { (self.api.free)(addr as *mut c_void) })
     }
 
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
@@ -616,7 +687,7 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_an_error_naming_it() {
-        let err = HipRuntime::open("libhipfile-no-such-runtime.so").unwrap_err();
+        let err = LoadedRuntime::open("libhipfile-no-such-runtime.so").unwrap_err();
         assert!(err.0.contains("libhipfile-no-such-runtime.so"), "{err}");
     }
 }
