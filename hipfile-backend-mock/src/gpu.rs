@@ -268,6 +268,15 @@ impl MockGpu {
         unsafe { self.enqueue_copy(dst, src, len, stream) }
     }
 
+    /// Pinned host allocations alive now, per device (a test's view of staging memory).
+    pub fn pinned_allocations(&self) -> BTreeMap<i32, usize> {
+        let mut count = BTreeMap::new();
+        for a in lock(&self.allocs).values().filter(|a| a.kind == Kind::PinnedHost) {
+            *count.entry(a.device).or_insert(0) += 1;
+        }
+        count
+    }
+
     /// `hipDeviceSynchronize`: waits for every stream; reports the first failure.
     pub fn synchronize_all(&self) -> Result<(), HipError> {
         let workers: Vec<_> = lock(&self.streams).values().cloned().collect();

@@ -42,6 +42,31 @@ pub struct Config {
     /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS` (default false): the fastpath may serve regular files
     /// on any file system, not only ext4 `data=ordered` and xfs.
     pub unsupported_file_systems: bool,
+    /// The staged (bounce) path's settings.
+    pub bounce: BounceSettings,
+}
+
+/// Settings of the staged path. The defaults are meant to be right without tuning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BounceSettings {
+    /// `HIPFILE_BOUNCE_THREADS`: threads moving one large request, the caller's included
+    /// (default 0: the number of CPUs, at most 16).
+    pub threads: usize,
+    /// `HIPFILE_BOUNCE_CHUNK_KIB`: bytes per staging buffer (default 4 MiB; at least 64 KiB, a
+    /// multiple of 4 KiB).
+    pub chunk: usize,
+    /// `HIPFILE_BOUNCE_MEMORY_MIB`: most pinned host memory for staging, per device (default
+    /// 256 MiB).
+    pub memory_limit: usize,
+    /// `HIPFILE_DURABLE_WRITES` (default true): a write is on stable storage when it returns
+    /// (one `fdatasync` per call), as upstream's fallback promises.
+    pub durable_writes: bool,
+}
+
+impl Default for BounceSettings {
+    fn default() -> Self {
+        BounceSettings { threads: 0, chunk: 4 << 20, memory_limit: 256 << 20, durable_writes: true }
+    }
 }
 
 impl Default for Config {
@@ -51,6 +76,7 @@ impl Default for Config {
             allow_compat_mode: true,
             force_compat_mode: false,
             unsupported_file_systems: false,
+            bounce: BounceSettings::default(),
         }
     }
 }
@@ -84,6 +110,24 @@ impl Config {
         config.allow_compat_mode = flag("HIPFILE_ALLOW_COMPAT_MODE", true)?;
         config.force_compat_mode = flag("HIPFILE_FORCE_COMPAT_MODE", false)?;
         config.unsupported_file_systems = flag("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", false)?;
+        let number = |name: &'static str, accepted: &'static str, ok: fn(usize) -> bool| -> Result<Option<usize>> {
+            get(name)
+                .map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted)))
+                .transpose()
+        };
+        let b = &mut config.bounce;
+        if let Some(n) = number("HIPFILE_BOUNCE_THREADS", "0 (automatic) to 256", |n| n <= 256)? {
+            b.threads = n;
+        }
+        if let Some(kib) = number("HIPFILE_BOUNCE_CHUNK_KIB", "a multiple of 4 from 64 to 262144", |k| {
+            (64..=256 << 10).contains(&k) && k % 4 == 0
+        })? {
+            b.chunk = kib << 10;
+        }
+        if let Some(mib) = number("HIPFILE_BOUNCE_MEMORY_MIB", "1 to 1048576", |m| (1..=1 << 20).contains(&m))? {
+            b.memory_limit = mib << 20;
+        }
+        b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         Ok(config)
     }
 
@@ -160,6 +204,28 @@ mod tests {
         assert_eq!(err.to_c_pair().0, 5002);
         let err = config(&[("HIPFILE_ALLOW_COMPAT_MODE", "maybe")]).unwrap_err();
         assert!(err.to_string().contains("HIPFILE_ALLOW_COMPAT_MODE"), "{err}");
+    }
+
+    #[test]
+    fn bounce_settings() {
+        let c = config(&[
+            ("HIPFILE_BOUNCE_THREADS", "8"),
+            ("HIPFILE_BOUNCE_CHUNK_KIB", "1024"),
+            ("HIPFILE_BOUNCE_MEMORY_MIB", "64"),
+            ("HIPFILE_DURABLE_WRITES", "off"),
+        ])
+        .unwrap();
+        assert_eq!(c.bounce, BounceSettings { threads: 8, chunk: 1 << 20, memory_limit: 64 << 20, durable_writes: false });
+        for (var, bad) in [
+            ("HIPFILE_BOUNCE_THREADS", "many"),
+            ("HIPFILE_BOUNCE_THREADS", "1000"),
+            ("HIPFILE_BOUNCE_CHUNK_KIB", "6"),
+            ("HIPFILE_BOUNCE_CHUNK_KIB", "1026"),
+            ("HIPFILE_BOUNCE_MEMORY_MIB", "0"),
+        ] {
+            let err = config(&[(var, bad)]).unwrap_err().to_string();
+            assert!(err.contains(var) && err.contains(bad), "{err}");
+        }
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub mod io;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
 pub use backend::{Backend, BackendKind, Direction, IoRequest};
-pub use config::{BackendChoice, Config};
+pub use config::{BackendChoice, BounceSettings, Config};
 pub use driver::{BufferInfo, Driver, HandleId, Platform};
 pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;

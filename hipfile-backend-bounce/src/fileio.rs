@@ -1,0 +1,155 @@
+//! The file side of one staged chunk: page-cache-aware reads and durable-friendly writes.
+//!
+//! Reads ask the page cache first, per chunk, with `cachestat(2)` (Linux 6.5): a chunk the
+//! cache holds, even in part, is read buffered; a chunk it holds none of is read with
+//! `O_DIRECT` where aligned, so a cold file goes from disk to the pinned buffer once instead of
+//! through the page cache, and its unaligned edges are read buffered. (`preadv2(RWF_NOWAIT)`
+//! would answer too, but on a miss it starts readahead of the range, which then competes with
+//! the direct read.) Without `cachestat`, everything is read buffered. Durable writes go the same way: `O_DIRECT` for the aligned interior (no
+//! dirty pages to flush afterwards), buffered edges. Buffer addresses follow file offsets
+//! modulo [`PAGE`] (see [`crate::lanes`]), so aligned file offsets land on aligned memory.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use hipfile_core::io::{pread, pwrite, transfer_loop};
+use hipfile_core::{Error, FileHandle, Result};
+
+/// The page size the staging buffers are laid out against; direct I/O is done in multiples of
+/// it (or of the file's larger `statx` alignment).
+pub(crate) const PAGE: u64 = 4096;
+
+/// The descriptors and alignment of the file a request works on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FileSide {
+    buffered: i32,
+    /// The `O_DIRECT` descriptor and the alignment direct I/O needs on it.
+    direct: Option<(i32, u64)>,
+}
+
+impl FileSide {
+    pub(crate) fn new(file: &FileHandle) -> Self {
+        let align = PAGE.max(file.dio_offset_align().into()).max(file.dio_mem_align().into());
+        FileSide { buffered: file.buffered_fd(), direct: file.direct_fd().map(|fd| (fd, align)) }
+    }
+
+    pub(crate) fn buffered_fd(&self) -> i32 {
+        self.buffered
+    }
+
+    /// Reads `[offset, offset + len)` into `buf`; fewer bytes only at end of file.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes and satisfy the layout rule of the module
+    /// docs (`buf as u64 % PAGE == offset % PAGE`).
+    pub(crate) unsafe fn read(&self, cache: &CacheProbe, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+        let (start, end) = (offset, offset + len as u64);
+        let direct = self.direct.filter(|_| cache.none_cached(self.buffered, start, end));
+        let Some((direct_fd, align)) = direct else {
+            // SAFETY: forwarded.
+            return unsafe { self.buffered_read(buf, len, offset) };
+        };
+        let (a, b) = (start.next_multiple_of(align), end / align * align);
+        let mut done = 0;
+        for (fd, from, to) in [(self.buffered, start, a.min(end)), (direct_fd, a, b), (self.buffered, b.max(a), end)] {
+            if from >= to {
+                continue;
+            }
+            let want = (to - from) as usize;
+            let got = transfer_loop(want, true, |d, r| {
+                // SAFETY: a sub-range of `buf`; direct reads start at an aligned offset and
+                // address (layout rule) and have an aligned length.
+                unsafe { pread(fd, buf.wrapping_add((from - offset) as usize + d), r, from + d as u64) }
+            })?;
+            done += got;
+            if got < want {
+                break; // end of file
+            }
+        }
+        Ok(done)
+    }
+
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes.
+    unsafe fn buffered_read(&self, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+        transfer_loop(len, true, |d, r| {
+            // SAFETY: `buf + d .. + r` lies inside `buf` (the loop keeps d + r == len).
+            unsafe { pread(self.buffered, buf.wrapping_add(d), r, offset + d as u64) }
+        })
+    }
+
+    /// Writes `[offset, offset + len)` from `buf`, all of it or an error. `direct` sends the
+    /// aligned interior through the `O_DIRECT` descriptor.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes and follow the layout rule.
+    pub(crate) unsafe fn write(&self, buf: *const u8, len: usize, offset: u64, direct: bool) -> Result<()> {
+        let end = offset + len as u64;
+        let mut pieces = [(self.buffered, offset, end), (self.buffered, end, end), (self.buffered, end, end)];
+        if let (true, Some((fd, align))) = (direct, self.direct) {
+            let (a, b) = (offset.next_multiple_of(align), end / align * align);
+            if a < b {
+                pieces = [(self.buffered, offset, a), (fd, a, b), (self.buffered, b, end)];
+            }
+        }
+        for (fd, from, to) in pieces {
+            let want = (to - from) as usize;
+            transfer_loop(want, false, |d, r| {
+                // SAFETY: a sub-range of `buf`, aligned for direct writes (layout rule).
+                unsafe { pwrite(fd, buf.wrapping_add((from - offset) as usize + d), r, from + d as u64) }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Asks the page cache how much of a range it holds (`cachestat`), remembering when the
+/// kernel cannot answer.
+#[derive(Debug)]
+pub(crate) struct CacheProbe {
+    unsupported: AtomicBool,
+}
+
+/// `struct cachestat_range` of the kernel's ABI.
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+/// `struct cachestat` of the kernel's ABI.
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// `cachestat`'s system call number (the same on every architecture).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+impl CacheProbe {
+    pub(crate) fn new() -> Self {
+        CacheProbe { unsupported: AtomicBool::new(false) }
+    }
+
+    /// Whether the page cache holds no page of `[start, end)`; false when unknown.
+    fn none_cached(&self, fd: i32, start: u64, end: u64) -> bool {
+        if self.unsupported.load(Ordering::Relaxed) {
+            return false;
+        }
+        let range = CachestatRange { off: start, len: end - start };
+        let mut stat = Cachestat::default();
+        // SAFETY: both structures have the kernel's layout and outlive the call.
+        let rc = unsafe { libc::syscall(SYS_CACHESTAT, fd, &range, &mut stat, 0) };
+        if rc != 0 {
+            if Error::last_os_error().errno() == Some(libc::ENOSYS) {
+                self.unsupported.store(true, Ordering::Relaxed);
+            }
+            return false;
+        }
+        stat.nr_cache == 0
+    }
+}

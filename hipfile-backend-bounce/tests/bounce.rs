@@ -1,0 +1,339 @@
+//! The bounce backend on the mock GPU, through the driver: every path (page cache, `O_DIRECT`
+//! for uncached data, buffered edges), unaligned offsets and sizes, end of file, copy failures,
+//! concurrency, staging reuse and its limit, several devices, and a property test against a
+//! reference model.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use hipfile_backend_bounce::Bounce;
+use hipfile_backend_mock::MockGpu;
+use hipfile_core::{BounceSettings, Config, Driver, Error, GpuRuntime, HipError, OpError, Platform, Result};
+use proptest::prelude::*;
+
+const CHUNK: usize = 64 << 10;
+
+/// The mock GPU with the bounce backend alone.
+struct BouncePlatform {
+    gpu: Arc<MockGpu>,
+    settings: BounceSettings,
+}
+
+impl Platform for BouncePlatform {
+    type Backend = Bounce<MockGpu>;
+
+    fn gpu(&self) -> &dyn GpuRuntime {
+        &*self.gpu
+    }
+
+    fn backends(&self, _config: &Config) -> Result<Vec<Bounce<MockGpu>>> {
+        Ok(vec![Bounce::new(Arc::clone(&self.gpu), &self.settings)])
+    }
+}
+
+fn settings(threads: usize, memory_limit: usize) -> BounceSettings {
+    BounceSettings { threads, chunk: CHUNK, memory_limit, durable_writes: true }
+}
+
+fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {
+    let driver = Driver::with_env(BouncePlatform { gpu: Arc::clone(gpu), settings }, |_| None);
+    driver.open().unwrap();
+    driver
+}
+
+fn driver(gpu: &Arc<MockGpu>) -> Driver<BouncePlatform> {
+    driver_with(gpu, settings(4, 64 << 20))
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A file on the temp directory's file system (ext4 here: O_DIRECT works) holding `data`.
+fn file_with(data: &[u8]) -> (tempfile::TempDir, File) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, data).unwrap();
+    (dir, std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap())
+}
+
+/// Drops the file's pages from the page cache, so the next read finds it cold.
+fn evict(file: &File) {
+    file.sync_all().unwrap();
+    // SAFETY: a plain advice call on an open descriptor.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}
+
+/// Which pages of the file's first `len` bytes are in the page cache.
+fn cached_pages(file: &File, len: usize) -> Vec<bool> {
+    // SAFETY: a read-only shared mapping of an open file, unmapped below.
+    let map = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+    assert_ne!(map, libc::MAP_FAILED);
+    let mut vec = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: `vec` has one byte per page of the mapping.
+    assert_eq!(unsafe { libc::mincore(map, len, vec.as_mut_ptr()) }, 0);
+    // SAFETY: mapped above.
+    unsafe { libc::munmap(map, len) };
+    vec.iter().map(|b| b & 1 == 1).collect()
+}
+
+fn device_bytes(gpu: &MockGpu, addr: usize, len: usize) -> Vec<u8> {
+    let mut out = vec![0; len];
+    gpu.read_device(addr, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn warm_and_cold_reads_at_unaligned_offsets() {
+    let data = pattern(3 * 1024 * 1024 + 777, 1);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(data.len() + 8192).unwrap();
+    for cold in [false, true] {
+        for (offset, len, boff) in [(0, data.len(), 0), (1, data.len() - 1, 3), (4095, 2_000_000, 4096), (123_457, 65_536, 1)] {
+            if cold {
+                evict(&file);
+            }
+            gpu.memset(dev, 0, data.len() + 8192).unwrap();
+            let n = driver.read(h, dev, len, offset as i64, boff as i64).unwrap();
+            assert_eq!(n, len, "cold {cold} offset {offset}");
+            assert!(device_bytes(&gpu, dev + boff, len) == data[offset..offset + len], "cold {cold} offset {offset}");
+        }
+    }
+}
+
+#[test]
+fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
+    let len = 2 * 1024 * 1024;
+    let data = pattern(len, 2);
+    let (_dir, file) = file_with(&data);
+    evict(&file);
+    assert!(cached_pages(&file, len).iter().all(|c| !c), "eviction works here");
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(len).unwrap();
+    // Unaligned at both ends: the edges go through the page cache, the interior does not.
+    let (offset, size) = (1000, len - 3000);
+    assert_eq!(driver.read(h, dev, size, offset as i64, offset as i64).unwrap(), size);
+    assert!(device_bytes(&gpu, dev + offset, size) == data[offset..offset + size]);
+    let cached = cached_pages(&file, len);
+    assert!(cached[0] && cached[(offset + size) / 4096], "edges are read buffered");
+    // The interior was read direct: apart from the few pages the kernel reads ahead after a
+    // buffered edge, none of its 510 pages went through the page cache.
+    let interior_cached = cached[1..(offset + size) / 4096].iter().filter(|c| **c).count();
+    assert!(interior_cached <= 8, "{interior_cached} interior pages cached");
+    // Warm data is taken from the page cache.
+    let (_dir2, warm) = file_with(&data);
+    let h2 = driver.handle_register(warm.as_raw_fd()).unwrap();
+    assert_eq!(driver.read(h2, dev, len, 0, 0).unwrap(), len);
+    assert!(device_bytes(&gpu, dev, len) == data);
+}
+
+#[test]
+fn reads_past_end_of_file_are_short_then_empty() {
+    let data = pattern(1_000_003, 3);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4 << 20).unwrap();
+    // A request split over several threads, most of them past the end.
+    assert_eq!(driver.read(h, dev, 4 << 20, 0, 0).unwrap(), data.len());
+    assert!(device_bytes(&gpu, dev, data.len()) == data);
+    assert_eq!(driver.read(h, dev, 4096, 999_999, 0).unwrap(), 4);
+    assert_eq!(driver.read(h, dev, 4096, data.len() as i64, 0).unwrap(), 0);
+    evict(&file);
+    assert_eq!(driver.read(h, dev, 4 << 20, 4096, 0).unwrap(), data.len() - 4096);
+}
+
+#[test]
+fn writes_land_whole_and_durable_at_unaligned_offsets() {
+    let data = pattern(2_500_001, 4);
+    let (_dir, file) = file_with(&[]);
+    let gpu = MockGpu::new(1);
+    for durable in [true, false] {
+        let driver = driver_with(&gpu, BounceSettings { durable_writes: durable, ..settings(4, 64 << 20) });
+        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(data.len()).unwrap();
+        gpu.write_device(dev, &data).unwrap();
+        file.set_len(0).unwrap();
+        assert_eq!(driver.write(h, dev, data.len() - 5, 5, 5).unwrap(), data.len() - 5);
+        assert_eq!(driver.write(h, dev, 5, 0, 0).unwrap(), 5);
+        assert!(std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap() == data, "durable {durable}");
+        gpu.free(dev).unwrap();
+    }
+}
+
+#[test]
+fn a_copy_failing_mid_transfer_fails_the_call() {
+    let data = pattern(1 << 20, 5);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(1 << 20).unwrap();
+    // A failed write may have written some chunks (it only never reports them): keep the
+    // device holding the file's own bytes, so those chunks change nothing.
+    gpu.write_device(dev, &data).unwrap();
+    for nth in [1, 3, 9] {
+        gpu.faults().fail_copy(nth, HipError::LAUNCH_FAILURE);
+        assert_eq!(driver.read(h, dev, 1 << 20, 0, 0), Err(Error::Hip(HipError::LAUNCH_FAILURE)), "read {nth}");
+        gpu.faults().fail_copy(nth, HipError::LAUNCH_FAILURE);
+        assert_eq!(driver.write(h, dev, 1 << 20, 0, 0), Err(Error::Hip(HipError::LAUNCH_FAILURE)), "write {nth}");
+    }
+    gpu.faults().clear();
+    // The lanes survive a failure: the next calls work.
+    assert_eq!(driver.read(h, dev, 1 << 20, 0, 0).unwrap(), 1 << 20);
+    assert!(device_bytes(&gpu, dev, 1 << 20) == data);
+}
+
+#[test]
+fn staging_memory_is_pinned_once_and_bounded() {
+    let data = pattern(4 << 20, 6);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    // Room for 2 lanes (4 pinned buffers) only, though 4 threads would like 4 lanes.
+    let limit = 2 * 2 * (CHUNK + 8192);
+    let driver = driver_with(&gpu, settings(4, limit));
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4 << 20).unwrap();
+    assert!(gpu.pinned_allocations().is_empty(), "nothing pinned before the first transfer");
+    assert_eq!(driver.read(h, dev, 4 << 20, 0, 0).unwrap(), 4 << 20);
+    let after_first = gpu.pinned_allocations();
+    assert_eq!(after_first.get(&0), Some(&4));
+    for _ in 0..10 {
+        assert_eq!(driver.read(h, dev, 4 << 20, 0, 0).unwrap(), 4 << 20);
+        assert_eq!(driver.write(h, dev, 4 << 20, 0, 0).unwrap(), 4 << 20);
+    }
+    assert_eq!(gpu.pinned_allocations(), after_first, "staging reused, never re-pinned");
+    assert!(device_bytes(&gpu, dev, 4 << 20) == data);
+    // Dropping the driver frees the staging memory.
+    drop(driver);
+    assert!(gpu.pinned_allocations().is_empty());
+}
+
+#[test]
+fn concurrent_calls_on_one_handle() {
+    let data = pattern(8 << 20, 7);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8usize {
+            let (gpu, driver, data) = (&gpu, &driver, &data);
+            s.spawn(move || {
+                let dev = gpu.malloc(1 << 20).unwrap();
+                for round in 0..4usize {
+                    let offset = ((t * 4 + round) % 8) * (1 << 20) + 17;
+                    let len = (1 << 20) - 17;
+                    assert_eq!(driver.read(h, dev, len, offset as i64, 0).unwrap(), len);
+                    assert!(device_bytes(gpu, dev, len) == data[offset..offset + len]);
+                }
+                gpu.free(dev).unwrap();
+            });
+        }
+    });
+}
+
+#[test]
+fn several_devices_and_the_callers_device_is_kept() {
+    let data = pattern(1 << 20, 8);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(2);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    gpu.set_device(1).unwrap();
+    let dev1 = gpu.malloc(1 << 20).unwrap();
+    gpu.set_device(0).unwrap();
+    let dev0 = gpu.malloc(1 << 20).unwrap();
+    assert_eq!(driver.read(h, dev1, 1 << 20, 0, 0).unwrap(), 1 << 20);
+    assert_eq!(gpu.current_device(), Ok(0), "the caller's device is left as it was");
+    assert_eq!(driver.read(h, dev0, 1 << 20, 0, 0).unwrap(), 1 << 20);
+    assert!(device_bytes(&gpu, dev1, 1 << 20) == data && device_bytes(&gpu, dev0, 1 << 20) == data);
+    let pinned = gpu.pinned_allocations();
+    assert!(pinned.get(&0).is_some_and(|&n| n > 0) && pinned.get(&1).is_some_and(|&n| n > 0), "{pinned:?}");
+}
+
+#[test]
+fn the_driver_checks_come_first() {
+    let gpu = MockGpu::new(1);
+    let driver = driver(&gpu);
+    let (_dir, file) = file_with(&pattern(4096, 9));
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4096).unwrap();
+    assert_eq!(driver.read(h, dev, 8192, 0, 0), Err(OpError::InvalidValue.into()));
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Read { offset: usize, len: usize, boff: usize },
+    Write { offset: usize, len: usize, boff: usize },
+    Evict,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let span = || (0usize..600_000, 0usize..300_000, 0usize..100_000);
+    prop_oneof![
+        4 => span().prop_map(|(offset, len, boff)| Op::Read { offset, len, boff }),
+        3 => span().prop_map(|(offset, len, boff)| Op::Write { offset, len, boff }),
+        1 => Just(Op::Evict),
+    ]
+}
+
+const DEV_LEN: usize = 400_000;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Every read and write against a reference model of the file and the device buffer.
+    #[test]
+    fn matches_the_reference_model(initial in 0usize..400_000, ops in prop::collection::vec(op(), 1..12)) {
+        let mut model_file = pattern(initial, 10);
+        let mut model_dev = pattern(DEV_LEN, 11);
+        let (_dir, file) = file_with(&model_file);
+        let gpu = MockGpu::new(1);
+        let driver = driver_with(&gpu, settings(3, 64 << 20));
+        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(DEV_LEN).unwrap();
+        gpu.write_device(dev, &model_dev).unwrap();
+        for op in ops {
+            match op {
+                Op::Read { offset, len, boff } => {
+                    let len = len.min(DEV_LEN - boff);
+                    let got = driver.read(h, dev, len, offset as i64, boff as i64).unwrap();
+                    let expected = len.min(model_file.len().saturating_sub(offset));
+                    prop_assert_eq!(got, expected);
+                    if got > 0 {
+                        model_dev[boff..boff + got].copy_from_slice(&model_file[offset..offset + got]);
+                    }
+                }
+                Op::Write { offset, len, boff } => {
+                    let len = len.min(DEV_LEN - boff);
+                    prop_assert_eq!(driver.write(h, dev, len, offset as i64, boff as i64).unwrap(), len);
+                    if model_file.len() < offset + len {
+                        model_file.resize(offset + len, 0);
+                    }
+                    model_file[offset..offset + len].copy_from_slice(&model_dev[boff..boff + len]);
+                }
+                Op::Evict => evict(&file),
+            }
+            prop_assert!(device_bytes(&gpu, dev, DEV_LEN) == model_dev);
+        }
+        let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+        prop_assert!(on_disk == model_file);
+    }
+}
