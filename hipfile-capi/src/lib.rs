@@ -26,7 +26,7 @@ use hipfile_core::{Driver, Error, HandleId, LoadedRuntime, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
-pub use platform::{CapiBackend, CapiPlatform};
+pub use platform::{SystemBackend, SystemPlatform};
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
 pub const VERSION: (u32, u32, u32) = (0, 2, 0);
@@ -42,10 +42,10 @@ pub(crate) fn log_once(message: &str) {
 }
 
 /// The process-wide driver, or why there is none (no usable HIP runtime).
-fn driver() -> Result<&'static Driver<CapiPlatform>> {
-    static DRIVER: OnceLock<std::result::Result<Driver<CapiPlatform>, String>> = OnceLock::new();
+fn driver() -> Result<&'static Driver<SystemPlatform>> {
+    static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| LoadedRuntime::discover().map(|hip| Driver::new(CapiPlatform::new(hip))).map_err(|e| e.0))
+        .get_or_init(|| LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip))).map_err(|e| e.0))
         .as_ref()
         .map_err(|why| platform::unavailable(why.clone()))
 }
@@ -192,7 +192,7 @@ pub extern "C" fn hipFileWrite(
 }
 
 /// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
-fn io(transfer: impl FnOnce(&Driver<CapiPlatform>) -> Result<usize>) -> libc::ssize_t {
+fn io(transfer: impl FnOnce(&Driver<SystemPlatform>) -> Result<usize>) -> libc::ssize_t {
     boundary(|| ssize_return(driver().map_err(|_| OpError::DriverNotInitialized.into()).and_then(transfer)))
 }
 

@@ -72,20 +72,25 @@ fn write_file(name: &str, data: &[u8]) -> PathBuf {
     path
 }
 
-fn guide_example(flavour: Flavour) {
-    let file = write_file(&format!("example-{}", flavour as u8), &pattern(1 << 20, 1));
+fn guide_example(flavour: Flavour, backend: &str) {
+    let file = write_file(&format!("example-{}-{backend}", flavour as u8), &pattern(1 << 20, 1));
     let exe = build("example", flavour, &[format!("-DHIPFILE_EXAMPLE_PATH=\"{}\"", file.display())]);
-    run_ok(&mut program(&exe, &[], &[]));
+    run_ok(&mut program(&exe, &[], &[("HIPFILE_BACKEND", backend)]));
 }
 
 #[test]
 fn amds_complete_example_runs_unchanged() {
-    guide_example(Flavour::Plain);
+    guide_example(Flavour::Plain, "auto");
 }
 
 #[test]
 fn amds_complete_example_under_sanitizers() {
-    guide_example(Flavour::Sanitized);
+    guide_example(Flavour::Sanitized, "auto");
+}
+
+#[test]
+fn amds_complete_example_with_bounce() {
+    guide_example(Flavour::Sanitized, "bounce");
 }
 
 /// `copy` moves an odd-sized file through GPU memory; the result must equal the source.
@@ -120,43 +125,58 @@ fn copy_under_sanitizers() {
 }
 
 #[test]
+fn copy_with_bounce_under_sanitizers() {
+    copy(Flavour::Sanitized, "bounce");
+}
+
+#[test]
 fn copy_with_the_static_library() {
     copy(Flavour::Static, "auto");
 }
 
-fn errors(flavour: Flavour) {
+fn errors(flavour: Flavour, backend: &str) {
     let data: Vec<u8> = (0..64 * 1024).map(|i: usize| (i * 7 + 3) as u8).collect();
-    let file = write_file(&format!("errors-{}", flavour as u8), &data);
+    let file = write_file(&format!("errors-{}-{backend}", flavour as u8), &data);
     let exe = build("errors", flavour, &[]);
-    let out = run_ok(&mut program(&exe, &[&file], &[]));
+    let out = run_ok(&mut program(&exe, &[&file], &[("HIPFILE_BACKEND", backend)]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all error paths behave");
 }
 
 #[test]
 fn every_error_path() {
-    errors(Flavour::Plain);
+    errors(Flavour::Plain, "auto");
 }
 
 #[test]
 fn every_error_path_under_sanitizers() {
-    errors(Flavour::Sanitized);
+    errors(Flavour::Sanitized, "auto");
 }
 
-fn threads(flavour: Flavour) {
-    let file = write_file(&format!("threads-{}", flavour as u8), &pattern(8192, 3));
+#[test]
+fn every_error_path_with_bounce() {
+    errors(Flavour::Sanitized, "bounce");
+}
+
+fn threads(flavour: Flavour, backend: &str) {
+    let file = write_file(&format!("threads-{}-{backend}", flavour as u8), &pattern(8192, 3));
     let exe = build("threads", flavour, &[]);
-    let out = run_ok(&mut program(&exe, &[&file], &[]));
+    let out = run_ok(&mut program(&exe, &[&file], &[("HIPFILE_BACKEND", backend)]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "64 threads opened the driver once");
 }
 
 #[test]
 fn sixty_four_threads_open_the_driver_once() {
-    threads(Flavour::Plain);
+    threads(Flavour::Plain, "auto");
 }
 
 #[test]
 fn sixty_four_threads_under_sanitizers() {
-    threads(Flavour::Sanitized);
+    threads(Flavour::Sanitized, "auto");
+}
+
+#[test]
+fn sixty_four_threads_with_bounce() {
+    threads(Flavour::Sanitized, "bounce");
 }
 
 /// Runs `open` and returns its stdout ("<err> <hip_drv_err> <use count>") and stderr.
