@@ -1,0 +1,380 @@
+//! `hipfile bench`: timed reads and writes between a file and GPU memory through the driver,
+//! on the best platform the machine has, each mode verified afterwards (outside the timing).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hipfile::SystemPlatform;
+use hipfile_backend_mock::MockGpu;
+use hipfile_core::{Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count};
+
+use crate::args::{BenchArgs, Mode};
+
+/// One mode's measurement.
+#[derive(Clone, Debug)]
+pub(crate) struct Outcome {
+    pub(crate) mode: Mode,
+    pub(crate) threads: usize,
+    pub(crate) io_size: u64,
+    pub(crate) bytes_per_run: u64,
+    pub(crate) runs: usize,
+    pub(crate) cold: bool,
+    pub(crate) best_gbps: f64,
+    pub(crate) mean_gbps: f64,
+    pub(crate) verified: Option<bool>,
+}
+
+/// What the benchmark ran on and what it measured.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) platform: String,
+    pub(crate) backends: Vec<&'static str>,
+    pub(crate) file: PathBuf,
+    pub(crate) size: u64,
+    pub(crate) outcomes: Vec<Outcome>,
+}
+
+type Sys = SystemPlatform;
+
+/// Copies between host memory and the device in pieces of this size (setup and checks).
+const PIECE: usize = 64 << 20;
+
+pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
+    let (platform, why_mock) = match args.backend.as_deref() {
+        Some("mock") => (Sys::over_mock(MockGpu::new(1)), None),
+        _ => Sys::discover_or_mock(),
+    };
+    if let Some(why) = why_mock {
+        eprintln!("hipfile: no GPU runtime found, using the mock GPU ({why})");
+    }
+    let backend = args.backend.clone();
+    let driver = Arc::new(Driver::with_env(platform, move |name| match (name, &backend) {
+        ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
+        _ => std::env::var(name).ok(),
+    }));
+    let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
+    let gpu = Arc::clone(driver.platform().runtime());
+
+    let temp = args.file.is_none();
+    let path = args.file.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("hipfile-bench-{}.dat", std::process::id())));
+    ensure_data_file(&path, args.size)?;
+    let out_path = PathBuf::from(format!("{}.out", path.display()));
+    let result = measure_all(args, &guard, &gpu, &path, &out_path);
+    let _ = std::fs::remove_file(&out_path);
+    if temp {
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(Report { platform: driver.platform().description().to_owned(), backends: driver.backend_names(), file: path, size: args.size, outcomes: result? })
+}
+
+/// Every mode of `args`, on `path` (reads) and `out_path` (writes).
+fn measure_all(
+    args: &BenchArgs,
+    guard: &DriverGuard<Sys>,
+    gpu: &Arc<dyn GpuRuntime>,
+    path: &Path,
+    out_path: &Path,
+) -> Result<Vec<Outcome>, String> {
+    let size = args.size as usize;
+    let data = open(path, false, args.direct)?;
+    let out = open(out_path, true, args.direct)?;
+    let dev = DeviceBuffer::new(gpu, size)?;
+    fill_device(&**gpu, dev.addr, &data, size)?;
+    // Registrations are dropped before the memory and files they name (reverse order).
+    let buffer = guard.register_buffer(dev.addr, size).map_err(|e| format!("buffer registration: {e}"))?;
+    let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
+    let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
+    let mut outcomes = Vec::new();
+    for &mode in &args.modes {
+        let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
+        outcomes.push(measure(args, mode, file, target, &**gpu, buffer.addr(), size)?);
+    }
+    Ok(outcomes)
+}
+
+/// Device memory for the benchmark, freed on drop.
+struct DeviceBuffer<'a> {
+    gpu: &'a Arc<dyn GpuRuntime>,
+    addr: usize,
+}
+
+impl<'a> DeviceBuffer<'a> {
+    fn new(gpu: &'a Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
+        let addr = gpu.device_alloc(len).map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
+        Ok(DeviceBuffer { gpu, addr })
+    }
+}
+
+impl Drop for DeviceBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new`; the registration that used it is gone (dropped first).
+        let _ = unsafe { self.gpu.device_free(self.addr) };
+    }
+}
+
+fn open(path: &Path, write: bool, direct: bool) -> Result<File, String> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if write {
+        options.write(true).create(true).truncate(false);
+    }
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    options.open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+/// Makes `path` a file of `size` bytes, keeping one that already has that size (so a peer
+/// benchmark and this one read the same file).
+fn ensure_data_file(path: &Path, size: u64) -> Result<(), String> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == size) {
+        return Ok(());
+    }
+    let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut block = vec![0u8; PIECE];
+    let mut left = size as usize;
+    while left > 0 {
+        for word in block.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            word.copy_from_slice(&x.to_le_bytes());
+        }
+        let n = left.min(PIECE);
+        file.write_all(&block[..n]).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        left -= n;
+    }
+    file.sync_all().map_err(|e| format!("cannot sync {}: {e}", path.display()))
+}
+
+/// Host-side read of a file range (for setup and verification, never timed).
+fn host_read(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        // SAFETY: `buf[done..]` is writable for `len - done` bytes.
+        let n = unsafe { libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, (offset + done as u64) as i64) };
+        match n {
+            0 => break,
+            n if n > 0 => done += n as usize,
+            _ => return Err(format!("host read: {}", std::io::Error::last_os_error())),
+        }
+    }
+    buf.truncate(done);
+    Ok(buf)
+}
+
+fn fill_device(gpu: &dyn GpuRuntime, dev: usize, file: &File, size: usize) -> Result<(), String> {
+    let reader = open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)?;
+    for at in (0..size).step_by(PIECE) {
+        let host = host_read(&reader, at as u64, PIECE.min(size - at))?;
+        // SAFETY: `host` holds its length; the device range lies in the allocation.
+        unsafe { gpu.copy_to_device(dev + at, host.as_ptr(), host.len()) }.map_err(|e| format!("fill: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Whether device `[dev + at, + len)` equals the file at `offset`.
+fn same(gpu: &dyn GpuRuntime, dev: usize, at: usize, file: &File, offset: u64, len: usize) -> Result<bool, String> {
+    let reader = open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)?;
+    for piece in (0..len).step_by(PIECE) {
+        let n = PIECE.min(len - piece);
+        let mut host = vec![0u8; n];
+        // SAFETY: `host` has room for `n` bytes; the device range lies in the allocation.
+        unsafe { gpu.copy_from_device(host.as_mut_ptr(), dev + at + piece, n) }.map_err(|e| format!("verify: {e}"))?;
+        if host_read(&reader, offset + piece as u64, n)? != host {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn drop_caches() -> Result<(), String> {
+    // SAFETY: no arguments.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| format!("--cold needs root to drop the page cache: {e}"))
+}
+
+/// One call's arguments: file offset, buffer offset, length.
+type Call = (u64, usize, usize);
+
+/// The calls of one run, dealt to threads: sequential ranges split into contiguous parts, or
+/// random `io`-aligned offsets.
+fn plan(args: &BenchArgs, mode: Mode, size: usize) -> (usize, Vec<Vec<Call>>) {
+    let threads = args.threads;
+    let mut per_thread = vec![Vec::new(); threads];
+    if mode.is_random() {
+        let io = args.io_size.unwrap_or(1 << 20) as usize;
+        let slots = (size / io).max(1);
+        // Distinct offsets while there are enough, so each call's data can be checked.
+        let mut used = std::collections::HashSet::new();
+        let mut x: u64 = 11;
+        for i in 0..args.count {
+            let offset = loop {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let offset = (x % slots as u64) * io as u64;
+                if used.insert(offset) || used.len() >= slots {
+                    break offset;
+                }
+            };
+            per_thread[i % threads].push((offset, (i % slots) * io, io));
+        }
+        return (io, per_thread);
+    }
+    let io = (args.io_size.unwrap_or(size as u64) as usize).min(max_rw_count());
+    let part = size.div_ceil(threads).next_multiple_of(4096);
+    for (t, calls) in per_thread.iter_mut().enumerate() {
+        let (start, end) = ((t * part).min(size), ((t + 1) * part).min(size));
+        let mut at = start;
+        while at < end {
+            let len = io.min(end - at);
+            calls.push((at as u64, at, len));
+            at += len;
+        }
+    }
+    (io, per_thread)
+}
+
+fn measure(
+    args: &BenchArgs,
+    mode: Mode,
+    file: &RegisteredFile<'_, Sys>,
+    target: &File,
+    gpu: &dyn GpuRuntime,
+    dev: usize,
+    size: usize,
+) -> Result<Outcome, String> {
+    let (io, calls) = plan(args, mode, size);
+    let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum();
+    let cold = args.cold && mode.is_read();
+    let mut rates = Vec::new();
+    for run in 0..args.runs {
+        if cold {
+            drop_caches()?;
+        }
+        if !mode.is_read() && !mode.is_random() {
+            target.set_len(0).map_err(|e| format!("truncate: {e}"))?;
+        }
+        let done = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let label = format!("{} run {}/{}", mode.name(), run + 1, args.runs);
+        // SAFETY: isatty has no preconditions.
+        let terminal = unsafe { libc::isatty(2) } == 1;
+        let start = Instant::now();
+        let failure = std::thread::scope(|s| {
+            if terminal {
+                s.spawn(|| progress_line(&done, &stop, total, &label));
+            }
+            let workers: Vec<_> = calls
+                .iter()
+                .map(|mine| {
+                    let done = &done;
+                    s.spawn(move || -> Result<(), String> {
+                        for &(offset, at, len) in mine {
+                            let n = if mode.is_read() { file.read(dev, len, offset, at as u64) } else { file.write(dev, len, offset, at as u64) }
+                                .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
+                            if n != len {
+                                return Err(format!("{} of {len} bytes at {offset} moved {n}", mode.name()));
+                            }
+                            done.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            let result = workers.into_iter().map(|w| w.join().unwrap_or(Err("a worker panicked".into()))).collect::<Result<(), _>>();
+            stop.store(true, Ordering::Relaxed);
+            result.err()
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        rates.push(total as f64 / start.elapsed().as_secs_f64() / 1e9);
+    }
+    let verified = if args.verify {
+        // Calls that share a file range or a buffer slot with another (random runs longer than
+        // the file has slots) race with it: only the others have a defined outcome to check.
+        let all: Vec<Call> = calls.iter().flatten().copied().collect();
+        let unique = |c: &Call| all.iter().filter(|o| o.0 == c.0 || o.1 == c.1).count() == 1;
+        let mut checked = 0;
+        let mut ok = true;
+        for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
+            ok &= same(gpu, dev, at, target, offset, len)?;
+            checked += 1;
+        }
+        (checked > 0).then_some(ok)
+    } else {
+        None
+    };
+    Ok(Outcome {
+        mode,
+        threads: args.threads,
+        io_size: io as u64,
+        bytes_per_run: total,
+        runs: args.runs,
+        cold,
+        best_gbps: rates.iter().copied().fold(0.0, f64::max),
+        mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
+        verified,
+    })
+}
+
+/// A progress line on stderr while a run lasts more than a second, until `stop`.
+fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str) {
+    let start = Instant::now();
+    let mut shown = false;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        if start.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        let d = done.load(Ordering::Relaxed);
+        let filled = (d * 30 / total.max(1)).min(30) as usize;
+        let bar = format!("{}{}", "#".repeat(filled), ".".repeat(30 - filled));
+        eprint!("\r{label} [{bar}] {:.1}/{:.1} GB", d as f64 / 1e9, total as f64 / 1e9);
+        shown = true;
+    }
+    if shown {
+        eprint!("\r{}\r", " ".repeat(label.len() + 50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_plans_cover_the_file_once() {
+        let args = BenchArgs { threads: 3, io_size: Some(1 << 20), ..BenchArgs::default() };
+        let (io, calls) = plan(&args, Mode::Read, 10 << 20);
+        assert_eq!(io, 1 << 20);
+        let mut all: Vec<_> = calls.into_iter().flatten().collect();
+        all.sort();
+        let mut at = 0;
+        for (offset, buf, len) in all {
+            assert_eq!((offset as usize, buf), (at, at));
+            at += len;
+        }
+        assert_eq!(at, 10 << 20);
+    }
+
+    #[test]
+    fn random_plans_stay_aligned_inside_the_file() {
+        let args = BenchArgs { threads: 4, count: 100, ..BenchArgs::default() };
+        let (io, calls) = plan(&args, Mode::RandRead, 64 << 20);
+        assert_eq!(calls.iter().map(Vec::len).sum::<usize>(), 100);
+        for (offset, buf, len) in calls.into_iter().flatten() {
+            assert_eq!((offset % io as u64, len), (0, io));
+            assert!(offset as usize + len <= 64 << 20 && buf + len <= 64 << 20);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! `hipfile`: the command-line tool of hipfile-rs.
+//!
+//! - `hipfile bench`: reads and writes between a file and GPU memory through hipfile, like
+//!   NVIDIA's gdsio, on the best backend the machine has (the mock GPU where there is none),
+//!   verified, as a table or JSON.
+
+mod args;
+mod bench;
+
+use std::process::ExitCode;
+
+use args::{BENCH_USAGE, BenchArgs};
+use bench::Report;
+
+const USAGE: &str = "usage: hipfile <command> [options]
+
+commands:
+  bench    measure file <-> GPU throughput (hipfile bench --help)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("bench") if args.get(1).is_some_and(|a| a == "--help" || a == "-h") => {
+            println!("{BENCH_USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some("bench") => BenchArgs::parse(&args[1..]).and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
+        Some("--help" | "-h" | "help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(USAGE.to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hipfile: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print(report: &Report, json: bool) {
+    if json {
+        println!("{}", to_json(report));
+        return;
+    }
+    println!(
+        "hipfile bench: {} MiB file {}\nplatform: {}\nbackends: {}\n",
+        report.size >> 20,
+        report.file.display(),
+        report.platform,
+        report.backends.join(", ")
+    );
+    println!("{:<10} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified", "mode", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s");
+    for o in &report.outcomes {
+        println!(
+            "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2}  {}",
+            o.mode.name(),
+            o.threads,
+            human(o.io_size),
+            if o.cold { "yes" } else { "no" },
+            o.runs,
+            o.best_gbps,
+            o.mean_gbps,
+            match o.verified {
+                Some(true) => "yes",
+                Some(false) => "NO: GPU memory and file differ",
+                None => "skipped",
+            }
+        );
+    }
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out + "\""
+}
+
+fn to_json(r: &Report) -> String {
+    let results: Vec<String> = r
+        .outcomes
+        .iter()
+        .map(|o| {
+            format!(
+                "{{\"mode\": {}, \"threads\": {}, \"io_size\": {}, \"bytes_per_run\": {}, \"cold\": {}, \"runs\": {}, \"best_gbps\": {:.3}, \"mean_gbps\": {:.3}, \"verified\": {}}}",
+                quote(o.mode.name()),
+                o.threads,
+                o.io_size,
+                o.bytes_per_run,
+                o.cold,
+                o.runs,
+                o.best_gbps,
+                o.mean_gbps,
+                o.verified.map_or("null".into(), |v| v.to_string())
+            )
+        })
+        .collect();
+    format!(
+        "{{\"platform\": {}, \"backends\": [{}], \"file\": {}, \"size_bytes\": {}, \"results\": [\n  {}\n]}}",
+        quote(&r.platform),
+        r.backends.iter().map(|b| quote(b)).collect::<Vec<_>>().join(", "),
+        quote(&r.file.display().to_string()),
+        r.size,
+        results.join(",\n  ")
+    )
+}
