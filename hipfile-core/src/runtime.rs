@@ -31,8 +31,15 @@ use crate::gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 /// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
 pub const HIP_LIBRARY_NAMES: [&str; 4] = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
 
-/// CUDA runtime libraries tried next, in order.
-pub const CUDA_LIBRARY_NAMES: [&str; 3] = ["libcudart.so.13", "libcudart.so.12", "libcudart.so"];
+/// CUDA runtime libraries tried next, in order (by name, then where the CUDA toolkit puts
+/// them, which is not always on the loader's path).
+pub const CUDA_LIBRARY_NAMES: [&str; 5] = [
+    "libcudart.so.13",
+    "libcudart.so.12",
+    "libcudart.so",
+    "/usr/local/cuda/lib64/libcudart.so.13",
+    "/usr/local/cuda/lib64/libcudart.so.12",
+];
 
 /// Whose runtime API a library implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

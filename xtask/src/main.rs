@@ -1,5 +1,6 @@
 //! Project automation. `cargo xtask ci` runs everything CI checks, installing what it needs
-//! on a fresh Debian 12 machine that has only Rust.
+//! on a fresh Debian 12 machine that has only Rust; `cargo xtask gpu-bench` prepares one run of
+//! the GPU benchmark (ours beside the peer baseline) on the H200 machine.
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -8,10 +9,10 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("gpu-bench") => gpu_bench(),
         _ => {
-            eprintln!(
-                "usage: cargo xtask ci    # packages, fmt, clippy -D warnings, docs, doc tests, HIP ABI check, nextest"
-            );
+            eprintln!("usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest");
+            eprintln!("       cargo xtask gpu-bench  # build the GPU benchmark bundle: hipfile bench beside KvikIO");
             return ExitCode::from(2);
         }
     };
@@ -98,4 +99,44 @@ fn ci() -> Result<(), String> {
     let abi = ["test", "--locked", "-p", "hipfile-core", "--features", "hip-abi-check", "--test", "hip_abi"];
     run("cargo", &abi, &[HIP_PATH])?;
     run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[])
+}
+
+/// The peer's wheels (`../shared/bench/README.md`): KvikIO for CUDA 13 and what it needs.
+const PEER_WHEELS: [&str; 3] = ["kvikio-cu13==26.10.0", "libkvikio-cu13==26.10.0", "rapids-logger==0.3.*"];
+
+/// Builds what one run on the GPU machine needs: the release `hipfile` binary, the scripts
+/// (`xtask/gpu-bench`), the peer baseline and its wheels.
+fn gpu_bench() -> Result<(), String> {
+    let root = workspace_root();
+    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools"], &[])?;
+    let bundle = root.join("target/gpu-bench");
+    std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
+    let copies = [
+        (root.join("target/release/hipfile"), "hipfile"),
+        (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
+        (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
+        (root.join("../shared/bench/kvikio_baseline.py"), "kvikio_baseline.py"),
+    ];
+    for (from, name) in copies {
+        std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
+    }
+    let wheels = root.join(".whl");
+    if !wheels.exists() {
+        let exclude = root.join(".git/info/exclude");
+        let listed = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if !listed.lines().any(|l| l.trim() == "/.whl/") {
+            std::fs::write(&exclude, format!("{listed}/.whl/\n")).map_err(|e| format!("{}: {e}", exclude.display()))?;
+        }
+        let mut args = vec!["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12"];
+        args.extend(["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform"]);
+        args.extend(["manylinux_2_27_x86_64", "--platform", "manylinux_2_24_x86_64", "-d", ".whl"]);
+        args.extend(PEER_WHEELS);
+        run("python3", &args, &[])?;
+    }
+    eprintln!(
+        "bundle ready in target/gpu-bench. On the GPU machine, from the project root, with\n\
+         `target/gpu-bench` and `.whl` carried:  bash target/gpu-bench/run.sh\n\
+         (results and the comparison in $OUT, or target/gpu-bench/out)"
+    );
+    Ok(())
 }
