@@ -10,6 +10,7 @@
 //! modulo [`PAGE`] (see [`crate::lanes`]), so aligned file offsets land on aligned memory.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use hipfile_core::io::{pread, pwrite, transfer_loop};
 use hipfile_core::{Error, FileHandle, Result};
@@ -41,13 +42,14 @@ impl FileSide {
     /// # Safety
     /// `buf` must be valid for writes of `len` bytes and satisfy the layout rule of the module
     /// docs (`buf as u64 % PAGE == offset % PAGE`).
-    pub(crate) unsafe fn read(&self, cache: &CacheProbe, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+    pub(crate) unsafe fn read(&self, policy: &ReadPolicy, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
         let (start, end) = (offset, offset + len as u64);
-        let direct = self.direct.filter(|_| cache.none_cached(self.buffered, start, end));
+        let direct = self.direct.filter(|_| policy.cache.none_cached(self.buffered, start, end));
         let Some((direct_fd, align)) = direct else {
             // SAFETY: forwarded.
             return unsafe { self.buffered_read(buf, len, offset) };
         };
+        let _stream = policy.direct_streams.acquire();
         let (a, b) = (start.next_multiple_of(align), end / align * align);
         let mut done = 0;
         for (fd, from, to) in [(self.buffered, start, a.min(end)), (direct_fd, a, b), (self.buffered, b.max(a), end)] {
@@ -99,6 +101,56 @@ impl FileSide {
             })?;
         }
         Ok(())
+    }
+}
+
+/// How reads choose their path: the page cache probe, and a bound on concurrent direct reads
+/// (more streams than the device queues well only add seeks: on the H200 machine's virtio disk
+/// 8 streams of 4 MiB read at 1.63 GB/s where 16 read at 1.52).
+#[derive(Debug)]
+pub(crate) struct ReadPolicy {
+    pub(crate) cache: CacheProbe,
+    pub(crate) direct_streams: Slots,
+}
+
+impl ReadPolicy {
+    pub(crate) fn new() -> Self {
+        ReadPolicy { cache: CacheProbe::new(), direct_streams: Slots::new(DIRECT_STREAMS) }
+    }
+}
+
+/// Direct reads in flight at once, over all requests.
+const DIRECT_STREAMS: usize = 8;
+
+/// A counting semaphore.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    free: Mutex<usize>,
+    returned: Condvar,
+}
+
+/// One slot, given back on drop.
+pub(crate) struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots { free: Mutex::new(n), returned: Condvar::new() }
+    }
+
+    fn acquire(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.returned.notify_one();
     }
 }
 

@@ -4,8 +4,8 @@
 //! A request moves in chunks through pinned host staging buffers:
 //! - staging memory is pinned once and reused ([`lanes`]): a lane is a stream and two
 //!   buffers, created on first use and bounded per device by a memory limit;
-//! - a large request is split into contiguous parts, one per lane, run by a worker pool and the
-//!   caller's thread; a small one runs on the caller's thread alone;
+//! - a large request is split into contiguous parts that the caller's thread and workers of a
+//!   pool take in turn, each with its own lane; a small one runs on the caller's thread alone;
 //! - each lane pipelines: while chunk `i` is copied to the device asynchronously on the lane's
 //!   stream, the file read of chunk `i + 1` fills the other buffer (writes mirror this);
 //! - reads are page-cache aware: cached chunks are read buffered, uncached ones with
@@ -23,13 +23,13 @@ mod fileio;
 mod lanes;
 mod pool;
 
-use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use hipfile_core::io::fdatasync;
-use hipfile_core::{Backend, BackendKind, BounceSettings, Direction, GpuRuntime, IoRequest, OpError, Result};
+use hipfile_core::{Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result};
 
-use fileio::{CacheProbe, FileSide};
+use fileio::{FileSide, ReadPolicy};
 use lanes::{Lane, LanePool};
 use pool::WorkerPool;
 
@@ -45,7 +45,7 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     lanes: LanePool<G>,
     threads: usize,
     durable_writes: bool,
-    cache: CacheProbe,
+    reads: ReadPolicy,
     workers: WorkerPool,
 }
 
@@ -72,7 +72,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 lanes: LanePool::new(gpu, settings.chunk, settings.memory_limit),
                 threads,
                 durable_writes: settings.durable_writes,
-                cache: CacheProbe::new(),
+                reads: ReadPolicy::new(),
                 workers: WorkerPool::new(threads.saturating_sub(1)),
             }),
         }
@@ -83,56 +83,93 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         self.inner.threads
     }
 
-    /// Splits a request into parts: one per `2 * chunk` bytes at least, at most one per thread
-    /// and per lane; inner boundaries at chunk multiples of the file offset.
+    /// Splits a request into parts of whole chunks: about four per thread, so threads that
+    /// finish early take more (the page cache and the copy engine do not serve all threads
+    /// equally), and at least two chunks each, so every part pipelines.
     fn split(&self, whole: Part) -> Vec<Part> {
         let chunk = self.inner.lanes.chunk() as u64;
-        let most = self.inner.threads.min(self.inner.lanes.max_per_device()).max(1);
-        let count = whole.len.div_ceil(2 * chunk as usize).clamp(1, most);
+        let target = (whole.len / (4 * self.inner.threads)).max(2 * chunk as usize) as u64;
         let (start, end) = (whole.file_offset, whole.file_offset + whole.len as u64);
-        let mut cuts = vec![start];
-        for k in 1..count {
-            let cut = (start + (whole.len / count * k) as u64) / chunk * chunk;
-            if cut > *cuts.last().expect("starts with `start`") && cut < end {
-                cuts.push(cut);
-            }
-        }
-        cuts.push(end);
-        cuts.windows(2)
-            .map(|w| Part {
-                device_addr: whole.device_addr + (w[0] - start) as usize,
-                file_offset: w[0],
-                len: (w[1] - w[0]) as usize,
+        let mut parts = Vec::new();
+        let mut at = start;
+        while at < end {
+            let next = ((at + target) / chunk * chunk).max(at + 1).min(end);
+            let next = if end - next < chunk { end } else { next };
+            parts.push(Part {
+                device_addr: whole.device_addr + (at - start) as usize,
+                file_offset: at,
+                len: (next - at) as usize,
                 ..whole
-            })
-            .collect()
+            });
+            at = next;
+        }
+        parts
+    }
+}
+
+/// The parts of one request, taken in order by the threads working on it.
+struct Work {
+    parts: Vec<Part>,
+    next: AtomicUsize,
+    moved: Vec<AtomicUsize>,
+    finished: AtomicUsize,
+    error: Mutex<Option<Error>>,
+}
+
+impl Work {
+    fn fail(&self, e: Error) {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+    }
+
+    fn failed(&self) -> bool {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
-    /// Moves one part on the calling thread, on the part's device (restored afterwards).
-    fn run(&self, part: Part) -> Result<usize> {
+    /// Takes parts of `work` until none is left, with one lane, on the parts' device (the
+    /// thread's own device is restored afterwards).
+    fn work(&self, work: &Work) {
+        let device = work.parts[0].device;
         let gpu = self.lanes.gpu();
-        let previous = gpu.current_device()?;
-        if previous != part.device {
-            gpu.set_device(part.device)?;
+        let previous = match gpu.current_device() {
+            Ok(d) => d,
+            Err(e) => return work.fail(e.into()),
+        };
+        if previous != device
+            && let Err(e) = gpu.set_device(device)
+        {
+            return work.fail(e.into());
         }
-        let result = self.lanes.take(part.device).map_err(Into::into).and_then(|mut lane| {
-            let moved = match part.direction {
-                Direction::Read => self.read(&mut lane, part),
-                Direction::Write => self.write(&mut lane, part),
-            };
-            // The lane's buffers are reused by its next user: nothing may still be copying.
-            let drained = gpu.stream_synchronize(lane.stream);
-            self.lanes.put(part.device, lane);
-            let moved = moved?;
-            drained?;
-            Ok(moved)
-        });
-        if previous != part.device {
-            gpu.set_device(previous)?;
+        match self.lanes.take(device) {
+            Err(e) => work.fail(e.into()),
+            Ok(mut lane) => {
+                while !work.failed() {
+                    let i = work.next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&part) = work.parts.get(i) else { break };
+                    let moved = match part.direction {
+                        Direction::Read => self.read(&mut lane, part),
+                        Direction::Write => self.write(&mut lane, part),
+                    };
+                    // The next part starts with the first stage again: its last copy must be
+                    // done, whatever happened.
+                    let drained = gpu.stream_synchronize(lane.stream).map_err(Error::from);
+                    match moved.and_then(|n| drained.map(|()| n)) {
+                        Ok(n) => {
+                            work.moved[i].store(n, Ordering::Relaxed);
+                            work.finished.fetch_add(1, Ordering::Release);
+                        }
+                        Err(e) => work.fail(e),
+                    }
+                }
+                self.lanes.put(device, lane);
+            }
         }
-        result
+        if previous != device
+            && let Err(e) = gpu.set_device(previous)
+        {
+            work.fail(e.into());
+        }
     }
 
     /// Chunks of a part: `(offset in the part, length)`, ending at chunk multiples of the file
@@ -161,7 +198,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             // SAFETY: the stage holds `chunk + PAGE` bytes past its page-aligned base, enough
             // for `len <= chunk` at the layout rule's position; the copy that last used this
             // stage finished at the previous synchronisation.
-            let n = unsafe { part.file.read(&self.cache, stage.at(offset), len, offset) }?;
+            let n = unsafe { part.file.read(&self.reads, stage.at(offset), len, offset) }?;
             if i > 0 {
                 gpu.stream_synchronize(lane.stream)?;
             }
@@ -227,31 +264,40 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             len: req.size(),
         };
         let parts = self.split(whole);
-        let (first, rest) = parts.split_first().expect("a request has at least one part");
-        let (tx, rx) = mpsc::channel();
-        for (i, &part) in rest.iter().enumerate() {
-            let inner = Arc::clone(&self.inner);
-            let tx = tx.clone();
-            // The descriptors and device range stay valid: this call waits for every part.
+        let helpers = self.inner.threads.min(self.inner.lanes.max_per_device()).min(parts.len()) - 1;
+        let work = Arc::new(Work {
+            moved: parts.iter().map(|_| AtomicUsize::new(0)).collect(),
+            parts,
+            next: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            error: Mutex::new(None),
+        });
+        let (tx, rx) = mpsc::channel::<()>();
+        for _ in 0..helpers {
+            let (inner, work, tx) = (Arc::clone(&self.inner), Arc::clone(&work), tx.clone());
+            // The descriptors and device range stay valid: this call waits for every helper
+            // (a helper that panics drops `tx`, which ends the wait too).
             self.inner.workers.submit(Box::new(move || {
-                let _ = tx.send((i + 1, inner.run(part)));
+                inner.work(&work);
+                drop(tx);
             }));
         }
         drop(tx);
-        let mut results = vec![None; parts.len()];
-        results[0] = Some(self.inner.run(*first));
-        for (i, result) in rx {
-            results[i] = Some(result);
+        self.inner.work(&work);
+        for () in rx {}
+        if let Some(e) = work.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
         }
-        // Bytes count up to the first short part (end of file); any error fails the call.
+        if work.finished.load(Ordering::Acquire) < work.parts.len() {
+            return Err(OpError::InternalError.into()); // a helper panicked
+        }
+        // Bytes count up to the first short part (end of file).
         let mut total = 0;
-        let mut short = false;
-        for (part, result) in parts.iter().zip(results) {
-            // A part that reported nothing panicked on its worker.
-            let n = result.unwrap_or(Err(OpError::InternalError.into()))?;
-            if !short {
-                total += n;
-                short = n < part.len;
+        for (part, moved) in work.parts.iter().zip(&work.moved) {
+            let n = moved.load(Ordering::Relaxed);
+            total += n;
+            if n < part.len {
+                break;
             }
         }
         if req.direction() == Direction::Write && self.inner.durable_writes {

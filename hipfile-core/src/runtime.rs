@@ -145,6 +145,13 @@ impl Default for PointerAttributes {
     }
 }
 
+/// [`PointerAttributes`] with slack after it for runtimes whose structure is larger.
+#[repr(C)]
+struct AttributeRoom {
+    attr: PointerAttributes,
+    _spare: [u64; 32],
+}
+
 /// Which pointer-attribute ABI a runtime has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Abi {
@@ -511,14 +518,21 @@ unsafe extern "C" fn run_stream_callback(_stream: RawStream, _status: HipResult,
 impl GpuRuntime for LoadedRuntime {
     fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
         let unknown = PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 };
-        let mut attr = PointerAttributes::default();
-        // SAFETY: resolved `hipPointerGetAttributes`; `attr` has the runtime's layout. The
-        // address is only looked up, never dereferenced.
-        match unsafe { (self.api.pointer_get_attributes)(&mut attr, addr as *const c_void) } {
+        // Room to spare: runtimes grow this structure (CUDA 13 writes 40 bytes and more where
+        // CUDA 11 wrote 24), and a runtime writing past our view of it must not hit the stack.
+        let mut room = AttributeRoom { attr: PointerAttributes::default(), _spare: [0; 32] };
+        // SAFETY: resolved `*PointerGetAttributes`; `room` starts with the runtime's layout
+        // and has 256 bytes of slack. The address is only looked up, never dereferenced.
+        match unsafe { (self.api.pointer_get_attributes)(&mut room.attr, addr as *const c_void) } {
             0 => {}
             // HIP 5 reports memory it does not know as an invalid value.
             rc if HipError(rc) == HipError::INVALID_VALUE => return Ok(unknown),
             rc => return Err(HipError(rc)),
+        }
+        let mut attr = room.attr;
+        if self.vendor == Vendor::Cuda {
+            // CUDA has no `isManaged` (its type says `Managed`); what lies there is not ours.
+            attr.is_managed = 0;
         }
         let memory_type = self.abi.memory_type(&attr);
         if !matches!(memory_type, MemoryType::Device | MemoryType::Managed) {
