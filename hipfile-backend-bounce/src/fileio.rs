@@ -33,6 +33,12 @@ impl FileSide {
         FileSide { buffered: file.buffered_fd(), direct: file.direct_fd().map(|fd| (fd, align)) }
     }
 
+    /// A side with no real descriptors, for tests of the arithmetic around it.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        FileSide { buffered: -1, direct: None }
+    }
+
     pub(crate) fn buffered_fd(&self) -> i32 {
         self.buffered
     }

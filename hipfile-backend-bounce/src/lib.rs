@@ -4,10 +4,11 @@
 //! A request moves in chunks through pinned host staging buffers:
 //! - staging memory is pinned once and reused ([`lanes`]): a lane is a stream and two
 //!   buffers, created on first use and bounded per device by a memory limit;
-//! - a large request is split into contiguous parts that the caller's thread and workers of a
-//!   pool take in turn, each with its own lane; a small one runs on the caller's thread alone;
-//! - each lane pipelines: while chunk `i` is copied to the device asynchronously on the lane's
-//!   stream, the file read of chunk `i + 1` fills the other buffer (writes mirror this);
+//! - a request is cut into chunks that the caller's thread and, for a large request, workers of
+//!   a pool take in file order, each thread with its own lane; taking chunks in order keeps the
+//!   storage reading (or writing) sequentially, as one stream would, and balances the threads;
+//! - each lane pipelines: while its last chunk is copied to the device asynchronously on the
+//!   lane's stream, the file read of its next chunk fills the other buffer (writes mirror this);
 //! - reads are page-cache aware: cached chunks are read buffered, uncached ones with
 //!   `O_DIRECT` where aligned ([`fileio`]);
 //! - writes are durable when the call returns: one `fdatasync` per call, not per chunk
@@ -49,15 +50,38 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     workers: WorkerPool,
 }
 
-/// One contiguous piece of a request, moved by one lane.
+/// One request: what it moves, and the chunks it is cut into (at chunk multiples of the file
+/// offset, so all but the first start aligned).
 #[derive(Clone, Copy, Debug)]
-struct Part {
+struct Request {
     direction: Direction,
     file: FileSide,
     device: i32,
     device_addr: usize,
     file_offset: u64,
     len: usize,
+    chunk: usize,
+}
+
+impl Request {
+    fn first_len(&self) -> usize {
+        (self.chunk - (self.file_offset % self.chunk as u64) as usize).min(self.len)
+    }
+
+    fn chunk_count(&self) -> usize {
+        1 + (self.len - self.first_len()).div_ceil(self.chunk)
+    }
+
+    /// Chunk `i`: its offset in the request and its length.
+    fn chunk_at(&self, i: usize) -> (usize, usize) {
+        match i {
+            0 => (0, self.first_len()),
+            _ => {
+                let skip = self.first_len() + (i - 1) * self.chunk;
+                (skip, self.chunk.min(self.len - skip))
+            }
+        }
+    }
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
@@ -82,34 +106,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     pub fn threads(&self) -> usize {
         self.inner.threads
     }
-
-    /// Splits a request into parts of whole chunks: about four per thread, so threads that
-    /// finish early take more (the page cache and the copy engine do not serve all threads
-    /// equally), and at least two chunks each, so every part pipelines.
-    fn split(&self, whole: Part) -> Vec<Part> {
-        let chunk = self.inner.lanes.chunk() as u64;
-        let target = (whole.len / (4 * self.inner.threads)).max(2 * chunk as usize) as u64;
-        let (start, end) = (whole.file_offset, whole.file_offset + whole.len as u64);
-        let mut parts = Vec::new();
-        let mut at = start;
-        while at < end {
-            let next = ((at + target) / chunk * chunk).max(at + 1).min(end);
-            let next = if end - next < chunk { end } else { next };
-            parts.push(Part {
-                device_addr: whole.device_addr + (at - start) as usize,
-                file_offset: at,
-                len: (next - at) as usize,
-                ..whole
-            });
-            at = next;
-        }
-        parts
-    }
 }
 
-/// The parts of one request, taken in order by the threads working on it.
+/// The chunks of one request, taken in order by the threads working on it.
 struct Work {
-    parts: Vec<Part>,
+    req: Request,
     next: AtomicUsize,
     moved: Vec<AtomicUsize>,
     finished: AtomicUsize,
@@ -124,13 +125,24 @@ impl Work {
     fn failed(&self) -> bool {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
+
+    /// The next chunk nobody has taken, unless the request failed.
+    fn take(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < self.moved.len() && !self.failed()).then_some(i)
+    }
+
+    fn done(&self, i: usize, n: usize) {
+        self.moved[i].store(n, Ordering::Relaxed);
+        self.finished.fetch_add(1, Ordering::Release);
+    }
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
-    /// Takes parts of `work` until none is left, with one lane, on the parts' device (the
+    /// Takes chunks of `work` until none is left, with one lane, on the request's device (the
     /// thread's own device is restored afterwards).
     fn work(&self, work: &Work) {
-        let device = work.parts[0].device;
+        let device = work.req.device;
         let gpu = self.lanes.gpu();
         let previous = match gpu.current_device() {
             Ok(d) => d,
@@ -143,26 +155,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
         match self.lanes.take(device) {
             Err(e) => work.fail(e.into()),
-            Ok(mut lane) => {
-                while !work.failed() {
-                    let i = work.next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&part) = work.parts.get(i) else { break };
-                    let moved = match part.direction {
-                        Direction::Read => self.read(&mut lane, part),
-                        Direction::Write => self.write(&mut lane, part),
-                    };
-                    // The next part starts with the first stage again: its last copy must be
-                    // done, whatever happened.
-                    let drained = gpu.stream_synchronize(lane.stream).map_err(Error::from);
-                    match moved.and_then(|n| drained.map(|()| n)) {
-                        Ok(n) => {
-                            work.moved[i].store(n, Ordering::Relaxed);
-                            work.finished.fetch_add(1, Ordering::Release);
-                        }
-                        Err(e) => work.fail(e),
-                    }
-                }
+            Ok(lane) => {
+                let moved = match work.req.direction {
+                    Direction::Read => self.read(&lane, work),
+                    Direction::Write => self.write(&lane, work),
+                };
+                // The lane's buffers are reused by its next user: nothing may still be copying.
+                let drained = gpu.stream_synchronize(lane.stream);
                 self.lanes.put(device, lane);
+                if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
+                    work.fail(e);
+                }
             }
         }
         if previous != device
@@ -172,72 +175,65 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
     }
 
-    /// Chunks of a part: `(offset in the part, length)`, ending at chunk multiples of the file
-    /// offset.
-    fn chunks(&self, part: Part) -> impl Iterator<Item = (usize, usize)> {
-        let chunk = self.lanes.chunk() as u64;
-        let mut done = 0usize;
-        std::iter::from_fn(move || {
-            (done < part.len).then(|| {
-                let at = part.file_offset + done as u64;
-                let len = ((chunk - at % chunk) as usize).min(part.len - done);
-                let item = (done, len);
-                done += len;
-                item
-            })
-        })
-    }
-
-    /// File to device: the read of each chunk overlaps the copy of the one before it.
-    fn read(&self, lane: &mut Lane, part: Part) -> Result<usize> {
-        let gpu = self.lanes.gpu();
-        let mut done = 0;
-        for (i, (skip, len)) in self.chunks(part).enumerate() {
-            let offset = part.file_offset + skip as u64;
-            let stage = &lane.stages[i % 2];
+    /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
+    /// took before.
+    fn read(&self, lane: &Lane, work: &Work) -> Result<()> {
+        let (gpu, req) = (self.lanes.gpu(), &work.req);
+        let mut k = 0; // chunks this lane has taken
+        while let Some(i) = work.take() {
+            let (skip, len) = req.chunk_at(i);
+            let offset = req.file_offset + skip as u64;
+            let stage = &lane.stages[k % 2];
             // SAFETY: the stage holds `chunk + PAGE` bytes past its page-aligned base, enough
             // for `len <= chunk` at the layout rule's position; the copy that last used this
             // stage finished at the previous synchronisation.
-            let n = unsafe { part.file.read(&self.reads, stage.at(offset), len, offset) }?;
-            if i > 0 {
+            let n = unsafe { req.file.read(&self.reads, stage.at(offset), len, offset) }?;
+            if k > 0 {
                 gpu.stream_synchronize(lane.stream)?;
             }
             if n > 0 {
                 // SAFETY: the device range lies inside the request's checked range; the stage
-                // stays untouched until the copy is synchronised (next iteration or `run`).
-                unsafe { gpu.copy_to_device_async(part.device_addr + skip, stage.at(offset), n, lane.stream) }?;
+                // stays untouched until the copy is synchronised (next chunk, or `work`).
+                unsafe { gpu.copy_to_device_async(req.device_addr + skip, stage.at(offset), n, lane.stream) }?;
             }
-            done += n;
-            if n < len {
-                break; // end of file
-            }
+            work.done(i, n);
+            k += 1;
         }
-        Ok(done)
+        Ok(())
     }
 
-    /// Device to file: the write of each chunk overlaps the copy of the next one.
-    fn write(&self, lane: &mut Lane, part: Part) -> Result<usize> {
-        let gpu = self.lanes.gpu();
+    /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
+    fn write(&self, lane: &Lane, work: &Work) -> Result<()> {
+        let (gpu, req) = (self.lanes.gpu(), &work.req);
         let direct = self.durable_writes;
-        let mut staged: Option<(usize, u64, usize)> = None; // (stage, file offset, len)
-        for (i, (skip, len)) in self.chunks(part).enumerate() {
-            let offset = part.file_offset + skip as u64;
-            let stage = &lane.stages[i % 2];
+        let put = |stage: usize, i: usize| -> Result<()> {
+            let (skip, len) = req.chunk_at(i);
+            let offset = req.file_offset + skip as u64;
+            // SAFETY: the copy into this stage finished at the last synchronisation.
+            unsafe { req.file.write(lane.stages[stage].at(offset), len, offset, direct) }?;
+            work.done(i, len);
+            Ok(())
+        };
+        let mut staged: Option<(usize, usize)> = None; // (stage, chunk)
+        let mut k = 0;
+        while let Some(i) = work.take() {
+            let (skip, len) = req.chunk_at(i);
+            let offset = req.file_offset + skip as u64;
+            let stage = &lane.stages[k % 2];
             // SAFETY: as in `read`; this stage's previous chunk was written to the file
-            // (synchronously) in the previous iteration.
-            unsafe { gpu.copy_from_device_async(stage.at(offset), part.device_addr + skip, len, lane.stream) }?;
-            if let Some((s, at, n)) = staged.take() {
-                // SAFETY: the copy into stage `s` finished at the last synchronisation.
-                unsafe { part.file.write(lane.stages[s].at(at), n, at, direct) }?;
+            // (synchronously) before the last synchronisation.
+            unsafe { gpu.copy_from_device_async(stage.at(offset), req.device_addr + skip, len, lane.stream) }?;
+            if let Some((s, j)) = staged.take() {
+                put(s, j)?;
             }
             gpu.stream_synchronize(lane.stream)?;
-            staged = Some((i % 2, offset, len));
+            staged = Some((k % 2, i));
+            k += 1;
         }
-        if let Some((s, at, n)) = staged {
-            // SAFETY: synchronised above.
-            unsafe { part.file.write(lane.stages[s].at(at), n, at, direct) }?;
+        if let Some((s, j)) = staged {
+            put(s, j)?;
         }
-        Ok(part.len)
+        Ok(())
     }
 }
 
@@ -255,25 +251,27 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let whole = Part {
+        let request = Request {
             direction: req.direction(),
             file: FileSide::new(req.file()),
             device: req.device(),
             device_addr: req.device_addr(),
             file_offset: req.file_offset(),
             len: req.size(),
+            chunk: self.inner.lanes.chunk(),
         };
-        let parts = self.split(whole);
-        let helpers = self.inner.threads.min(self.inner.lanes.max_per_device()).min(parts.len()) - 1;
+        let chunks = request.chunk_count();
+        // A thread per two chunks at most, so every lane pipelines.
+        let threads = self.inner.threads.min(self.inner.lanes.max_per_device()).min(chunks.div_ceil(2)).max(1);
         let work = Arc::new(Work {
-            moved: parts.iter().map(|_| AtomicUsize::new(0)).collect(),
-            parts,
+            req: request,
             next: AtomicUsize::new(0),
+            moved: (0..chunks).map(|_| AtomicUsize::new(0)).collect(),
             finished: AtomicUsize::new(0),
             error: Mutex::new(None),
         });
         let (tx, rx) = mpsc::channel::<()>();
-        for _ in 0..helpers {
+        for _ in 1..threads {
             let (inner, work, tx) = (Arc::clone(&self.inner), Arc::clone(&work), tx.clone());
             // The descriptors and device range stay valid: this call waits for every helper
             // (a helper that panics drops `tx`, which ends the wait too).
@@ -288,21 +286,45 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         if let Some(e) = work.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
         }
-        if work.finished.load(Ordering::Acquire) < work.parts.len() {
+        if work.finished.load(Ordering::Acquire) < chunks {
             return Err(OpError::InternalError.into()); // a helper panicked
         }
-        // Bytes count up to the first short part (end of file).
+        // Bytes count up to the first short chunk (end of file).
         let mut total = 0;
-        for (part, moved) in work.parts.iter().zip(&work.moved) {
+        for (i, moved) in work.moved.iter().enumerate() {
             let n = moved.load(Ordering::Relaxed);
             total += n;
-            if n < part.len {
+            if n < request.chunk_at(i).1 {
                 break;
             }
         }
         if req.direction() == Direction::Write && self.inner.durable_writes {
-            fdatasync(whole.file.buffered_fd())?;
+            fdatasync(request.file.buffered_fd())?;
         }
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_tile_the_request_at_chunk_multiples_of_the_file_offset() {
+        for (file_offset, len) in [(0u64, 10usize), (1, 5), (1, 300), (99, 100), (100, 250), (5, 95), (0, 300)] {
+            let file = FileSide::for_tests();
+            let req = Request { direction: Direction::Read, file, device: 0, device_addr: 0, file_offset, len, chunk: 100 };
+            let mut at = 0;
+            for i in 0..req.chunk_count() {
+                let (skip, n) = req.chunk_at(i);
+                assert_eq!(skip, at, "{file_offset} {len} chunk {i}");
+                assert!(n > 0 && n <= 100);
+                if i + 1 < req.chunk_count() {
+                    assert_eq!((file_offset + (skip + n) as u64) % 100, 0, "chunks end at multiples");
+                }
+                at += n;
+            }
+            assert_eq!(at, len, "{file_offset} {len}");
+        }
     }
 }
