@@ -15,6 +15,34 @@ use std::sync::{Condvar, Mutex};
 use hipfile_core::io::{pread, pwrite, transfer_loop};
 use hipfile_core::{Error, FileHandle, Result};
 
+use crate::uring::{LaneRing, UringState};
+
+/// How a lane does direct I/O: through its io_uring with registered buffers, else syscalls.
+pub(crate) struct DirectIo<'a> {
+    pub(crate) ring: Option<&'a mut LaneRing>,
+    pub(crate) state: &'a UringState,
+}
+
+impl DirectIo<'_> {
+    /// # Safety
+    /// `[ptr, ptr + len)` must be valid for the transfer.
+    unsafe fn transfer(&mut self, write: bool, fd: i32, ptr: *mut u8, len: usize, offset: u64) -> Result<usize> {
+        if let Some(ring) = self.ring.as_deref_mut()
+            // SAFETY: forwarded.
+            && let Some(result) = unsafe { ring.transfer(self.state, write, fd, ptr, len, offset) }
+        {
+            return result;
+        }
+        if write {
+            // SAFETY: forwarded.
+            unsafe { pwrite(fd, ptr, len, offset) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { pread(fd, ptr, len, offset) }
+        }
+    }
+}
+
 /// The page size the staging buffers are laid out against; direct I/O is done in multiples of
 /// it (or of the file's larger `statx` alignment).
 pub(crate) const PAGE: u64 = 4096;
@@ -48,7 +76,14 @@ impl FileSide {
     /// # Safety
     /// `buf` must be valid for writes of `len` bytes and satisfy the layout rule of the module
     /// docs (`buf as u64 % PAGE == offset % PAGE`).
-    pub(crate) unsafe fn read(&self, policy: &ReadPolicy, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
+    pub(crate) unsafe fn read(
+        &self,
+        policy: &ReadPolicy,
+        io: &mut DirectIo<'_>,
+        buf: *mut u8,
+        len: usize,
+        offset: u64,
+    ) -> Result<usize> {
         let (start, end) = (offset, offset + len as u64);
         let direct = self.direct.filter(|_| policy.cache.none_cached(self.buffered, start, end));
         let Some((direct_fd, align)) = direct else {
@@ -64,9 +99,15 @@ impl FileSide {
             }
             let want = (to - from) as usize;
             let got = transfer_loop(want, true, |d, r| {
-                // SAFETY: a sub-range of `buf`; direct reads start at an aligned offset and
-                // address (layout rule) and have an aligned length.
-                unsafe { pread(fd, buf.wrapping_add((from - offset) as usize + d), r, from + d as u64) }
+                let at = buf.wrapping_add((from - offset) as usize + d);
+                if fd == direct_fd {
+                    // SAFETY: a sub-range of `buf`, at an aligned offset and address (layout
+                    // rule) with an aligned length.
+                    unsafe { io.transfer(false, fd, at, r, from + d as u64) }
+                } else {
+                    // SAFETY: a sub-range of `buf`.
+                    unsafe { pread(fd, at, r, from + d as u64) }
+                }
             })?;
             done += got;
             if got < want {
@@ -90,7 +131,14 @@ impl FileSide {
     ///
     /// # Safety
     /// `buf` must be valid for reads of `len` bytes and follow the layout rule.
-    pub(crate) unsafe fn write(&self, buf: *const u8, len: usize, offset: u64, direct: bool) -> Result<()> {
+    pub(crate) unsafe fn write(
+        &self,
+        io: &mut DirectIo<'_>,
+        buf: *const u8,
+        len: usize,
+        offset: u64,
+        direct: bool,
+    ) -> Result<()> {
         let end = offset + len as u64;
         let mut pieces = [(self.buffered, offset, end), (self.buffered, end, end), (self.buffered, end, end)];
         if let (true, Some((fd, align))) = (direct, self.direct) {
@@ -102,8 +150,15 @@ impl FileSide {
         for (fd, from, to) in pieces {
             let want = (to - from) as usize;
             transfer_loop(want, false, |d, r| {
-                // SAFETY: a sub-range of `buf`, aligned for direct writes (layout rule).
-                unsafe { pwrite(fd, buf.wrapping_add((from - offset) as usize + d), r, from + d as u64) }
+                let at = buf.wrapping_add((from - offset) as usize + d).cast_mut();
+                if fd == self.buffered {
+                    // SAFETY: a sub-range of `buf`.
+                    unsafe { pwrite(fd, at, r, from + d as u64) }
+                } else {
+                    // SAFETY: a sub-range of `buf`, aligned for direct writes (layout rule); a
+                    // write only reads it.
+                    unsafe { io.transfer(true, fd, at, r, from + d as u64) }
+                }
             })?;
         }
         Ok(())

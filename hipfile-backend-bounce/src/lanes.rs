@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use hipfile_core::{GpuRuntime, HipError, Stream};
 
 use crate::fileio::PAGE;
+use crate::uring::{LaneRing, UringState};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Updates under these locks are single pushes and pops: a poisoned lock is consistent.
@@ -37,11 +38,13 @@ impl Stage {
     }
 }
 
-/// A stream and two staging buffers on one device.
+/// A stream and two staging buffers on one device, and an io_uring with the buffers registered
+/// where the kernel allows.
 #[derive(Debug)]
 pub(crate) struct Lane {
     pub(crate) stream: Stream,
     pub(crate) stages: [Stage; 2],
+    pub(crate) ring: Option<LaneRing>,
 }
 
 // SAFETY: the staging buffers are owned by the lane, which one thread uses at a time (the pool
@@ -58,6 +61,7 @@ struct DeviceLanes {
 /// Lanes per device, created lazily up to a limit.
 pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
     gpu: Arc<G>,
+    uring: UringState,
     chunk: usize,
     max_per_device: usize,
     devices: Mutex<HashMap<i32, DeviceLanes>>,
@@ -67,10 +71,11 @@ pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
 impl<G: GpuRuntime + ?Sized> LanePool<G> {
     /// Lanes of `chunk`-byte buffers, at most `memory_limit` bytes of them per device (and
     /// at least one lane).
-    pub(crate) fn new(gpu: Arc<G>, chunk: usize, memory_limit: usize) -> Self {
+    pub(crate) fn new(gpu: Arc<G>, chunk: usize, memory_limit: usize, io_uring: bool) -> Self {
         let per_lane = 2 * (chunk + 2 * PAGE as usize);
         LanePool {
             gpu,
+            uring: UringState::new(io_uring),
             chunk,
             max_per_device: (memory_limit / per_lane).max(1),
             devices: Mutex::new(HashMap::new()),
@@ -88,6 +93,10 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
 
     pub(crate) fn gpu(&self) -> &Arc<G> {
         &self.gpu
+    }
+
+    pub(crate) fn uring(&self) -> &UringState {
+        &self.uring
     }
 
     /// A lane of `device` (the calling thread's current device), waiting for one to be
@@ -126,13 +135,15 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
             match self.stage() {
                 Ok(stage) => stages.push(stage),
                 Err(e) => {
-                    self.release(stream, stages);
+                    self.release(stream, stages, None);
                     return Err(e);
                 }
             }
         }
         let [a, b] = <[Stage; 2]>::try_from(stages).expect("two stages");
-        Ok(Lane { stream, stages: [a, b] })
+        let usable = self.chunk + PAGE as usize;
+        let ring = self.uring.ring_for([(a.base as usize, usable), (b.base as usize, usable)]);
+        Ok(Lane { stream, stages: [a, b], ring })
     }
 
     fn stage(&self) -> Result<Stage, HipError> {
@@ -143,9 +154,10 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         Ok(Stage { alloc, base })
     }
 
-    fn release(&self, stream: Stream, stages: impl IntoIterator<Item = Stage>) {
+    fn release(&self, stream: Stream, stages: impl IntoIterator<Item = Stage>, ring: Option<LaneRing>) {
         let _ = self.gpu.stream_synchronize(stream);
         let _ = self.gpu.stream_destroy(stream);
+        drop(ring); // unregisters the stages before they are freed
         for stage in stages {
             // SAFETY: allocated by `stage` with this runtime; the lane is gone, so nothing
             // uses it any more.
@@ -161,7 +173,7 @@ impl<G: GpuRuntime + ?Sized> Drop for LanePool<G> {
             // Streams and pinned memory belong to their device: free them there.
             let _ = self.gpu.set_device(device);
             for lane in lanes.free {
-                self.release(lane.stream, lane.stages);
+                self.release(lane.stream, lane.stages, lane.ring);
             }
         }
     }

@@ -23,6 +23,7 @@
 mod fileio;
 mod lanes;
 mod pool;
+mod uring;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -30,7 +31,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use hipfile_core::io::fdatasync;
 use hipfile_core::{Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result};
 
-use fileio::{FileSide, ReadPolicy};
+use fileio::{DirectIo, FileSide, ReadPolicy};
 use lanes::{Lane, LanePool};
 use pool::WorkerPool;
 
@@ -93,7 +94,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         };
         Bounce {
             inner: Arc::new(Inner {
-                lanes: LanePool::new(gpu, settings.chunk, settings.memory_limit),
+                lanes: LanePool::new(gpu, settings.chunk, settings.memory_limit, settings.io_uring),
                 threads,
                 durable_writes: settings.durable_writes,
                 reads: ReadPolicy::new(),
@@ -105,6 +106,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// Threads one large request uses (the caller's included).
     pub fn threads(&self) -> usize {
         self.inner.threads
+    }
+
+    /// Direct transfers served through io_uring with registered buffers so far.
+    pub fn io_uring_ops(&self) -> u64 {
+        self.inner.lanes.uring().ops.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -155,10 +161,10 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
         match self.lanes.take(device) {
             Err(e) => work.fail(e.into()),
-            Ok(lane) => {
+            Ok(mut lane) => {
                 let moved = match work.req.direction {
-                    Direction::Read => self.read(&lane, work),
-                    Direction::Write => self.write(&lane, work),
+                    Direction::Read => self.read(&mut lane, work),
+                    Direction::Write => self.write(&mut lane, work),
                 };
                 // The lane's buffers are reused by its next user: nothing may still be copying.
                 let drained = gpu.stream_synchronize(lane.stream);
@@ -177,24 +183,25 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
     /// took before.
-    fn read(&self, lane: &Lane, work: &Work) -> Result<()> {
+    fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let (gpu, req) = (self.lanes.gpu(), &work.req);
+        let mut io = DirectIo { ring: lane.ring.as_mut(), state: self.lanes.uring() };
         let mut k = 0; // chunks this lane has taken
         while let Some(i) = work.take() {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
-            let stage = &lane.stages[k % 2];
+            let staged = lane.stages[k % 2].at(offset);
             // SAFETY: the stage holds `chunk + PAGE` bytes past its page-aligned base, enough
             // for `len <= chunk` at the layout rule's position; the copy that last used this
             // stage finished at the previous synchronisation.
-            let n = unsafe { req.file.read(&self.reads, stage.at(offset), len, offset) }?;
+            let n = unsafe { req.file.read(&self.reads, &mut io, staged, len, offset) }?;
             if k > 0 {
                 gpu.stream_synchronize(lane.stream)?;
             }
             if n > 0 {
                 // SAFETY: the device range lies inside the request's checked range; the stage
                 // stays untouched until the copy is synchronised (next chunk, or `work`).
-                unsafe { gpu.copy_to_device_async(req.device_addr + skip, stage.at(offset), n, lane.stream) }?;
+                unsafe { gpu.copy_to_device_async(req.device_addr + skip, staged, n, lane.stream) }?;
             }
             work.done(i, n);
             k += 1;
@@ -203,14 +210,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     }
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
-    fn write(&self, lane: &Lane, work: &Work) -> Result<()> {
+    fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let (gpu, req) = (self.lanes.gpu(), &work.req);
         let direct = self.durable_writes;
-        let put = |stage: usize, i: usize| -> Result<()> {
+        let (stream, stages) = (lane.stream, [lane.stages[0].at(0), lane.stages[1].at(0)]);
+        let mut io = DirectIo { ring: lane.ring.as_mut(), state: self.lanes.uring() };
+        let mut put = |stage: usize, i: usize| -> Result<()> {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
+            let staged = stages[stage].wrapping_add((offset % fileio::PAGE) as usize);
             // SAFETY: the copy into this stage finished at the last synchronisation.
-            unsafe { req.file.write(lane.stages[stage].at(offset), len, offset, direct) }?;
+            unsafe { req.file.write(&mut io, staged, len, offset, direct) }?;
             work.done(i, len);
             Ok(())
         };
@@ -219,14 +229,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         while let Some(i) = work.take() {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
-            let stage = &lane.stages[k % 2];
+            let target = stages[k % 2].wrapping_add((offset % fileio::PAGE) as usize);
             // SAFETY: as in `read`; this stage's previous chunk was written to the file
             // (synchronously) before the last synchronisation.
-            unsafe { gpu.copy_from_device_async(stage.at(offset), req.device_addr + skip, len, lane.stream) }?;
+            unsafe { gpu.copy_from_device_async(target, req.device_addr + skip, len, stream) }?;
             if let Some((s, j)) = staged.take() {
                 put(s, j)?;
             }
-            gpu.stream_synchronize(lane.stream)?;
+            gpu.stream_synchronize(stream)?;
             staged = Some((k % 2, i));
             k += 1;
         }
@@ -313,7 +323,8 @@ mod tests {
     fn chunks_tile_the_request_at_chunk_multiples_of_the_file_offset() {
         for (file_offset, len) in [(0u64, 10usize), (1, 5), (1, 300), (99, 100), (100, 250), (5, 95), (0, 300)] {
             let file = FileSide::for_tests();
-            let req = Request { direction: Direction::Read, file, device: 0, device_addr: 0, file_offset, len, chunk: 100 };
+            let req =
+                Request { direction: Direction::Read, file, device: 0, device_addr: 0, file_offset, len, chunk: 100 };
             let mut at = 0;
             for i in 0..req.chunk_count() {
                 let (skip, n) = req.chunk_at(i);

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::MockGpu;
-use hipfile_core::{BounceSettings, Config, Driver, Error, GpuRuntime, HipError, OpError, Platform, Result};
+use hipfile_core::{
+    Backend, BounceSettings, Config, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest, OpError,
+    Platform, Result,
+};
 use proptest::prelude::*;
 
 const CHUNK: usize = 64 << 10;
@@ -33,7 +36,7 @@ impl Platform for BouncePlatform {
 }
 
 fn settings(threads: usize, memory_limit: usize) -> BounceSettings {
-    BounceSettings { threads, chunk: CHUNK, memory_limit, durable_writes: true }
+    BounceSettings { threads, chunk: CHUNK, memory_limit, durable_writes: true, io_uring: true }
 }
 
 fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {
@@ -102,7 +105,9 @@ fn warm_and_cold_reads_at_unaligned_offsets() {
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(data.len() + 8192).unwrap();
     for cold in [false, true] {
-        for (offset, len, boff) in [(0, data.len(), 0), (1, data.len() - 1, 3), (4095, 2_000_000, 4096), (123_457, 65_536, 1)] {
+        for (offset, len, boff) in
+            [(0, data.len(), 0), (1, data.len() - 1, 3), (4095, 2_000_000, 4096), (123_457, 65_536, 1)]
+        {
             if cold {
                 evict(&file);
             }
@@ -335,5 +340,41 @@ proptest! {
         }
         let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
         prop_assert!(on_disk == model_file);
+    }
+}
+
+/// Runs one transfer on `bounce` directly (the driver hides its backends).
+fn transfer(bounce: &Bounce<MockGpu>, direction: Direction, file: &File, dev: usize, len: usize, offset: u64) -> usize {
+    let handle = FileHandle::open(file.as_raw_fd()).unwrap();
+    // SAFETY: `dev` is a mock device allocation of at least `len` bytes, alive for the call.
+    let req = unsafe { IoRequest::new(direction, &handle, dev, 0, len, offset) };
+    bounce.transfer(&req).unwrap()
+}
+
+#[test]
+fn direct_io_goes_through_io_uring_with_registered_buffers_or_syscalls() {
+    let len = 4 << 20;
+    let data = pattern(len, 12);
+    let (_dir, file) = file_with(&data);
+    for io_uring in [true, false] {
+        let gpu = MockGpu::new(1);
+        let bounce = Bounce::new(Arc::clone(&gpu), &BounceSettings { io_uring, ..settings(2, 64 << 20) });
+        let dev = gpu.malloc(len).unwrap();
+        evict(&file);
+        assert_eq!(transfer(&bounce, Direction::Read, &file, dev, len - 100, 100), len - 100);
+        assert!(device_bytes(&gpu, dev, len - 100) == data[100..], "io_uring {io_uring}");
+        // Durable writes send the aligned interior direct too: zero the file's range, write
+        // the device's copy of it back, and the file is whole again.
+        std::fs::write(format!("/proc/self/fd/{}", file.as_raw_fd()), &data[..100]).unwrap();
+        assert_eq!(transfer(&bounce, Direction::Write, &file, dev, len - 100, 100), len - 100);
+        let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+        assert!(on_disk == data, "io_uring {io_uring}");
+        // io_uring serves direct transfers where this kernel allows it (root: no memlock limit).
+        let ops = bounce.io_uring_ops();
+        if io_uring {
+            assert!(ops > 0, "no direct transfer went through io_uring");
+        } else {
+            assert_eq!(ops, 0);
+        }
     }
 }

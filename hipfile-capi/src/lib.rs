@@ -45,7 +45,9 @@ pub(crate) fn log_once(message: &str) {
 fn driver() -> Result<&'static Driver<SystemPlatform>> {
     static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip))).map_err(|e| e.0))
+        .get_or_init(|| {
+            LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip))).map_err(|e| e.0)
+        })
         .as_ref()
         .map_err(|why| platform::unavailable(why.clone()))
 }

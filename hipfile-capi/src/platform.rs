@@ -96,9 +96,8 @@ impl Platform for SystemPlatform {
         let direct = || {
             // SAFETY: device memory of this platform is host memory (`host_addressable`); the
             // driver only gives a backend ranges inside device allocations.
-            let direct = unsafe {
-                MockDirect::host_addressable(Arc::new(Faults::default()), config.unsupported_file_systems)
-            };
+            let direct =
+                unsafe { MockDirect::host_addressable(Arc::new(Faults::default()), config.unsupported_file_systems) };
             SystemBackend::MockDirect(direct)
         };
         Ok(match config.backend {

@@ -61,11 +61,14 @@ pub struct BounceSettings {
     /// `HIPFILE_DURABLE_WRITES` (default true): a write is on stable storage when it returns
     /// (one `fdatasync` per call), as upstream's fallback promises.
     pub durable_writes: bool,
+    /// `HIPFILE_BOUNCE_IO_URING` (default true): direct I/O goes through io_uring with the
+    /// staging buffers registered, where the kernel and the memlock limit allow.
+    pub io_uring: bool,
 }
 
 impl Default for BounceSettings {
     fn default() -> Self {
-        BounceSettings { threads: 0, chunk: 4 << 20, memory_limit: 256 << 20, durable_writes: true }
+        BounceSettings { threads: 0, chunk: 4 << 20, memory_limit: 256 << 20, durable_writes: true, io_uring: true }
     }
 }
 
@@ -128,6 +131,7 @@ impl Config {
             b.memory_limit = mib << 20;
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
+        b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
         Ok(config)
     }
 
@@ -213,9 +217,17 @@ mod tests {
             ("HIPFILE_BOUNCE_CHUNK_KIB", "1024"),
             ("HIPFILE_BOUNCE_MEMORY_MIB", "64"),
             ("HIPFILE_DURABLE_WRITES", "off"),
+            ("HIPFILE_BOUNCE_IO_URING", "no"),
         ])
         .unwrap();
-        assert_eq!(c.bounce, BounceSettings { threads: 8, chunk: 1 << 20, memory_limit: 64 << 20, durable_writes: false });
+        let expected = BounceSettings {
+            threads: 8,
+            chunk: 1 << 20,
+            memory_limit: 64 << 20,
+            durable_writes: false,
+            io_uring: false,
+        };
+        assert_eq!(c.bounce, expected);
         for (var, bad) in [
             ("HIPFILE_BOUNCE_THREADS", "many"),
             ("HIPFILE_BOUNCE_THREADS", "1000"),

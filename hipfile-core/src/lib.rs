@@ -46,8 +46,8 @@ pub mod driver;
 pub mod error;
 pub mod file;
 pub mod gpu;
-pub mod runtime;
 pub mod io;
+pub mod runtime;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
 pub use backend::{Backend, BackendKind, Direction, IoRequest};
@@ -58,5 +58,5 @@ pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
 pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
-pub use runtime::LoadedRuntime;
 pub use io::max_rw_count;
+pub use runtime::LoadedRuntime;

@@ -62,7 +62,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     let gpu = Arc::clone(driver.platform().runtime());
 
     let temp = args.file.is_none();
-    let path = args.file.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("hipfile-bench-{}.dat", std::process::id())));
+    let path = args
+        .file
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("hipfile-bench-{}.dat", std::process::id())));
     ensure_data_file(&path, args.size)?;
     let out_path = PathBuf::from(format!("{}.out", path.display()));
     let result = measure_all(args, &guard, &gpu, &path, &out_path);
@@ -70,7 +73,13 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     if temp {
         let _ = std::fs::remove_file(&path);
     }
-    Ok(Report { platform: driver.platform().description().to_owned(), backends: driver.backend_names(), file: path, size: args.size, outcomes: result? })
+    Ok(Report {
+        platform: driver.platform().description().to_owned(),
+        backends: driver.backend_names(),
+        file: path,
+        size: args.size,
+        outcomes: result?,
+    })
 }
 
 /// Every mode of `args`, on `path` (reads) and `out_path` (writes).
@@ -160,7 +169,9 @@ fn host_read(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
     let mut done = 0;
     while done < len {
         // SAFETY: `buf[done..]` is writable for `len - done` bytes.
-        let n = unsafe { libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, (offset + done as u64) as i64) };
+        let n = unsafe {
+            libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, (offset + done as u64) as i64)
+        };
         match n {
             0 => break,
             n if n > 0 => done += n as usize,
@@ -199,7 +210,8 @@ fn same(gpu: &dyn GpuRuntime, dev: usize, at: usize, file: &File, offset: u64, l
 fn drop_caches() -> Result<(), String> {
     // SAFETY: no arguments.
     unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| format!("--cold needs root to drop the page cache: {e}"))
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .map_err(|e| format!("--cold needs root to drop the page cache: {e}"))
 }
 
 /// One call's arguments: file offset, buffer offset, length.
@@ -280,8 +292,12 @@ fn measure(
                     let done = &done;
                     s.spawn(move || -> Result<(), String> {
                         for &(offset, at, len) in mine {
-                            let n = if mode.is_read() { file.read(dev, len, offset, at as u64) } else { file.write(dev, len, offset, at as u64) }
-                                .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
+                            let n = if mode.is_read() {
+                                file.read(dev, len, offset, at as u64)
+                            } else {
+                                file.write(dev, len, offset, at as u64)
+                            }
+                            .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
                             if n != len {
                                 return Err(format!("{} of {len} bytes at {offset} moved {n}", mode.name()));
                             }
@@ -291,7 +307,8 @@ fn measure(
                     })
                 })
                 .collect();
-            let result = workers.into_iter().map(|w| w.join().unwrap_or(Err("a worker panicked".into()))).collect::<Result<(), _>>();
+            // Scoped threads not joined here are joined when the scope ends.
+            let result = workers.into_iter().try_for_each(|w| w.join().unwrap_or(Err("a worker panicked".into())));
             stop.store(true, Ordering::Relaxed);
             result.err()
         });

@@ -52,7 +52,10 @@ fn print(report: &Report, json: bool) {
         report.platform,
         report.backends.join(", ")
     );
-    println!("{:<10} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified", "mode", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s");
+    println!(
+        "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified",
+        "mode", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s"
+    );
     for o in &report.outcomes {
         println!(
             "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2}  {}",

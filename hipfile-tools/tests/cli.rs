@@ -13,12 +13,32 @@ fn every_mode_runs_verified_on_each_backend() {
     let file = dir.path().join("bench.dat");
     for backend in ["bounce", "mock", "auto"] {
         let (ok, out, err) = hipfile(&[
-            "bench", "--file", file.to_str().unwrap(), "--size", "8M", "--io-size", "1M", "--threads", "3",
-            "--mode", "read,write,randread,randwrite", "--count", "6", "--runs", "2", "--backend", backend, "--json",
+            "bench",
+            "--file",
+            file.to_str().unwrap(),
+            "--size",
+            "8M",
+            "--io-size",
+            "1M",
+            "--threads",
+            "3",
+            "--mode",
+            "read,write,randread,randwrite",
+            "--count",
+            "6",
+            "--runs",
+            "2",
+            "--backend",
+            backend,
+            "--json",
         ]);
         assert!(ok, "{backend}: {err}");
         assert_eq!(out.matches("\"verified\": true").count(), 4, "{backend}: {out}");
-        let expected = if backend == "bounce" { "\"backends\": [\"bounce\"]" } else { "\"backends\": [\"mock-direct\", \"bounce\"]" };
+        let expected = if backend == "bounce" {
+            "\"backends\": [\"bounce\"]"
+        } else {
+            "\"backends\": [\"mock-direct\", \"bounce\"]"
+        };
         assert!(out.contains(expected), "{backend}: {out}");
     }
     // The data file is kept (so peers can read the same one); the write target is removed.

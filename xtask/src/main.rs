@@ -11,7 +11,9 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("gpu-bench") => gpu_bench(),
         _ => {
-            eprintln!("usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest");
+            eprintln!(
+                "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest"
+            );
             eprintln!("       cargo xtask gpu-bench  # build the GPU benchmark bundle: hipfile bench beside KvikIO");
             return ExitCode::from(2);
         }
