@@ -2,15 +2,16 @@
 //! fastest of its kind.
 //!
 //! A request moves in chunks through pinned host staging buffers:
-//! - staging memory is pinned once and reused ([`lanes`]): a lane is a stream and two
-//!   buffers, created on first use and bounded per device by a memory limit;
+//! - staging memory is pinned once and reused: a lane is a stream and two buffers (and an
+//!   io_uring with them registered, for direct I/O, where the kernel allows), created on first
+//!   use and bounded per device by a memory limit;
 //! - a request is cut into chunks that the caller's thread and, for a large request, workers of
 //!   a pool take in file order, each thread with its own lane; taking chunks in order keeps the
 //!   storage reading (or writing) sequentially, as one stream would, and balances the threads;
 //! - each lane pipelines: while its last chunk is copied to the device asynchronously on the
 //!   lane's stream, the file read of its next chunk fills the other buffer (writes mirror this);
 //! - reads are page-cache aware: cached chunks are read buffered, uncached ones with
-//!   `O_DIRECT` where aligned ([`fileio`]);
+//!   `O_DIRECT` where aligned;
 //! - writes are durable when the call returns: one `fdatasync` per call, not per chunk
 //!   (`HIPFILE_DURABLE_WRITES=false` turns it off); durable writes send the aligned interior
 //!   through `O_DIRECT`;
