@@ -175,13 +175,10 @@ pub(crate) struct ReadPolicy {
 }
 
 impl ReadPolicy {
-    pub(crate) fn new() -> Self {
-        ReadPolicy { cache: CacheProbe::new(), direct_streams: Slots::new(DIRECT_STREAMS) }
+    pub(crate) fn new(direct_streams: usize) -> Self {
+        ReadPolicy { cache: CacheProbe::new(), direct_streams: Slots::new(direct_streams.max(1)) }
     }
 }
-
-/// Direct reads in flight at once, over all requests.
-const DIRECT_STREAMS: usize = 8;
 
 /// A counting semaphore.
 #[derive(Debug)]

@@ -98,7 +98,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 lanes: LanePool::new(gpu, settings.chunk, settings.memory_limit, settings.io_uring),
                 threads,
                 durable_writes: settings.durable_writes,
-                reads: ReadPolicy::new(),
+                reads: ReadPolicy::new(settings.direct_streams),
                 workers: WorkerPool::new(threads.saturating_sub(1)),
             }),
         }

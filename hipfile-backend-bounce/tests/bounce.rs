@@ -36,7 +36,7 @@ impl Platform for BouncePlatform {
 }
 
 fn settings(threads: usize, memory_limit: usize) -> BounceSettings {
-    BounceSettings { threads, chunk: CHUNK, memory_limit, durable_writes: true, io_uring: true }
+    BounceSettings { threads, chunk: CHUNK, memory_limit, durable_writes: true, io_uring: true, direct_streams: 8 }
 }
 
 fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {

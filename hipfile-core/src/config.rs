@@ -64,11 +64,21 @@ pub struct BounceSettings {
     /// `HIPFILE_BOUNCE_IO_URING` (default true): direct I/O goes through io_uring with the
     /// staging buffers registered, where the kernel and the memlock limit allow.
     pub io_uring: bool,
+    /// `HIPFILE_BOUNCE_DIRECT_STREAMS`: direct reads in flight at once, over all requests
+    /// (default 8; storage with deep queues, such as NVMe arrays, may want more).
+    pub direct_streams: usize,
 }
 
 impl Default for BounceSettings {
     fn default() -> Self {
-        BounceSettings { threads: 0, chunk: 4 << 20, memory_limit: 256 << 20, durable_writes: true, io_uring: true }
+        BounceSettings {
+            threads: 0,
+            chunk: 4 << 20,
+            memory_limit: 256 << 20,
+            durable_writes: true,
+            io_uring: true,
+            direct_streams: 8,
+        }
     }
 }
 
@@ -132,6 +142,9 @@ impl Config {
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
+        if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| (1..=1024).contains(&n))? {
+            b.direct_streams = n;
+        }
         Ok(config)
     }
 
@@ -218,6 +231,7 @@ mod tests {
             ("HIPFILE_BOUNCE_MEMORY_MIB", "64"),
             ("HIPFILE_DURABLE_WRITES", "off"),
             ("HIPFILE_BOUNCE_IO_URING", "no"),
+            ("HIPFILE_BOUNCE_DIRECT_STREAMS", "16"),
         ])
         .unwrap();
         let expected = BounceSettings {
@@ -226,6 +240,7 @@ mod tests {
             memory_limit: 64 << 20,
             durable_writes: false,
             io_uring: false,
+            direct_streams: 16,
         };
         assert_eq!(c.bounce, expected);
         for (var, bad) in [
@@ -234,6 +249,7 @@ mod tests {
             ("HIPFILE_BOUNCE_CHUNK_KIB", "6"),
             ("HIPFILE_BOUNCE_CHUNK_KIB", "1026"),
             ("HIPFILE_BOUNCE_MEMORY_MIB", "0"),
+            ("HIPFILE_BOUNCE_DIRECT_STREAMS", "0"),
         ] {
             let err = config(&[(var, bad)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(bad), "{err}");
