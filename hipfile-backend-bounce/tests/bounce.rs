@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use hipfile_backend_bounce::Bounce;
-use hipfile_backend_mock::MockGpu;
+use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
     Backend, BounceSettings, Config, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest, OpError,
     Platform, Result,
@@ -47,18 +47,6 @@ fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePla
 
 fn driver(gpu: &Arc<MockGpu>) -> Driver<BouncePlatform> {
     driver_with(gpu, settings(4, 64 << 20))
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// A file on the temp directory's file system (ext4 here: O_DIRECT works) holding `data`.

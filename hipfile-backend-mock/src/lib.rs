@@ -20,3 +20,17 @@ mod gpu;
 pub use backend::{MockBackend, MockDirect, MockPlatform, MockStaged, STAGE_SIZE};
 pub use faults::Faults;
 pub use gpu::{CopyKind, MOCK_ALIGN, MockGpu};
+
+/// Deterministic bytes that differ at every offset (xorshift64 from `seed`): test and
+/// benchmark data whose misplacement by even one byte shows.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

@@ -146,19 +146,9 @@ fn ensure_data_file(path: &Path, size: u64) -> Result<(), String> {
         return Ok(());
     }
     let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut block = vec![0u8; PIECE];
-    let mut left = size as usize;
-    while left > 0 {
-        for word in block.chunks_exact_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            word.copy_from_slice(&x.to_le_bytes());
-        }
-        let n = left.min(PIECE);
-        file.write_all(&block[..n]).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        left -= n;
+    for (i, at) in (0..size as usize).step_by(PIECE).enumerate() {
+        let block = hipfile_backend_mock::pattern(PIECE.min(size as usize - at), i as u64);
+        file.write_all(&block).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     file.sync_all().map_err(|e| format!("cannot sync {}: {e}", path.display()))
 }

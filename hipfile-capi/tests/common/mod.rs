@@ -95,15 +95,5 @@ pub fn program(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> Command {
     cmd
 }
 
-/// Deterministic file contents that differ at every offset of a page.
-pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+#[allow(unused_imports)] // not every test binary uses it
+pub use hipfile_backend_mock::pattern;
