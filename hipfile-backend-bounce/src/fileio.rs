@@ -9,7 +9,7 @@
 //! dirty pages to flush afterwards), buffered edges. Buffer addresses follow file offsets
 //! modulo [`PAGE`] (see [`crate::lanes`]), so aligned file offsets land on aligned memory.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use hipfile_core::io::{pread, pwrite, transfer_loop};
@@ -87,9 +87,11 @@ impl FileSide {
         let (start, end) = (offset, offset + len as u64);
         let direct = self.direct.filter(|_| policy.cache.none_cached(self.buffered, start, end));
         let Some((direct_fd, align)) = direct else {
+            policy.cached_chunks.fetch_add(1, Ordering::Relaxed);
             // SAFETY: forwarded.
             return unsafe { self.buffered_read(buf, len, offset) };
         };
+        policy.direct_chunks.fetch_add(1, Ordering::Relaxed);
         let _stream = policy.direct_streams.acquire();
         let (a, b) = (start.next_multiple_of(align), end / align * align);
         let mut done = 0;
@@ -172,19 +174,28 @@ impl FileSide {
 pub(crate) struct ReadPolicy {
     pub(crate) cache: CacheProbe,
     pub(crate) direct_streams: Slots,
+    /// Chunks read buffered (cached in part or whole, or no direct path) and with `O_DIRECT`.
+    pub(crate) cached_chunks: AtomicU64,
+    pub(crate) direct_chunks: AtomicU64,
 }
 
 impl ReadPolicy {
     pub(crate) fn new(direct_streams: usize) -> Self {
-        ReadPolicy { cache: CacheProbe::new(), direct_streams: Slots::new(direct_streams.max(1)) }
+        ReadPolicy {
+            cache: CacheProbe::new(),
+            direct_streams: Slots::new(direct_streams.max(1)),
+            cached_chunks: AtomicU64::new(0),
+            direct_chunks: AtomicU64::new(0),
+        }
     }
 }
 
-/// A counting semaphore.
+/// A counting semaphore that keeps the time spent waiting on it.
 #[derive(Debug)]
 pub(crate) struct Slots {
     free: Mutex<usize>,
     returned: Condvar,
+    pub(crate) wait_ns: AtomicU64,
 }
 
 /// One slot, given back on drop.
@@ -192,13 +203,17 @@ pub(crate) struct Slot<'a>(&'a Slots);
 
 impl Slots {
     fn new(n: usize) -> Self {
-        Slots { free: Mutex::new(n), returned: Condvar::new() }
+        Slots { free: Mutex::new(n), returned: Condvar::new(), wait_ns: AtomicU64::new(0) }
     }
 
     fn acquire(&self) -> Slot<'_> {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+        if *free == 0 {
+            let start = std::time::Instant::now();
+            while *free == 0 {
+                free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+            }
+            self.wait_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
         *free -= 1;
         Slot(self)

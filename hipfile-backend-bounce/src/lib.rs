@@ -26,8 +26,9 @@ mod lanes;
 mod pool;
 mod uring;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
 
 use hipfile_core::io::fdatasync;
 use hipfile_core::{Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result};
@@ -50,6 +51,27 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     durable_writes: bool,
     reads: ReadPolicy,
     workers: WorkerPool,
+    profile: Profile,
+}
+
+/// Where the threads of this backend spent their time, and how much they moved: the profile
+/// `hipfile bench --profile` prints. Times are summed over threads.
+#[derive(Debug, Default)]
+struct Profile {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    chunks: AtomicU64,
+    /// In file reads and writes (page cache copies, or waiting for the disk).
+    file_ns: AtomicU64,
+    /// Waiting for the lane's last copy (the GPU side of the pipeline).
+    copy_wait_ns: AtomicU64,
+    /// Waiting for (or creating) a lane.
+    lane_wait_ns: AtomicU64,
+}
+
+/// Adds the time since `start` to `counter`.
+fn charge(counter: &AtomicU64, start: Instant) {
+    counter.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
 /// One request: what it moves, and the chunks it is cut into (at chunk multiples of the file
@@ -100,6 +122,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 durable_writes: settings.durable_writes,
                 reads: ReadPolicy::new(settings.direct_streams),
                 workers: WorkerPool::new(threads.saturating_sub(1)),
+                profile: Profile::default(),
             }),
         }
     }
@@ -111,7 +134,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
 
     /// Direct transfers served through io_uring with registered buffers so far.
     pub fn io_uring_ops(&self) -> u64 {
-        self.inner.lanes.uring().ops.load(std::sync::atomic::Ordering::Relaxed)
+        self.inner.lanes.uring().ops.load(Ordering::Relaxed)
     }
 }
 
@@ -160,7 +183,10 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         {
             return work.fail(e.into());
         }
-        match self.lanes.take(device) {
+        let waited = Instant::now();
+        let lane = self.lanes.take(device);
+        charge(&self.profile.lane_wait_ns, waited);
+        match lane {
             Err(e) => work.fail(e.into()),
             Ok(mut lane) => {
                 let moved = match work.req.direction {
@@ -192,12 +218,16 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
             let staged = lane.stages[k % 2].at(offset);
+            let started = Instant::now();
             // SAFETY: the stage holds `chunk + PAGE` bytes past its page-aligned base, enough
             // for `len <= chunk` at the layout rule's position; the copy that last used this
             // stage finished at the previous synchronisation.
             let n = unsafe { req.file.read(&self.reads, &mut io, staged, len, offset) }?;
+            charge(&self.profile.file_ns, started);
             if k > 0 {
+                let waited = Instant::now();
                 gpu.stream_synchronize(lane.stream)?;
+                charge(&self.profile.copy_wait_ns, waited);
             }
             if n > 0 {
                 // SAFETY: the device range lies inside the request's checked range; the stage
@@ -220,8 +250,10 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
             let staged = stages[stage].wrapping_add((offset % fileio::PAGE) as usize);
+            let started = Instant::now();
             // SAFETY: the copy into this stage finished at the last synchronisation.
             unsafe { req.file.write(&mut io, staged, len, offset, direct) }?;
+            charge(&self.profile.file_ns, started);
             work.done(i, len);
             Ok(())
         };
@@ -237,7 +269,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             if let Some((s, j)) = staged.take() {
                 put(s, j)?;
             }
+            let waited = Instant::now();
             gpu.stream_synchronize(stream)?;
+            charge(&self.profile.copy_wait_ns, waited);
             staged = Some((k % 2, i));
             k += 1;
         }
@@ -259,6 +293,23 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 
     fn score(&self, _req: &IoRequest<'_>) -> Option<u32> {
         Some(0)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let (p, r) = (&self.inner.profile, &self.inner.reads);
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        vec![
+            ("requests", get(&p.requests)),
+            ("bytes", get(&p.bytes)),
+            ("chunks", get(&p.chunks)),
+            ("chunks_read_cached", get(&r.cached_chunks)),
+            ("chunks_read_direct", get(&r.direct_chunks)),
+            ("io_uring_ops", self.io_uring_ops()),
+            ("file_ns", get(&p.file_ns)),
+            ("copy_wait_ns", get(&p.copy_wait_ns)),
+            ("lane_wait_ns", get(&p.lane_wait_ns)),
+            ("direct_slot_wait_ns", get(&r.direct_streams.wait_ns)),
+        ]
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
@@ -310,8 +361,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             }
         }
         if req.direction() == Direction::Write && self.inner.durable_writes {
+            let started = Instant::now();
             fdatasync(request.file.buffered_fd())?;
+            charge(&self.inner.profile.file_ns, started);
         }
+        let profile = &self.inner.profile;
+        profile.requests.fetch_add(1, Ordering::Relaxed);
+        profile.bytes.fetch_add(total as u64, Ordering::Relaxed);
+        profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
         Ok(total)
     }
 }

@@ -128,11 +128,18 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     // buffered edge, none of its 510 pages went through the page cache.
     let interior_cached = cached[1..(offset + size) / 4096].iter().filter(|c| **c).count();
     assert!(interior_cached <= 8, "{interior_cached} interior pages cached");
+    let counter = |name: &str| {
+        let all = driver.backend_counters();
+        all[0].1.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap()
+    };
+    let direct_chunks = counter("chunks_read_direct");
+    assert!(direct_chunks > 0 && counter("chunks_read_cached") == 0, "the counters say so too");
     // Warm data is taken from the page cache.
     let (_dir2, warm) = file_with(&data);
     let h2 = driver.handle_register(warm.as_raw_fd()).unwrap();
     assert_eq!(driver.read(h2, dev, len, 0, 0).unwrap(), len);
     assert!(device_bytes(&gpu, dev, len) == data);
+    assert!(counter("chunks_read_cached") > 0 && counter("chunks_read_direct") == direct_chunks);
 }
 
 #[test]

@@ -95,6 +95,12 @@ pub trait Backend: Send + Sync {
     /// `ENODEV` and `EREMOTEIO` from a fastpath mean "no path": the driver may retry on a
     /// fallback.
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize>;
+
+    /// Counters of what the backend has done since it was built (name, value), for reports
+    /// and profiles. Cumulative; none by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Whether an error from a fastpath means it has no path to the device, so the request may be
@@ -140,6 +146,9 @@ macro_rules! backend_set {
             }
             fn transfer(&self, req: &$crate::IoRequest<'_>) -> $crate::Result<usize> {
                 match self { $(Self::$variant(b) => $crate::Backend::transfer(b, req)),+ }
+            }
+            fn counters(&self) -> Vec<(&'static str, u64)> {
+                match self { $(Self::$variant(b) => $crate::Backend::counters(b)),+ }
             }
         }
     };

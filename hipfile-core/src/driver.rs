@@ -178,6 +178,12 @@ impl<P: Platform> Driver<P> {
         state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| b.name()).collect())
     }
 
+    /// Each open backend's name and counters ([`Backend::counters`]), in order.
+    pub fn backend_counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
+        let state = self.read_state();
+        state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| (b.name(), b.counters())).collect())
+    }
+
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
     ///
     /// Errors: `hipFileHandleAlreadyRegistered` for a descriptor already registered, and

@@ -49,6 +49,7 @@ pub(crate) struct BenchArgs {
     pub(crate) runs: usize,
     pub(crate) count: usize,
     pub(crate) json: bool,
+    pub(crate) profile: bool,
 }
 
 impl Default for BenchArgs {
@@ -66,6 +67,7 @@ impl Default for BenchArgs {
             runs: 3,
             count: 128,
             json: false,
+            profile: false,
         }
     }
 }
@@ -90,7 +92,10 @@ best backend this machine has (the mock GPU where there is no GPU).
   --direct          open the data file with O_DIRECT
   --no-verify       skip checking that GPU memory and the file agree after each mode
   --runs N          runs per mode (default 3)
-  --json            print the results as JSON instead of a table";
+  --json            print the results as JSON instead of a table
+  --profile         also report, per mode, each backend's counters: chunks read from the page
+                    cache and with O_DIRECT, io_uring requests, and where its threads spent
+                    their time (file I/O, waiting for copies, for a lane, for a direct-read slot)";
 
 /// `4096`, `64K`, `256M`, `4G`, `1GiB`: bytes.
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
@@ -146,6 +151,7 @@ impl BenchArgs {
                 "--direct" => b.direct = true,
                 "--no-verify" => b.verify = false,
                 "--json" => b.json = true,
+                "--profile" => b.profile = true,
                 other => return Err(format!("unknown option {other:?}\n\n{BENCH_USAGE}")),
             }
         }

@@ -28,6 +28,8 @@ pub(crate) struct Outcome {
     pub(crate) best_gbps: f64,
     pub(crate) mean_gbps: f64,
     pub(crate) verified: Option<bool>,
+    /// Per backend, how its counters grew over this mode's runs (with `--profile`).
+    pub(crate) profile: Vec<(&'static str, Vec<(&'static str, u64)>)>,
 }
 
 /// What the benchmark ran on and what it measured.
@@ -102,9 +104,28 @@ fn measure_all(
     let mut outcomes = Vec::new();
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
-        outcomes.push(measure(args, mode, file, target, &**gpu, buffer.addr(), size)?);
+        let before = guard.driver().backend_counters();
+        let mut outcome = measure(args, mode, file, target, &**gpu, buffer.addr(), size)?;
+        if args.profile {
+            outcome.profile = growth(&before, &guard.driver().backend_counters());
+        }
+        outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// How each backend's counters grew from `before` to `after`.
+fn growth(
+    before: &[(&'static str, Vec<(&'static str, u64)>)],
+    after: &[(&'static str, Vec<(&'static str, u64)>)],
+) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
+    after
+        .iter()
+        .zip(before)
+        .map(|((name, now), (_, then))| {
+            (*name, now.iter().zip(then).map(|((key, n), (_, t))| (*key, n.saturating_sub(*t))).collect())
+        })
+        .collect()
 }
 
 /// Device memory for the benchmark, freed on drop.
@@ -332,6 +353,7 @@ fn measure(
         best_gbps: rates.iter().copied().fold(0.0, f64::max),
         mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
         verified,
+        profile: Vec::new(),
     })
 }
 

@@ -73,6 +73,30 @@ fn print(report: &Report, json: bool) {
             }
         );
     }
+    if report.outcomes.iter().any(|o| !o.profile.is_empty()) {
+        println!("\nprofile (summed over all runs of a mode and over threads):");
+        report.outcomes.iter().for_each(print_profile);
+    }
+}
+
+/// The `--profile` lines of one mode: counters, and times in ms with their share of the
+/// backend threads' measured time.
+fn print_profile(o: &bench::Outcome) {
+    for (backend, counters) in &o.profile {
+        let total_ns: u64 = counters.iter().filter(|(k, _)| k.ends_with("_ns")).map(|(_, v)| v).sum();
+        let parts: Vec<String> = counters
+            .iter()
+            .map(|(key, value)| match key.strip_suffix("_ns") {
+                Some(what) => format!(
+                    "{what} {:.1} ms ({:.0}%)",
+                    *value as f64 / 1e6,
+                    100.0 * *value as f64 / total_ns.max(1) as f64
+                ),
+                None => format!("{key} {value}"),
+            })
+            .collect();
+        println!("  {} {}: {}", o.mode.name(), backend, parts.join(", "));
+    }
 }
 
 fn human(bytes: u64) -> String {
@@ -102,8 +126,16 @@ fn to_json(r: &Report) -> String {
         .outcomes
         .iter()
         .map(|o| {
+            let profile: Vec<String> = o
+                .profile
+                .iter()
+                .map(|(backend, counters)| {
+                    let fields: Vec<String> = counters.iter().map(|(k, v)| format!("{}: {v}", quote(k))).collect();
+                    format!("{}: {{{}}}", quote(backend), fields.join(", "))
+                })
+                .collect();
             format!(
-                "{{\"mode\": {}, \"threads\": {}, \"io_size\": {}, \"bytes_per_run\": {}, \"cold\": {}, \"runs\": {}, \"best_gbps\": {:.3}, \"mean_gbps\": {:.3}, \"verified\": {}}}",
+                "{{\"mode\": {}, \"threads\": {}, \"io_size\": {}, \"bytes_per_run\": {}, \"cold\": {}, \"runs\": {}, \"best_gbps\": {:.3}, \"mean_gbps\": {:.3}, \"verified\": {}, \"profile\": {{{}}}}}",
                 quote(o.mode.name()),
                 o.threads,
                 o.io_size,
@@ -112,7 +144,8 @@ fn to_json(r: &Report) -> String {
                 o.runs,
                 o.best_gbps,
                 o.mean_gbps,
-                o.verified.map_or("null".into(), |v| v.to_string())
+                o.verified.map_or("null".into(), |v| v.to_string()),
+                profile.join(", ")
             )
         })
         .collect();

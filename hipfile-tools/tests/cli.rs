@@ -61,3 +61,13 @@ fn bad_options_say_what_is_wrong() {
     let (ok, _, err) = hipfile(&["bench", "--backend", "warp"]);
     assert!(!ok && err.contains("HIPFILE_BACKEND"), "{err}");
 }
+
+#[test]
+fn profile_reports_where_the_time_went() {
+    let (ok, out, err) = hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("read bounce: requests 1, bytes 16777216") && out.contains("copy_wait"), "{out}");
+    let (ok, out, err) =
+        hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile", "--json"]);
+    assert!(ok && out.contains("\"profile\": {\"bounce\": {\"requests\": 1"), "{out}{err}");
+}

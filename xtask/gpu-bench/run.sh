@@ -23,10 +23,10 @@ python3 $B/kvikio_baseline.py --file "$DATA" --size-gib 4 --threads 1,4,16 --col
 
 echo "== hipfile"
 H="$B/hipfile bench --file $DATA --size 4G --json"
-$H --mode read --runs 3 > "$OUT/ours-read.json"
-$H --mode read --runs 3 --cold > "$OUT/ours-read-cold.json"
+$H --mode read --runs 3 --profile > "$OUT/ours-read.json"
+$H --mode read --runs 3 --cold --profile > "$OUT/ours-read-cold.json"
 $H --mode write --runs 3 > "$OUT/ours-write.json"
-$H --mode randread --io-size 1M --count 128 --threads 16 --runs 3 > "$OUT/ours-randread.json"
+$H --mode randread --io-size 1M --count 128 --threads 16 --runs 3 --profile > "$OUT/ours-randread.json"
 for t in 1 4 16; do
     HIPFILE_BOUNCE_THREADS=$t $H --mode read --runs 3 > "$OUT/ours-read-t$t.json"
 done
