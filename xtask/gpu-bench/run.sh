@@ -12,6 +12,9 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 { nvidia-smi -L; uname -r; nproc; } > "$OUT/machine.txt" 2>&1 || true
 cat "$OUT/machine.txt"
 
+echo "== the C ABI over CUDA"
+$B/capi_cuda "$(dirname "$DATA")/capi.bin"
+
 echo "== sanity: hipfile bench with no options"
 $B/hipfile bench
 

@@ -110,18 +110,37 @@ const PEER_WHEELS: [&str; 3] = ["kvikio-cu13==26.10.0", "libkvikio-cu13==26.10.0
 /// (`xtask/gpu-bench`), the peer baseline and its wheels.
 fn gpu_bench() -> Result<(), String> {
     let root = workspace_root();
-    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools"], &[])?;
+    install_packages()?; // HIP headers, for the C ABI check program
+    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools", "-p", "hipfile-capi"], &[])?;
     let bundle = root.join("target/gpu-bench");
     std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let copies = [
         (root.join("target/release/hipfile"), "hipfile"),
+        (root.join("target/release/libhipfile.so"), "libhipfile.so.0"),
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
+        (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
         (root.join("../shared/bench/kvikio_baseline.py"), "kvikio_baseline.py"),
     ];
     for (from, name) in copies {
         std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
     }
+    // The C ABI over CUDA: a C program linked with libhipfile.so.0, found next to it.
+    let program = bundle.join("capi_cuda");
+    let source = root.join("xtask/gpu-bench/capi_cuda.c");
+    let args = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE", "-Iinclude"];
+    let mut args: Vec<&str> = args.to_vec();
+    let (src, out) = (source.to_string_lossy().into_owned(), program.to_string_lossy().into_owned());
+    args.extend([
+        src.as_str(),
+        "-Ltarget/gpu-bench",
+        "-l:libhipfile.so.0",
+        "-ldl",
+        "-Wl,-rpath,$ORIGIN",
+        "-o",
+        out.as_str(),
+    ]);
+    run("cc", &args, &[])?;
     let wheels = root.join(".whl");
     if !wheels.exists() {
         let exclude = root.join(".git/info/exclude");
