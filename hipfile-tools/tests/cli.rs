@@ -71,3 +71,41 @@ fn profile_reports_where_the_time_went() {
         hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile", "--json"]);
     assert!(ok && out.contains("\"profile\": {\"bounce\": {\"requests\": 1"), "{out}{err}");
 }
+
+/// The profile's `io_uring_ops` of the write mode in a `--json --profile` report.
+fn write_io_uring_ops(json: &str) -> u64 {
+    let write = json.lines().find(|l| l.contains("\"mode\": \"write\"")).expect("a write result");
+    let tail = &write[write.find("\"io_uring_ops\": ").expect("the counter") + 16..];
+    tail[..tail.find([',', '}']).unwrap()].trim().parse().unwrap()
+}
+
+#[test]
+fn io_uring_respects_the_memlock_limit_and_falls_back() {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run the benchmark as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let file = dir.path().join("bench.dat");
+    let args = ["bench", "--file", file.to_str().unwrap(), "--size", "16M", "--mode", "read,write", "--runs", "1"];
+    let args: Vec<&str> = args.into_iter().chain(["--backend", "bounce", "--profile", "--json"]).collect();
+    // As root (no memlock limit), durable writes go direct through io_uring.
+    let (ok, root_out, err) = hipfile(&args);
+    assert!(ok, "{err}");
+    assert!(write_io_uring_ops(&root_out) > 0, "{root_out}");
+    // As nobody with 64 KiB of memlock, registering the staging buffers would exceed the limit:
+    // the backend goes without io_uring, and the data is still right.
+    let out = Command::new("prlimit")
+        .args(["--memlock=65536:65536", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_hipfile"))
+        .args(&args)
+        .env_remove("HIPFILE_BACKEND")
+        .output()
+        .expect("prlimit and setpriv (util-linux) run");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.matches("\"verified\": true").count(), 2, "{stdout}");
+    assert_eq!(write_io_uring_ops(&stdout), 0, "{stdout}");
+}
