@@ -5,9 +5,10 @@
 //! `O_DIRECT` where aligned, so a cold file goes from disk to the pinned buffer once instead of
 //! through the page cache, and its unaligned edges are read buffered. (`preadv2(RWF_NOWAIT)`
 //! would answer too, but on a miss it starts readahead of the range, which then competes with
-//! the direct read.) Without `cachestat`, everything is read buffered. Durable writes go the same way: `O_DIRECT` for the aligned interior (no
-//! dirty pages to flush afterwards), buffered edges. Buffer addresses follow file offsets
-//! modulo [`PAGE`] (see [`crate::lanes`]), so aligned file offsets land on aligned memory.
+//! the direct read.) Without `cachestat`, everything is read buffered. Durable writes go the
+//! same way: `O_DIRECT` for the aligned interior (no dirty pages to flush afterwards), buffered
+//! edges. Buffer addresses follow file offsets modulo [`PAGE`] (see [`crate::lanes`]), so
+//! aligned file offsets land on aligned memory.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -88,29 +89,16 @@ impl FileSide {
         let direct = self.direct.filter(|_| policy.cache.none_cached(self.buffered, start, end));
         let Some((direct_fd, align)) = direct else {
             policy.cached_chunks.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: forwarded.
-            return unsafe { self.buffered_read(buf, len, offset) };
+            // SAFETY: forwarded; the buffered descriptor needs no alignment.
+            return unsafe { self.piece(io, false, self.buffered, buf, len, offset) };
         };
         policy.direct_chunks.fetch_add(1, Ordering::Relaxed);
         let _stream = policy.direct_streams.acquire();
-        let (a, b) = (start.next_multiple_of(align), end / align * align);
         let mut done = 0;
-        for (fd, from, to) in [(self.buffered, start, a.min(end)), (direct_fd, a, b), (self.buffered, b.max(a), end)] {
-            if from >= to {
-                continue;
-            }
+        for (fd, from, to) in self.pieces(start, end, Some((direct_fd, align))) {
             let want = (to - from) as usize;
-            let got = transfer_loop(want, true, |d, r| {
-                let at = buf.wrapping_add((from - offset) as usize + d);
-                if fd == direct_fd {
-                    // SAFETY: a sub-range of `buf`, at an aligned offset and address (layout
-                    // rule) with an aligned length.
-                    unsafe { io.transfer(false, fd, at, r, from + d as u64) }
-                } else {
-                    // SAFETY: a sub-range of `buf`.
-                    unsafe { pread(fd, at, r, from + d as u64) }
-                }
-            })?;
+            // SAFETY: a piece of `buf` (layout rule kept).
+            let got = unsafe { self.piece(io, false, fd, buf.wrapping_add((from - offset) as usize), want, from) }?;
             done += got;
             if got < want {
                 break; // end of file
@@ -119,12 +107,43 @@ impl FileSide {
         Ok(done)
     }
 
+    /// `[start, end)` as buffered head, direct interior and buffered tail (empty pieces
+    /// dropped): the interior is the aligned part, when there is one and `direct` is given.
+    fn pieces(&self, start: u64, end: u64, direct: Option<(i32, u64)>) -> Vec<(i32, u64, u64)> {
+        let whole = vec![(self.buffered, start, end)];
+        let Some((fd, align)) = direct else { return whole };
+        let (a, b) = (start.next_multiple_of(align), end / align * align);
+        if a >= b {
+            return whole;
+        }
+        [(self.buffered, start, a), (fd, a, b), (self.buffered, b, end)].into_iter().filter(|p| p.1 < p.2).collect()
+    }
+
+    /// Moves one piece in full (a read stops early only at end of file): through `io` on the
+    /// direct descriptor, with syscalls on the buffered one.
+    ///
     /// # Safety
-    /// `buf` must be valid for writes of `len` bytes.
-    unsafe fn buffered_read(&self, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
-        transfer_loop(len, true, |d, r| {
-            // SAFETY: `buf + d .. + r` lies inside `buf` (the loop keeps d + r == len).
-            unsafe { pread(self.buffered, buf.wrapping_add(d), r, offset + d as u64) }
+    /// `buf` must be valid for `len` bytes (written by a read, read by a write) and, for the
+    /// direct descriptor, aligned as the piece's file offset is (layout rule).
+    unsafe fn piece(
+        &self,
+        io: &mut DirectIo<'_>,
+        write: bool,
+        fd: i32,
+        buf: *mut u8,
+        len: usize,
+        offset: u64,
+    ) -> Result<usize> {
+        transfer_loop(len, !write, |d, r| {
+            let (at, off) = (buf.wrapping_add(d), offset + d as u64);
+            match (fd == self.buffered, write) {
+                // SAFETY: a sub-range of `buf` (caller).
+                (true, false) => unsafe { pread(fd, at, r, off) },
+                // SAFETY: a sub-range of `buf` (caller).
+                (true, true) => unsafe { pwrite(fd, at, r, off) },
+                // SAFETY: a sub-range of `buf`, aligned for direct I/O (caller).
+                (false, _) => unsafe { io.transfer(write, fd, at, r, off) },
+            }
         })
     }
 
@@ -141,35 +160,20 @@ impl FileSide {
         offset: u64,
         direct: bool,
     ) -> Result<()> {
-        let end = offset + len as u64;
-        let mut pieces = [(self.buffered, offset, end), (self.buffered, end, end), (self.buffered, end, end)];
-        if let (true, Some((fd, align))) = (direct, self.direct) {
-            let (a, b) = (offset.next_multiple_of(align), end / align * align);
-            if a < b {
-                pieces = [(self.buffered, offset, a), (fd, a, b), (self.buffered, b, end)];
-            }
-        }
-        for (fd, from, to) in pieces {
-            let want = (to - from) as usize;
-            transfer_loop(want, false, |d, r| {
-                let at = buf.wrapping_add((from - offset) as usize + d).cast_mut();
-                if fd == self.buffered {
-                    // SAFETY: a sub-range of `buf`.
-                    unsafe { pwrite(fd, at, r, from + d as u64) }
-                } else {
-                    // SAFETY: a sub-range of `buf`, aligned for direct writes (layout rule); a
-                    // write only reads it.
-                    unsafe { io.transfer(true, fd, at, r, from + d as u64) }
-                }
-            })?;
+        let direct = self.direct.filter(|_| direct);
+        for (fd, from, to) in self.pieces(offset, offset + len as u64, direct) {
+            let at = buf.wrapping_add((from - offset) as usize).cast_mut();
+            // SAFETY: a piece of `buf` (layout rule kept); a write only reads it.
+            unsafe { self.piece(io, true, fd, at, (to - from) as usize, from) }?;
         }
         Ok(())
     }
 }
 
 /// How reads choose their path: the page cache probe, and a bound on concurrent direct reads
-/// (more streams than the device queues well only add seeks: on the H200 machine's virtio disk
-/// 8 streams of 4 MiB read at 1.63 GB/s where 16 read at 1.52).
+/// (more streams than the device queues well only add seeks: on one H200 machine's virtio disk,
+/// with an earlier version that gave threads contiguous parts, 8 streams of 4 MiB read at 1.63
+/// GB/s where 16 read at 1.52; later A/B runs were within the disk's noise).
 #[derive(Debug)]
 pub(crate) struct ReadPolicy {
     pub(crate) cache: CacheProbe,

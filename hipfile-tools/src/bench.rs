@@ -193,8 +193,14 @@ fn host_read(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
+/// A buffered descriptor of the same file, for host-side reads into unaligned memory (the
+/// benchmark's own may be `O_DIRECT`).
+fn host_view(file: &File) -> Result<File, String> {
+    open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)
+}
+
 fn fill_device(gpu: &dyn GpuRuntime, dev: usize, file: &File, size: usize) -> Result<(), String> {
-    let reader = open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)?;
+    let reader = host_view(file)?;
     for at in (0..size).step_by(PIECE) {
         let host = host_read(&reader, at as u64, PIECE.min(size - at))?;
         // SAFETY: `host` holds its length; the device range lies in the allocation.
@@ -203,15 +209,14 @@ fn fill_device(gpu: &dyn GpuRuntime, dev: usize, file: &File, size: usize) -> Re
     Ok(())
 }
 
-/// Whether device `[dev + at, + len)` equals the file at `offset`.
-fn same(gpu: &dyn GpuRuntime, dev: usize, at: usize, file: &File, offset: u64, len: usize) -> Result<bool, String> {
-    let reader = open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)?;
+/// Whether device `[dev + at, + len)` equals the file (read through `reader`) at `offset`.
+fn same(gpu: &dyn GpuRuntime, dev: usize, at: usize, reader: &File, offset: u64, len: usize) -> Result<bool, String> {
     for piece in (0..len).step_by(PIECE) {
         let n = PIECE.min(len - piece);
         let mut host = vec![0u8; n];
         // SAFETY: `host` has room for `n` bytes; the device range lies in the allocation.
         unsafe { gpu.copy_from_device(host.as_mut_ptr(), dev + at + piece, n) }.map_err(|e| format!("verify: {e}"))?;
-        if host_read(&reader, offset + piece as u64, n)? != host {
+        if host_read(reader, offset + piece as u64, n)? != host {
             return Ok(false);
         }
     }
@@ -333,10 +338,11 @@ fn measure(
         // the file has slots) race with it: only the others have a defined outcome to check.
         let all: Vec<Call> = calls.iter().flatten().copied().collect();
         let unique = |c: &Call| all.iter().filter(|o| o.0 == c.0 || o.1 == c.1).count() == 1;
+        let reader = host_view(target)?;
         let mut checked = 0;
         let mut ok = true;
         for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
-            ok &= same(gpu, dev, at, target, offset, len)?;
+            ok &= same(gpu, dev, at, &reader, offset, len)?;
             checked += 1;
         }
         (checked > 0).then_some(ok)
