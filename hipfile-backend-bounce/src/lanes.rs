@@ -7,6 +7,13 @@
 //! Buffer layout rule: a chunk at file offset `o` is staged at `base + o % PAGE`, so file
 //! offsets and buffer addresses agree modulo the page size and direct I/O on aligned file
 //! ranges gets aligned memory. Each buffer therefore has `chunk + PAGE` usable bytes.
+//!
+//! Staging memory is anonymous memory on transparent huge pages where the kernel gives them,
+//! pinned with the runtime's host registration (else the runtime's pinned allocation). Direct
+//! reads are why: a block device takes a bounded number of physically contiguous segments per
+//! request, and 4 KiB pages split a 4 MiB read into several requests where 2 MiB pages keep it
+//! whole. On the virtio disks measured (`docs/performance.md`), cold `O_DIRECT` reads into huge
+//! pages ran 1.4-2.3x faster than into 4 KiB pages.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -21,11 +28,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The size of a transparent huge page on x86-64 and (with 4 KiB base pages) aarch64.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// How a staging buffer was pinned, which says how to free it.
+#[derive(Debug)]
+enum Pinned {
+    /// Mapped here (`len` bytes from `base`) and registered with the runtime.
+    Mapped { len: usize },
+    /// Allocated by the runtime; this is its pointer.
+    Allocated(*mut u8),
+}
+
 /// One pinned staging buffer.
 #[derive(Debug)]
 pub(crate) struct Stage {
-    /// As the runtime allocated it (for freeing).
-    alloc: *mut u8,
+    pinned: Pinned,
     /// Page-aligned start.
     base: *mut u8,
 }
@@ -147,11 +165,29 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
     }
 
     fn stage(&self) -> Result<Stage, HipError> {
+        if let Some(stage) = self.huge_page_stage() {
+            return Ok(stage);
+        }
         let alloc = self.gpu.host_alloc(self.chunk + 2 * PAGE as usize)?;
         let pad = (alloc as usize).next_multiple_of(PAGE as usize) - alloc as usize;
         // SAFETY: `pad < PAGE`, inside the allocation.
         let base = unsafe { alloc.add(pad) };
-        Ok(Stage { alloc, base })
+        Ok(Stage { pinned: Pinned::Allocated(alloc), base })
+    }
+
+    /// A buffer of `chunk + PAGE` bytes (whole pages) mapped at a huge-page boundary, advised
+    /// to huge pages and registered with the runtime; `None` where mapping or registration
+    /// fails (the caller then lets the runtime allocate).
+    fn huge_page_stage(&self) -> Option<Stage> {
+        let len = (self.chunk + PAGE as usize).next_multiple_of(PAGE as usize);
+        let base = map_huge_page_aligned(len)?;
+        // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
+        if unsafe { self.gpu.host_register(base, len) }.is_ok() {
+            return Some(Stage { pinned: Pinned::Mapped { len }, base });
+        }
+        // SAFETY: mapped above and unused.
+        unsafe { unmap(base, len) };
+        None
     }
 
     fn release(&self, stream: Stream, stages: impl IntoIterator<Item = Stage>, ring: Option<LaneRing>) {
@@ -159,10 +195,54 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         let _ = self.gpu.stream_destroy(stream);
         drop(ring); // unregisters the stages before they are freed
         for stage in stages {
-            // SAFETY: allocated by `stage` with this runtime; the lane is gone, so nothing
-            // uses it any more.
-            let _ = unsafe { self.gpu.host_free(stage.alloc) };
+            // Made by `stage` with this runtime; the lane is gone, so nothing uses it any more.
+            match stage.pinned {
+                Pinned::Allocated(alloc) => {
+                    // SAFETY: see above.
+                    let _ = unsafe { self.gpu.host_free(alloc) };
+                }
+                Pinned::Mapped { len } => {
+                    // SAFETY: see above.
+                    let _ = unsafe { self.gpu.host_unregister(stage.base) };
+                    // SAFETY: see above.
+                    unsafe { unmap(stage.base, len) };
+                }
+            }
         }
+    }
+}
+
+/// A fresh anonymous mapping of `len` bytes (a multiple of [`PAGE`]) that starts at a huge-page
+/// boundary and is advised to huge pages (where the kernel has them off, ordinary pages still
+/// work).
+fn map_huge_page_aligned(len: usize) -> Option<*mut u8> {
+    let span = len + HUGE_PAGE;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+    let raw = unsafe { libc::mmap(std::ptr::null_mut(), span, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    if raw == libc::MAP_FAILED {
+        return None;
+    }
+    let start = raw.cast::<u8>();
+    let skip = start.align_offset(HUGE_PAGE);
+    let base = start.wrapping_add(skip);
+    // SAFETY: the head before `base`, part of the mapping above that nothing uses.
+    unsafe { unmap(start, skip) };
+    // SAFETY: the tail after `base + len`, likewise.
+    unsafe { unmap(base.wrapping_add(len), span - skip - len) };
+    // SAFETY: advice on the range kept, which this function owns.
+    unsafe { libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE) };
+    Some(base)
+}
+
+/// Unmaps `[ptr, ptr + len)`; nothing when `len` is 0.
+///
+/// # Safety
+/// The range must be a page-aligned part of a mapping made here that nothing uses.
+unsafe fn unmap(ptr: *mut u8, len: usize) {
+    if len > 0 {
+        // SAFETY: per the contract above, the range is ours to unmap.
+        unsafe { libc::munmap(ptr.cast(), len) };
     }
 }
 
@@ -176,5 +256,48 @@ impl<G: GpuRuntime + ?Sized> Drop for LanePool<G> {
                 self.release(lane.stream, lane.stages, lane.ring);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hipfile_backend_mock::MockGpu;
+
+    /// The `VmFlags` line of the mapping that starts at `addr`, from `/proc/self/smaps`.
+    fn vm_flags(addr: usize) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{addr:x}-");
+        let mapping = smaps.split_once(&format!("\n{head}")).map(|(_, rest)| rest).expect("the stage is a mapping");
+        let flags = mapping.lines().find(|l| l.starts_with("VmFlags:")).unwrap();
+        flags.to_owned()
+    }
+
+    #[test]
+    fn stages_are_huge_page_aligned_mappings_registered_with_the_runtime() {
+        let gpu = MockGpu::new(1);
+        let pool = LanePool::new(Arc::clone(&gpu), 1 << 20, 64 << 20, false);
+        let lane = pool.take(0).unwrap();
+        for stage in &lane.stages {
+            let base = stage.base as usize;
+            assert_eq!(base % HUGE_PAGE, 0);
+            assert!(matches!(stage.pinned, Pinned::Mapped { len } if len == (1 << 20) + PAGE as usize));
+            // Advised to huge pages ("hg"); whether the kernel gives them is its choice.
+            assert!(vm_flags(base).split_whitespace().any(|f| f == "hg"), "{}", vm_flags(base));
+        }
+        assert_eq!(gpu.pinned_allocations().get(&0), Some(&2), "both stages registered");
+        pool.put(0, lane);
+        drop(pool);
+        assert!(gpu.pinned_allocations().is_empty(), "unregistered when the pool goes");
+    }
+
+    #[test]
+    fn a_runtime_refusing_registration_gets_its_own_pinned_allocation() {
+        let gpu = MockGpu::new(1);
+        let pool = LanePool::new(Arc::clone(&gpu), 64 << 10, 64 << 20, false);
+        gpu.faults().refuse_host_register(HipError::OUT_OF_MEMORY);
+        let lane = pool.take(0).unwrap();
+        assert!(lane.stages.iter().all(|s| matches!(s.pinned, Pinned::Allocated(_))));
+        pool.put(0, lane);
     }
 }

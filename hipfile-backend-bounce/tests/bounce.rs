@@ -301,12 +301,19 @@ proptest! {
 
     /// Every read and write against a reference model of the file and the device buffer.
     #[test]
-    fn matches_the_reference_model(initial in 0usize..400_000, ops in prop::collection::vec(op(), 1..12)) {
+    /// With 64 KiB chunks, calls spread over the threads; with 1 MiB chunks (calls under 2
+    /// chunks), the caller's thread serves each alone.
+    #[test]
+    fn matches_the_reference_model(
+        initial in 0usize..400_000,
+        ops in prop::collection::vec(op(), 1..12),
+        chunk in prop_oneof![Just(CHUNK), Just(1 << 20)],
+    ) {
         let mut model_file = pattern(initial, 10);
         let mut model_dev = pattern(DEV_LEN, 11);
         let (_dir, file) = file_with(&model_file);
         let gpu = MockGpu::new(1);
-        let driver = driver_with(&gpu, settings(3, 64 << 20));
+        let driver = driver_with(&gpu, BounceSettings { chunk, ..settings(3, 64 << 20) });
         let h = driver.handle_register(file.as_raw_fd()).unwrap();
         let dev = gpu.malloc(DEV_LEN).unwrap();
         gpu.write_device(dev, &model_dev).unwrap();

@@ -24,6 +24,7 @@ struct State {
     eio_at: Option<u64>,
     eintr: u32,
     no_path: Option<i32>,
+    refuse_host_register: Option<HipError>,
 }
 
 impl Faults {
@@ -68,6 +69,11 @@ impl Faults {
         self.arm(|s| s.no_path = Some(errno));
     }
 
+    /// `hipHostRegister` fails with `error` (as where a runtime cannot pin such memory).
+    pub fn refuse_host_register(&self, error: HipError) {
+        self.arm(|s| s.refuse_host_register = Some(error));
+    }
+
     /// Disarms everything.
     pub fn clear(&self) {
         *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::default();
@@ -108,6 +114,11 @@ impl Faults {
             Some(at) if at >= offset && at - offset < len as u64 => Err(Error::Os(libc::EIO)),
             _ => Ok(len),
         }
+    }
+
+    /// Called before a host registration.
+    pub(crate) fn before_host_register(&self) -> Result<(), HipError> {
+        self.state().and_then(|s| s.refuse_host_register).map_or(Ok(()), Err)
     }
 
     /// Called before the direct path serves a request.

@@ -268,10 +268,12 @@ impl MockGpu {
         unsafe { self.enqueue_copy(dst, src, len, stream) }
     }
 
-    /// Pinned host allocations alive now, per device (a test's view of staging memory).
+    /// Pinned host memory alive now (allocated or registered), ranges per device: a test's
+    /// view of staging memory.
     pub fn pinned_allocations(&self) -> BTreeMap<i32, usize> {
         let mut count = BTreeMap::new();
-        for a in lock(&self.allocs).values().filter(|a| a.kind == Kind::PinnedHost) {
+        let pinned = |a: &&Alloc| matches!(a.kind, Kind::PinnedHost | Kind::RegisteredHost);
+        for a in lock(&self.allocs).values().filter(pinned) {
             *count.entry(a.device).or_insert(0) += 1;
         }
         count
@@ -426,6 +428,7 @@ impl GpuRuntime for MockGpu {
         if ptr.is_null() || len == 0 {
             return Err(HipError::INVALID_VALUE);
         }
+        self.faults.before_host_register()?;
         let device = self.current_device()?;
         let mut allocs = lock(&self.allocs);
         let addr = ptr as usize;

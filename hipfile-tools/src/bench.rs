@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use hipfile::SystemPlatform;
@@ -297,16 +297,22 @@ fn measure(
         let label = format!("{} run {}/{}", mode.name(), run + 1, args.runs);
         // SAFETY: isatty has no preconditions.
         let terminal = unsafe { libc::isatty(2) } == 1;
-        let start = Instant::now();
-        let failure = std::thread::scope(|s| {
+        // The clock runs from the first thread's first call to the last thread's last, once
+        // every thread is up: spawning is not part of the transfer (an application has its
+        // threads already). Each thread reads the clock itself, so a late main thread does
+        // not shorten the measured time.
+        let ready = Barrier::new(calls.len());
+        let timed = std::thread::scope(|s| {
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
             }
             let workers: Vec<_> = calls
                 .iter()
                 .map(|mine| {
-                    let done = &done;
-                    s.spawn(move || -> Result<(), String> {
+                    let (done, ready) = (&done, &ready);
+                    s.spawn(move || -> Result<(Instant, Instant), String> {
+                        ready.wait();
+                        let start = Instant::now();
                         for &(offset, at, len) in mine {
                             let n = if mode.is_read() {
                                 file.read(dev, len, offset, at as u64)
@@ -319,19 +325,19 @@ fn measure(
                             }
                             done.fetch_add(n as u64, Ordering::Relaxed);
                         }
-                        Ok(())
+                        Ok((start, Instant::now()))
                     })
                 })
                 .collect();
             // Scoped threads not joined here are joined when the scope ends.
-            let result = workers.into_iter().try_for_each(|w| w.join().unwrap_or(Err("a worker panicked".into())));
+            let spans: Result<Vec<_>, String> =
+                workers.into_iter().map(|w| w.join().unwrap_or(Err("a worker panicked".into()))).collect();
             stop.store(true, Ordering::Relaxed);
-            result.err()
-        });
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        rates.push(total as f64 / start.elapsed().as_secs_f64() / 1e9);
+            spans
+        })?;
+        let first = timed.iter().map(|t| t.0).min().expect("at least one thread");
+        let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
+        rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
     }
     let verified = if args.verify {
         // Calls that share a file range or a buffer slot with another (random runs longer than

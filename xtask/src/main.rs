@@ -120,6 +120,8 @@ fn gpu_bench() -> Result<(), String> {
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
+        // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
+        (root.join("xtask/gpu-bench/copy_probe.c"), "copy_probe.c"),
         (root.join("../shared/bench/kvikio_baseline.py"), "kvikio_baseline.py"),
     ];
     for (from, name) in copies {
@@ -141,6 +143,10 @@ fn gpu_bench() -> Result<(), String> {
         out.as_str(),
     ]);
     run("cc", &args, &[])?;
+    // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
+    let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
+    let (src, out) = (probe_src.to_string_lossy().into_owned(), probe.to_string_lossy().into_owned());
+    run("cc", &["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", &src, "-lpthread", "-o", &out], &[])?;
     let wheels = root.join(".whl");
     if !wheels.exists() {
         let exclude = root.join(".git/info/exclude");
