@@ -34,3 +34,7 @@ for t in 1 4 16; do
     HIPFILE_BOUNCE_THREADS=$t $H --mode read --runs 3 > "$OUT/ours-read-t$t.json"
 done
 python3 $B/compare.py "$OUT"
+
+echo "== paired rounds, where the comparison is close"
+python3 $B/rounds.py --hipfile $B/hipfile --file "$DATA" --mode randread --rounds 5 --json "$OUT/rounds-randread.json"
+python3 $B/rounds.py --hipfile $B/hipfile --file "$DATA" --mode cold --rounds 3 --json "$OUT/rounds-cold.json"

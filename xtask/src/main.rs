@@ -120,6 +120,7 @@ fn gpu_bench() -> Result<(), String> {
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
+        (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
         // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
         (root.join("xtask/gpu-bench/copy_probe.c"), "copy_probe.c"),
         (root.join("../shared/bench/kvikio_baseline.py"), "kvikio_baseline.py"),
