@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
 use hipfile_core::io::fdatasync;
-use hipfile_core::{Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result};
+use hipfile_core::{
+    Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
+};
 
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
 use lanes::{Lane, LanePool};
@@ -58,8 +60,6 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
 /// `hipfile bench --profile` prints. Times are summed over threads.
 #[derive(Debug, Default)]
 struct Profile {
-    requests: AtomicU64,
-    bytes: AtomicU64,
     chunks: AtomicU64,
     /// In file reads and writes (page cache copies, or waiting for the disk).
     file_ns: AtomicU64,
@@ -293,16 +293,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         BackendKind::Fallback
     }
 
-    fn score(&self, _req: &IoRequest<'_>) -> Option<u32> {
-        Some(0)
+    fn score(&self, _req: &IoRequest<'_>) -> Score {
+        Ok(0)
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let (p, r) = (&self.inner.profile, &self.inner.reads);
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         vec![
-            ("requests", get(&p.requests)),
-            ("bytes", get(&p.bytes)),
             ("chunks", get(&p.chunks)),
             ("chunks_read_cached", get(&r.cached_chunks)),
             ("chunks_read_direct", get(&r.direct_chunks)),
@@ -370,10 +368,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             fdatasync(request.file.buffered_fd())?;
             charge(&self.inner.profile.file_ns, started);
         }
-        let profile = &self.inner.profile;
-        profile.requests.fetch_add(1, Ordering::Relaxed);
-        profile.bytes.fetch_add(total as u64, Ordering::Relaxed);
-        profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
+        self.inner.profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
         Ok(total)
     }
 }

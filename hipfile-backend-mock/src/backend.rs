@@ -12,7 +12,10 @@
 use std::sync::Arc;
 
 use hipfile_core::io::{fdatasync, pread, pwrite, transfer_loop};
-use hipfile_core::{Backend, BackendChoice, BackendKind, Config, Direction, GpuRuntime, IoRequest, Platform, Result};
+use hipfile_core::{
+    Backend, BackendChoice, BackendKind, Config, Declined, Direction, FileHandle, GpuRuntime, IoRequest, Platform,
+    Result, Score,
+};
 
 use crate::faults::Faults;
 use crate::gpu::MockGpu;
@@ -73,11 +76,17 @@ impl Backend for MockDirect {
         BackendKind::Fastpath
     }
 
-    fn score(&self, req: &IoRequest<'_>) -> Option<u32> {
+    fn score(&self, req: &IoRequest<'_>) -> Score {
         let file = req.file();
-        (file.direct_path_possible(self.unsupported_file_systems)
-            && file.direct_aligned(req.file_offset(), req.size(), req.device_addr()))
-        .then_some(100)
+        self.accepts_file(file)?;
+        match file.direct_misalignment(req.file_offset(), req.size(), req.device_addr()) {
+            Some(why) => Err(why.into()),
+            None => Ok(100),
+        }
+    }
+
+    fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
+        file.direct_refusal(self.unsupported_file_systems).map_or(Ok(()), |why| Err(why.into()))
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
@@ -128,8 +137,8 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
         BackendKind::Fallback
     }
 
-    fn score(&self, _req: &IoRequest<'_>) -> Option<u32> {
-        Some(0)
+    fn score(&self, _req: &IoRequest<'_>) -> Score {
+        Ok(0)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {

@@ -17,11 +17,11 @@
 pub mod ffi;
 mod platform;
 
-use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use hipfile_core::error::op_error_cstr;
+use hipfile_core::log::log_once;
 use hipfile_core::{Driver, Error, HandleId, LoadedRuntime, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
@@ -30,16 +30,6 @@ pub use platform::{SystemBackend, SystemPlatform};
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
 pub const VERSION: (u32, u32, u32) = (0, 2, 0);
-
-/// Writes a diagnostic to stderr once per distinct message: C callers only see codes, and a
-/// loop hitting the same failure should not flood the log.
-pub(crate) fn log_once(message: &str) {
-    static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.get_or_insert_with(HashSet::new).insert(message.to_owned()) {
-        eprintln!("hipfile: {message}");
-    }
-}
 
 /// The process-wide driver, or why there is none (no usable HIP runtime).
 fn driver() -> Result<&'static Driver<SystemPlatform>> {

@@ -110,6 +110,6 @@ impl Platform for SystemPlatform {
 
 /// Reports why the driver cannot open (C callers only see the code) and gives the code.
 pub(crate) fn unavailable(why: String) -> Error {
-    crate::log_once(&why);
+    hipfile_core::log::log_once(&why);
     OpError::PlatformNotSupported.into()
 }

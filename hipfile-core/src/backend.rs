@@ -2,8 +2,49 @@
 //! closed set it was opened with, takes the best score, and retries on a fallback when the
 //! chosen direct path reports that it has no path to the device (spec 2.5).
 
+use std::borrow::Cow;
+use std::fmt;
+
 use crate::error::Result;
 use crate::file::FileHandle;
+
+/// Why a backend does not serve a request or a file, in words a user can act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declined(pub Cow<'static, str>);
+
+impl Declined {
+    /// A reason known at compile time.
+    pub const fn fixed(reason: &'static str) -> Self {
+        Declined(Cow::Borrowed(reason))
+    }
+}
+
+impl From<String> for Declined {
+    fn from(reason: String) -> Self {
+        Declined(Cow::Owned(reason))
+    }
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A backend's answer to a request: how well it would serve it (higher is better), or why
+/// it would not.
+pub type Score = std::result::Result<u32, Declined>;
+
+/// Whether a backend can work on this machine at all, and why not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capability {
+    /// The backend's name (`p2p (AIS)`, `p2p (GDS)`, `bounce`, ...).
+    pub backend: String,
+    /// Fastpath or fallback.
+    pub kind: BackendKind,
+    /// Available, or why not.
+    pub available: std::result::Result<(), String>,
+}
 
 /// Which way the bytes go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +129,21 @@ pub trait Backend: Send + Sync {
     /// Fastpath or fallback.
     fn kind(&self) -> BackendKind;
 
-    /// How well this backend would serve `req` (higher is better), or `None` if it cannot.
-    fn score(&self, req: &IoRequest<'_>) -> Option<u32>;
+    /// How well this backend would serve `req` (higher is better), or why it would not.
+    fn score(&self, req: &IoRequest<'_>) -> Score;
+
+    /// Whether this backend would serve `file` at all (requests may still be declined, for
+    /// example when unaligned). All files by default.
+    fn accepts_file(&self, _file: &FileHandle) -> std::result::Result<(), Declined> {
+        Ok(())
+    }
+
+    /// The application registered device memory `[base, base + len)` (`hipFileBufRegister`):
+    /// a backend may prepare it for its transfers. Nothing by default.
+    fn buffer_registered(&self, _base: usize, _len: usize) {}
+
+    /// The registration of `base` ended (`hipFileBufDeregister`). Nothing by default.
+    fn buffer_deregistered(&self, _base: usize) {}
 
     /// Moves the bytes of `req`; returns how many moved (fewer only at end of file).
     /// `ENODEV` and `EREMOTEIO` from a fastpath mean "no path": the driver may retry on a
@@ -119,7 +173,7 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 /// impl Backend for Nothing {
 ///     fn name(&self) -> &'static str { "nothing" }
 ///     fn kind(&self) -> BackendKind { BackendKind::Fallback }
-///     fn score(&self, _: &IoRequest<'_>) -> Option<u32> { None }
+///     fn score(&self, _: &IoRequest<'_>) -> hipfile_core::backend::Score { Ok(0) }
 ///     fn transfer(&self, _: &IoRequest<'_>) -> Result<usize> { Ok(0) }
 /// }
 /// hipfile_core::backend_set! {
@@ -141,8 +195,17 @@ macro_rules! backend_set {
             fn kind(&self) -> $crate::BackendKind {
                 match self { $(Self::$variant(b) => $crate::Backend::kind(b)),+ }
             }
-            fn score(&self, req: &$crate::IoRequest<'_>) -> Option<u32> {
+            fn score(&self, req: &$crate::IoRequest<'_>) -> $crate::backend::Score {
                 match self { $(Self::$variant(b) => $crate::Backend::score(b, req)),+ }
+            }
+            fn accepts_file(&self, file: &$crate::FileHandle) -> ::std::result::Result<(), $crate::backend::Declined> {
+                match self { $(Self::$variant(b) => $crate::Backend::accepts_file(b, file)),+ }
+            }
+            fn buffer_registered(&self, base: usize, len: usize) {
+                match self { $(Self::$variant(b) => $crate::Backend::buffer_registered(b, base, len)),+ }
+            }
+            fn buffer_deregistered(&self, base: usize) {
+                match self { $(Self::$variant(b) => $crate::Backend::buffer_deregistered(b, base)),+ }
             }
             fn transfer(&self, req: &$crate::IoRequest<'_>) -> $crate::Result<usize> {
                 match self { $(Self::$variant(b) => $crate::Backend::transfer(b, req)),+ }

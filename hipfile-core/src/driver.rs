@@ -6,12 +6,13 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::backend::{Backend, BackendKind, Direction, IoRequest, is_no_path};
+use crate::backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, is_no_path};
 use crate::config::Config;
 use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{GpuRuntime, MemoryType};
 use crate::io::plan_io;
+use crate::log::log_once;
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
@@ -24,6 +25,22 @@ pub trait Platform: Send + Sync {
     /// The backends for a driver opening with `config`, fastpaths first. The driver drops
     /// the kinds the compat-mode settings switch off.
     fn backends(&self, config: &Config) -> Result<Vec<Self::Backend>>;
+
+    /// Every backend this platform knows of under `config`, available or not and why not: the
+    /// capability report. By default, the backends [`backends`](Self::backends) builds.
+    fn capabilities(&self, config: &Config) -> Vec<Capability> {
+        match self.backends(config) {
+            Ok(backends) => backends
+                .iter()
+                .map(|b| Capability { backend: b.name().to_owned(), kind: b.kind(), available: Ok(()) })
+                .collect(),
+            Err(e) => vec![Capability {
+                backend: config.backend.name().to_owned(),
+                kind: BackendKind::Fallback,
+                available: Err(e.to_string()),
+            }],
+        }
+    }
 }
 
 /// A registered file's key: opaque, never reused, never dereferenced, so a garbage or stale
@@ -62,9 +79,13 @@ struct State<B> {
 
 /// What exists while the use count is above zero.
 struct Open<B> {
+    /// Declared (so dropped) before the backends: a file may hold a backend's registration of
+    /// it, which must end before the backend closes.
+    files: HashMap<HandleId, Arc<FileHandle>>,
     config: Config,
     backends: Arc<[B]>,
-    files: HashMap<HandleId, Arc<FileHandle>>,
+    /// What each backend served, beside `backends`.
+    served: Arc<[Served]>,
     fds: HashMap<RawFd, HandleId>,
     buffers: HashMap<usize, BufferInfo>,
 }
@@ -138,6 +159,7 @@ impl<P: Platform> Driver<P> {
                 .collect();
             state.open = Some(Open {
                 config,
+                served: backends.iter().map(|_| Served::default()).collect(),
                 backends: backends.into(),
                 files: HashMap::new(),
                 fds: HashMap::new(),
@@ -178,10 +200,48 @@ impl<P: Platform> Driver<P> {
         state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| b.name()).collect())
     }
 
-    /// Each open backend's name and counters ([`Backend::counters`]), in order.
+    /// Each open backend's name and counters, in order: what the driver saw it serve
+    /// (`served_requests`, `served_bytes`, and for a direct backend the requests it passed to
+    /// a fallback: `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
     pub fn backend_counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
         let state = self.read_state();
-        state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| (b.name(), b.counters())).collect())
+        let Some(open) = state.open.as_ref() else { return Vec::new() };
+        open.backends
+            .iter()
+            .zip(open.served.iter())
+            .map(|(b, served)| {
+                let mut counters = served.counters(b.kind());
+                counters.extend(b.counters());
+                (b.name(), counters)
+            })
+            .collect()
+    }
+
+    /// The capability report: every backend the platform knows of under the configuration
+    /// (the open one, else the environment's), available or not and why not.
+    pub fn capabilities(&self) -> Result<Vec<Capability>> {
+        let config = match self.config() {
+            Some(config) => config,
+            None => Config::from_lookup(&self.env)?,
+        };
+        Ok(self.platform.capabilities(&config))
+    }
+
+    /// Whether the open direct (fastpath) backends would serve the registered file `handle`:
+    /// each one's name and its answer (empty when none is open; see
+    /// [`capabilities`](Self::capabilities) for why).
+    pub fn direct_verdict(&self, handle: HandleId) -> Result<Vec<(&'static str, std::result::Result<(), Declined>)>> {
+        let (file, backends) = {
+            let state = self.read_state();
+            let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
+            let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
+            (Arc::clone(file), Arc::clone(&open.backends))
+        };
+        Ok(backends
+            .iter()
+            .filter(|b| b.kind() == BackendKind::Fastpath)
+            .map(|b| (b.name(), b.accepts_file(&file)))
+            .collect())
     }
 
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
@@ -239,6 +299,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipPointerRangeError.into());
         }
         open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
+        open.backends.iter().for_each(|b| b.buffer_registered(base, len));
         Ok(())
     }
 
@@ -250,7 +311,9 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::DriverClosing.into());
         }
         let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
-        open.buffers.remove(&base).map(|_| ()).ok_or_else(|| OpError::MemoryNotRegistered.into())
+        open.buffers.remove(&base).ok_or(OpError::MemoryNotRegistered)?;
+        open.backends.iter().for_each(|b| b.buffer_deregistered(base));
+        Ok(())
     }
 
     /// The registration of exactly `base`, if any.
@@ -297,12 +360,13 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        let (file, backends, registered) = {
+        let (file, backends, served, registered) = {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
             let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
-            (Arc::clone(file), Arc::clone(&open.backends), open.buffers.get(&buffer_base).copied())
+            let registered = open.buffers.get(&buffer_base).copied();
+            (Arc::clone(file), Arc::clone(&open.backends), Arc::clone(&open.served), registered)
         };
         let (buffer_len, device) = match registered {
             Some(b) => (b.len, b.device),
@@ -317,28 +381,49 @@ impl<P: Platform> Driver<P> {
         // registration) or the rest of the device allocation the runtime reported just now;
         // the size is capped at max_rw_count().
         let req = unsafe { IoRequest::new(direction, &file, plan.device_addr, device, plan.size, plan.file_offset) };
-        let best = |kind: Option<BackendKind>| {
-            backends
-                .iter()
-                .filter(|b| kind.is_none_or(|k| b.kind() == k))
-                .filter_map(|b| b.score(&req).map(|s| (s, b)))
-                // Ties keep the first, as upstream.
-                .fold(None, |best: Option<(u32, &P::Backend)>, (s, b)| match best {
-                    Some((bs, _)) if bs >= s => best,
-                    _ => Some((s, b)),
-                })
-                .map(|(_, b)| b)
-        };
-        let chosen = best(None).ok_or(OpError::InternalError)?;
-        match chosen.transfer(&req) {
-            Err(e) if chosen.kind() == BackendKind::Fastpath && is_no_path(&e) => {
-                match best(Some(BackendKind::Fallback)) {
-                    Some(fallback) => fallback.transfer(&req),
-                    None => Err(e),
-                }
+        // The best score (ties keep the first, as upstream), and the first direct backend that
+        // declined, with its reason.
+        let mut best: Option<(u32, usize)> = None;
+        let mut declined: Option<(usize, Declined)> = None;
+        for (i, b) in backends.iter().enumerate() {
+            match b.score(&req) {
+                Ok(s) if best.is_none_or(|(bs, _)| s > bs) => best = Some((s, i)),
+                Ok(_) => {}
+                Err(why) if b.kind() == BackendKind::Fastpath && declined.is_none() => declined = Some((i, why)),
+                Err(_) => {}
             }
-            result => result,
         }
+        let (_, chosen) = best.ok_or(OpError::InternalError)?;
+        let result = match backends[chosen].transfer(&req) {
+            Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
+                let fallback = (0..backends.len())
+                    .filter(|&i| backends[i].kind() == BackendKind::Fallback)
+                    .find(|&i| backends[i].score(&req).is_ok());
+                let Some(fallback) = fallback else { return Err(e) };
+                served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
+                log_once(&format!(
+                    "{} has no path to the device ({e}); requests it cannot serve go to {}",
+                    backends[chosen].name(),
+                    backends[fallback].name()
+                ));
+                (fallback, backends[fallback].transfer(&req))
+            }
+            result => (chosen, result),
+        };
+        let (used, result) = result;
+        if let Ok(n) = result {
+            served[used].requests.fetch_add(1, Ordering::Relaxed);
+            served[used].bytes.fetch_add(n as u64, Ordering::Relaxed);
+            if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
+                served[i].declined.fetch_add(1, Ordering::Relaxed);
+                log_once(&format!(
+                    "{} did not serve a request: {why}; {} did",
+                    backends[i].name(),
+                    backends[used].name()
+                ));
+            }
+        }
+        result
     }
 
     /// Length and device of an unregistered buffer (or a pointer into a registered one): the
@@ -352,5 +437,27 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipMemoryTypeInvalid.into());
         }
         Ok((info.bytes_after(addr), info.device))
+    }
+}
+
+/// What the driver saw one backend serve.
+#[derive(Debug, Default)]
+struct Served {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    /// Requests this (direct) backend declined that a fallback served.
+    declined: AtomicU64,
+    /// Requests this (direct) backend found no path for, retried on a fallback.
+    no_path: AtomicU64,
+}
+
+impl Served {
+    fn counters(&self, kind: BackendKind) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut counters = vec![("served_requests", get(&self.requests)), ("served_bytes", get(&self.bytes))];
+        if kind == BackendKind::Fastpath {
+            counters.extend([("declined", get(&self.declined)), ("no_path", get(&self.no_path))]);
+        }
+        counters
     }
 }

@@ -2,8 +2,11 @@
 //! descriptor it opens so each file has a buffered and, where the file system allows, an
 //! `O_DIRECT` one.
 
+use std::any::Any;
 use std::ffi::CString;
+use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
 use crate::error::{Error, OpError, Result};
 
@@ -45,10 +48,29 @@ pub enum FsType {
     None,
 }
 
+impl fmt::Display for FsType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsType::Ext4(Ext4DataMode::Ordered) => f.write_str("ext4 (data=ordered)"),
+            FsType::Ext4(Ext4DataMode::Journal) => f.write_str("ext4 (data=journal)"),
+            FsType::Ext4(Ext4DataMode::Writeback) => f.write_str("ext4 (data=writeback)"),
+            FsType::Xfs => f.write_str("xfs"),
+            FsType::Tmpfs => f.write_str("tmpfs"),
+            FsType::Other(name) => f.write_str(name),
+            FsType::None => f.write_str("none (block device)"),
+        }
+    }
+}
+
+/// State a direct backend keeps per registered file (for example the file's cuFile handle).
+/// It is dropped with the file, before the file's descriptors are closed.
+pub type FileState = Box<dyn Any + Send + Sync>;
+
 /// A registered file: the client's descriptor, the one registration opened beside it, and
 /// what the backends need to know to serve it.
-#[derive(Debug)]
 pub struct FileHandle {
+    /// Declared first, so dropped first: it may refer to the descriptors below.
+    backend_state: OnceLock<FileState>,
     client_fd: RawFd,
     buffered_fd: RawFd,
     direct_fd: Option<RawFd>,
@@ -107,6 +129,7 @@ impl FileHandle {
             Some(_) => (DEFAULT_DIO_ALIGN, DEFAULT_DIO_ALIGN),
         };
         Ok(FileHandle {
+            backend_state: OnceLock::new(),
             client_fd: fd,
             buffered_fd,
             direct_fd,
@@ -157,13 +180,54 @@ impl FileHandle {
     /// or a regular file on xfs or ext4 `data=ordered`, or on any file system when
     /// `unsupported_file_systems` is set; and a direct descriptor exists.
     pub fn direct_path_possible(&self, unsupported_file_systems: bool) -> bool {
-        self.direct_fd.is_some()
-            && match self.kind {
-                FileKind::BlockDevice => true,
-                FileKind::Regular => {
-                    unsupported_file_systems || matches!(self.fs, FsType::Xfs | FsType::Ext4(Ext4DataMode::Ordered))
-                }
+        self.direct_refusal(unsupported_file_systems).is_none()
+    }
+
+    /// Why the direct path may not serve this file, in words (see
+    /// [`direct_path_possible`](Self::direct_path_possible)); `None` when it may.
+    pub fn direct_refusal(&self, unsupported_file_systems: bool) -> Option<String> {
+        if self.direct_fd.is_none() {
+            return Some(format!("the file system ({}) refuses O_DIRECT", self.fs));
+        }
+        match self.kind {
+            FileKind::BlockDevice => None,
+            FileKind::Regular
+                if unsupported_file_systems || matches!(self.fs, FsType::Xfs | FsType::Ext4(Ext4DataMode::Ordered)) =>
+            {
+                None
             }
+            FileKind::Regular => Some(format!(
+                "file system {} not supported for P2P (xfs and ext4 data=ordered are; \
+                 HIPFILE_UNSUPPORTED_FILE_SYSTEMS=true allows any)",
+                self.fs
+            )),
+        }
+    }
+
+    /// The state a direct backend keeps for this file, made by `make` on first use. `make`
+    /// may fail; the failure is returned and nothing is kept, so a later call tries again.
+    pub fn backend_state<E>(
+        &self,
+        make: impl FnOnce() -> std::result::Result<FileState, E>,
+    ) -> std::result::Result<&FileState, E> {
+        if let Some(state) = self.backend_state.get() {
+            return Ok(state);
+        }
+        let state = make()?;
+        // A concurrent first use may have won the race: its state is kept, this one dropped.
+        Ok(self.backend_state.get_or_init(|| state))
+    }
+
+    /// Why a transfer of `size` bytes at `file_offset` to or from `addr` does not meet the
+    /// direct alignment rules, in words; `None` when it does.
+    pub fn direct_misalignment(&self, file_offset: u64, size: usize, addr: usize) -> Option<String> {
+        let (mem, off) = (self.dio_mem_align, self.dio_offset_align);
+        (!self.direct_aligned(file_offset, size, addr)).then(|| {
+            format!(
+                "not aligned for direct I/O: file offset and size must be multiples of {off} and the \
+                 GPU address of {mem} bytes"
+            )
+        })
     }
 
     /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
@@ -175,6 +239,21 @@ impl FileHandle {
             && file_offset.is_multiple_of(off)
             && (size as u64).is_multiple_of(off)
             && (addr as u64).is_multiple_of(mem)
+    }
+}
+
+impl fmt::Debug for FileHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileHandle")
+            .field("client_fd", &self.client_fd)
+            .field("buffered_fd", &self.buffered_fd)
+            .field("direct_fd", &self.direct_fd)
+            .field("kind", &self.kind)
+            .field("fs", &self.fs)
+            .field("dio_mem_align", &self.dio_mem_align)
+            .field("dio_offset_align", &self.dio_offset_align)
+            .field("backend_state", &self.backend_state.get().is_some())
+            .finish()
     }
 }
 

@@ -47,10 +47,11 @@ pub mod error;
 pub mod file;
 pub mod gpu;
 pub mod io;
+pub mod log;
 pub mod runtime;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
-pub use backend::{Backend, BackendKind, Direction, IoRequest};
+pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
 pub use config::{BackendChoice, BounceSettings, Config};
 pub use driver::{BufferInfo, Driver, HandleId, Platform};
 pub use error::{Error, HipError, OpError, Result};

@@ -290,7 +290,11 @@ struct Api {
     get_device: unsafe extern "C" fn(*mut c_int) -> HipResult,
     set_device: unsafe extern "C" fn(c_int) -> HipResult,
     get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
+    /// `hipGetProcAddress` (HIP 6.2 and later; not in CUDA's runtime, nor in HIP 5).
+    get_proc_address: Option<GetProcAddress>,
 }
+
+type GetProcAddress = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> HipResult;
 
 impl Api {
     /// Resolves every entry point of `vendor`'s runtime in `lib` (and, for CUDA, the driver
@@ -311,11 +315,11 @@ impl Api {
             };
         }
         macro_rules! resolve {
-            ($host_func:ident; $($field:ident = $lib:ident $hip:literal $cuda:literal),* $(,)?) => {
+            ($host_func:ident, $get_proc_address:ident; $($field:ident = $lib:ident $hip:literal $cuda:literal),* $(,)?) => {
                 Api { $($field: {
                     let name = match vendor { Vendor::Hip => $hip, Vendor::Cuda => $cuda };
                     optional!($lib, name).ok_or_else(|| format!("missing symbol {name}"))?
-                },)* $host_func }
+                },)* $host_func, $get_proc_address }
             };
         }
         let (launch, add_callback) = match vendor {
@@ -326,8 +330,12 @@ impl Api {
             .map(HostFuncEntry::LaunchHostFunc)
             .or_else(|| optional!(lib, add_callback).map(HostFuncEntry::StreamAddCallback))
             .ok_or_else(|| format!("missing symbols {launch} and {add_callback}"))?;
+        let get_proc_address = match vendor {
+            Vendor::Hip => optional!(lib, "hipGetProcAddress"),
+            Vendor::Cuda => None,
+        };
         Ok(resolve! {
-            host_func;
+            host_func, get_proc_address;
             runtime_get_version = lib "hipRuntimeGetVersion" "cudaRuntimeGetVersion",
             pointer_get_attributes = lib "hipPointerGetAttributes" "cudaPointerGetAttributes",
             // CUdeviceptr is a 64-bit integer: the same ABI as HIP's pointers on 64-bit targets.
@@ -459,6 +467,26 @@ impl LoadedRuntime {
     /// Whether this is the mock HIP runtime, whose device memory is host memory.
     pub fn is_mock(&self) -> bool {
         self.mock
+    }
+
+    /// An entry point the runtime hands out through `hipGetProcAddress` (how AMD's storage
+    /// entry points `hipAmdFileRead`/`hipAmdFileWrite` are found: they are not exported), or
+    /// why there is none, in words.
+    pub fn proc_address(&self, name: &str) -> Result<*mut c_void, String> {
+        let runtime = self.version_string();
+        let Some(get) = self.api.get_proc_address else {
+            return Err(format!("{runtime} has no hipGetProcAddress, so no {name}"));
+        };
+        let c_name = CString::new(name).map_err(|_| format!("{name}: not a symbol name"))?;
+        let mut pfn: *mut c_void = std::ptr::null_mut();
+        // SAFETY: resolved `hipGetProcAddress`; the name is NUL-terminated and `pfn` writable;
+        // the status pointer may be null.
+        let rc = unsafe { get(c_name.as_ptr(), &mut pfn, self.version, 0, std::ptr::null_mut()) };
+        match check(rc) {
+            Ok(()) if !pfn.is_null() => Ok(pfn),
+            Ok(()) => Err(format!("{runtime} has no {name}")),
+            Err(e) => Err(format!("{runtime} has no {name} (hipGetProcAddress: {})", self.error_string(e))),
+        }
     }
 
     /// The runtime's description of `error`.

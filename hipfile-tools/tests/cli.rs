@@ -66,10 +66,13 @@ fn bad_options_say_what_is_wrong() {
 fn profile_reports_where_the_time_went() {
     let (ok, out, err) = hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile"]);
     assert!(ok, "{err}");
-    assert!(out.contains("read bounce: requests 1, bytes 16777216") && out.contains("copy_wait"), "{out}");
+    assert!(
+        out.contains("read bounce: served_requests 1, served_bytes 16777216, chunks 4") && out.contains("copy_wait"),
+        "{out}"
+    );
     let (ok, out, err) =
         hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile", "--json"]);
-    assert!(ok && out.contains("\"profile\": {\"bounce\": {\"requests\": 1"), "{out}{err}");
+    assert!(ok && out.contains("\"profile\": {\"bounce\": {\"served_requests\": 1"), "{out}{err}");
 }
 
 /// The profile's `io_uring_ops` of the write mode in a `--json --profile` report.

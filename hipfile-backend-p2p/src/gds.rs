@@ -1,0 +1,506 @@
+//! NVIDIA GPUDirect Storage through cuFile (`libcufile.so.0`, loaded at run time).
+//!
+//! The engine turns cuFile's compatibility mode off before it opens cuFile's driver: cuFile
+//! would otherwise serve I/O through its own bounce buffers and call it GPUDirect. Without it,
+//! a file cuFile cannot reach directly fails `cuFileHandleRegister`, and the engine declines
+//! that file with cuFile's answer and what the machine lacks (the `nvidia-fs` module, kernel
+//! PCI P2PDMA). Files are registered with cuFile on first use and deregistered with the file;
+//! buffers the application registers (`hipFileBufRegister`) are registered with cuFile too,
+//! and kept until it deregisters them.
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+use hipfile_core::log::log_once;
+use hipfile_core::{Declined, Direction, Error, FileHandle, IoRequest, OpError, Result};
+
+use crate::Engine;
+
+/// `CUfileError_t`: a cuFile status (`CU_FILE_SUCCESS` = 0, else 5000 + n, as hipFile's) and
+/// a CUDA driver result.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CuFileError {
+    /// `CUfileOpError`.
+    pub err: c_int,
+    /// `CUresult`, when `err` is a CUDA driver error.
+    pub cu_err: c_int,
+}
+
+impl CuFileError {
+    fn check(self) -> std::result::Result<(), CuFileError> {
+        if self.err == 0 { Ok(()) } else { Err(self) }
+    }
+}
+
+impl std::fmt::Display for CuFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // cuFile's codes are hipFile's (hipFile copied them), so hipFile's texts describe them.
+        match OpError::from_code(self.err) {
+            Some(op) => write!(f, "cuFile error {} ({})", self.err, op.message())?,
+            None => write!(f, "cuFile error {}", self.err)?,
+        }
+        if self.cu_err != 0 { write!(f, ", CUDA driver error {}", self.cu_err) } else { Ok(()) }
+    }
+}
+
+/// A registered cuFile handle (`CUfileHandle_t`, an opaque pointer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CuHandle(pub usize);
+
+/// The cuFile functions the engine uses (a seam for tests).
+#[cfg_attr(test, mockall::automock)]
+pub trait CuFileApi: Send + Sync {
+    /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
+    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false.
+    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError>;
+    /// `cuFileDriverOpen`.
+    fn driver_open(&self) -> std::result::Result<(), CuFileError>;
+    /// `cuFileDriverClose`.
+    fn driver_close(&self);
+    /// `cuFileHandleRegister` of an `O_DIRECT` descriptor (`CU_FILE_HANDLE_TYPE_OPAQUE_FD`).
+    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError>;
+    /// `cuFileHandleDeregister`.
+    fn handle_deregister(&self, handle: CuHandle);
+    /// `cuFileBufRegister(base, len, 0)`.
+    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError>;
+    /// `cuFileBufDeregister`.
+    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError>;
+    /// `cuFileRead` (read) or `cuFileWrite` (write): bytes moved, `-1` with `errno`, or
+    /// `-CUfileOpError`.
+    ///
+    /// # Safety
+    /// `[base + buf_offset, base + buf_offset + size)` must be device memory valid for the call.
+    unsafe fn io(
+        &self,
+        direction: Direction,
+        handle: CuHandle,
+        base: usize,
+        size: usize,
+        file_offset: i64,
+        buf_offset: i64,
+    ) -> isize;
+}
+
+/// `CUfileDescr_t`: `{ CUfileFileHandleType type; union { int fd; void *handle; }; const
+/// CUfileFSOps_t *fs_ops; }`.
+#[repr(C)]
+struct CuFileDescr {
+    kind: c_int,
+    handle: usize,
+    fs_ops: *const c_void,
+}
+
+const CU_FILE_HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+const CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE: c_int = 1;
+const CUFILE_PARAM_FORCE_COMPAT_MODE: c_int = 2;
+
+type Status0 = unsafe extern "C" fn() -> CuFileError;
+type SetBool = unsafe extern "C" fn(c_int, bool) -> CuFileError;
+type HandleRegister = unsafe extern "C" fn(*mut *mut c_void, *mut CuFileDescr) -> CuFileError;
+type HandleDeregister = unsafe extern "C" fn(*mut c_void);
+type BufRegister = unsafe extern "C" fn(*const c_void, usize, c_int) -> CuFileError;
+type BufDeregister = unsafe extern "C" fn(*const c_void) -> CuFileError;
+type Io = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+
+/// libcufile, loaded with `dlopen`.
+pub struct LibCuFile {
+    set_bool: SetBool,
+    driver_open: Status0,
+    driver_close: Status0,
+    handle_register: HandleRegister,
+    handle_deregister: HandleDeregister,
+    buf_register: BufRegister,
+    buf_deregister: BufDeregister,
+    read: Io,
+    write: Io,
+}
+
+/// Where cuFile is looked for.
+const LIBRARY_NAMES: [&str; 2] = ["libcufile.so.0", "/usr/local/cuda/lib64/libcufile.so.0"];
+
+impl LibCuFile {
+    /// Loads libcufile and resolves its entry points, or says why not.
+    pub fn load() -> std::result::Result<LibCuFile, String> {
+        let mut tried = Vec::new();
+        for name in LIBRARY_NAMES {
+            let c_name = std::ffi::CString::new(name).expect("no NUL in the names above");
+            // SAFETY: a NUL-terminated name; loading cuFile runs only its initialisers.
+            let lib = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            if lib.is_null() {
+                tried.push(dl_error(name));
+                continue;
+            }
+            return Self::resolve(lib).map_err(|missing| format!("{name} has no {missing}"));
+        }
+        Err(format!("no cuFile library ({})", tried.join("; ")))
+    }
+
+    fn resolve(lib: *mut c_void) -> std::result::Result<LibCuFile, &'static str> {
+        let sym = |name: &'static CStr| {
+            // SAFETY: `lib` is a live handle from dlopen and the name is NUL-terminated.
+            let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
+            if p.is_null() { Err(name.to_str().unwrap_or("a symbol")) } else { Ok(p) }
+        };
+        macro_rules! resolve {
+            ($($name:literal),+) => {
+                // Newer headers map cuFileDriverClose to _v2; both exist in the library.
+                ($(
+                    // SAFETY: the symbol is cuFile's function of that name, whose C signature
+                    // (cufile.h) is the target type; function and data pointers have one size.
+                    unsafe { std::mem::transmute::<*mut c_void, _>(sym($name)?) }
+                ),+)
+            };
+        }
+        let close = sym(c"cuFileDriverClose_v2").or_else(|_| sym(c"cuFileDriverClose"))?;
+        let (set_bool, driver_open, handle_register, handle_deregister, buf_register, buf_deregister, read, write) = resolve!(
+            c"cuFileSetParameterBool",
+            c"cuFileDriverOpen",
+            c"cuFileHandleRegister",
+            c"cuFileHandleDeregister",
+            c"cuFileBufRegister",
+            c"cuFileBufDeregister",
+            c"cuFileRead",
+            c"cuFileWrite"
+        );
+        Ok(LibCuFile {
+            set_bool,
+            driver_open,
+            // SAFETY: as in `resolve!`.
+            driver_close: unsafe { std::mem::transmute::<*mut c_void, Status0>(close) },
+            handle_register,
+            handle_deregister,
+            buf_register,
+            buf_deregister,
+            read,
+            write,
+        })
+    }
+}
+
+fn dl_error(name: &str) -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        return format!("{name}: not found");
+    }
+    // SAFETY: non-null, NUL-terminated (above).
+    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+}
+
+// SAFETY (all calls below): the function pointers were resolved from libcufile with these
+// signatures; arguments are plain values, or pointers to locals valid for the call.
+impl CuFileApi for LibCuFile {
+    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.set_bool)(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false) }.check()?;
+        // SAFETY: see above.
+        unsafe { (self.set_bool)(CUFILE_PARAM_FORCE_COMPAT_MODE, false) }.check()
+    }
+
+    fn driver_open(&self) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.driver_open)() }.check()
+    }
+
+    fn driver_close(&self) {
+        // SAFETY: see above.
+        let _ = unsafe { (self.driver_close)() };
+    }
+
+    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
+        let mut descr =
+            CuFileDescr { kind: CU_FILE_HANDLE_TYPE_OPAQUE_FD, handle: fd as usize, fs_ops: std::ptr::null() };
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: see above.
+        unsafe { (self.handle_register)(&mut handle, &mut descr) }.check()?;
+        Ok(CuHandle(handle as usize))
+    }
+
+    fn handle_deregister(&self, handle: CuHandle) {
+        // SAFETY: see above; the handle came from `handle_register`.
+        unsafe { (self.handle_deregister)(handle.0 as *mut c_void) }
+    }
+
+    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above; cuFile checks the range itself.
+        unsafe { (self.buf_register)(base as *const c_void, len, 0) }.check()
+    }
+
+    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.buf_deregister)(base as *const c_void) }.check()
+    }
+
+    unsafe fn io(
+        &self,
+        direction: Direction,
+        handle: CuHandle,
+        base: usize,
+        size: usize,
+        file_offset: i64,
+        buf_offset: i64,
+    ) -> isize {
+        let f = match direction {
+            Direction::Read => self.read,
+            Direction::Write => self.write,
+        };
+        // SAFETY: see above; the caller guarantees the device range.
+        unsafe { f(handle.0 as *mut c_void, base as *mut c_void, size, file_offset, buf_offset) }
+    }
+}
+
+/// What the machine lacks for GPUDirect, as far as files in `/proc`, `/sys` and `/boot` say.
+pub fn machine_hints() -> String {
+    let nvfs = if std::path::Path::new("/proc/driver/nvidia-fs").exists() { "loaded" } else { "not loaded" };
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim())).ok();
+    let p2pdma = match config {
+        Some(c) if c.lines().any(|l| l == "CONFIG_PCI_P2PDMA=y") => "enabled",
+        Some(_) => "disabled",
+        None => "unknown (no kernel config in /boot)",
+    };
+    format!("nvidia-fs module: {nvfs}; kernel PCI P2PDMA: {p2pdma}")
+}
+
+/// The GDS engine over the cuFile functions `C`.
+pub struct Gds<C: CuFileApi + 'static> {
+    api: Arc<C>,
+    /// Buffers registered with cuFile: base to length.
+    buffers: Mutex<BTreeMap<usize, usize>>,
+}
+
+/// A file's registration with cuFile, or why it has none; kept with the file.
+struct GdsFile<C: CuFileApi + 'static> {
+    api: Arc<C>,
+    handle: std::result::Result<CuHandle, String>,
+}
+
+impl<C: CuFileApi + 'static> Drop for GdsFile<C> {
+    fn drop(&mut self) {
+        if let Ok(handle) = self.handle {
+            self.api.handle_deregister(handle);
+        }
+    }
+}
+
+impl<C: CuFileApi + 'static> Gds<C> {
+    /// Opens cuFile's driver through `api` with its compatibility mode off, or says why GDS
+    /// cannot work.
+    pub fn open(api: C) -> std::result::Result<Self, String> {
+        api.disable_compat_mode().map_err(|e| format!("cuFile cannot turn its compatibility mode off: {e}"))?;
+        api.driver_open().map_err(|e| format!("cuFileDriverOpen failed: {e} ({})", machine_hints()))?;
+        Ok(Gds { api: Arc::new(api), buffers: Mutex::new(BTreeMap::new()) })
+    }
+
+    fn registration<'f>(&self, file: &'f FileHandle) -> &'f std::result::Result<CuHandle, String> {
+        let state = file
+            .backend_state(|| -> std::result::Result<_, ()> {
+                let fd = file.direct_fd().ok_or(())?;
+                let handle = self.api.handle_register(fd).map_err(|e| {
+                    format!("cuFileHandleRegister failed: {e}; GPUDirect cannot reach this file ({})", machine_hints())
+                });
+                Ok(Box::new(GdsFile { api: Arc::clone(&self.api), handle }))
+            })
+            .ok();
+        match state.and_then(|s| s.downcast_ref::<GdsFile<C>>()) {
+            Some(f) => &f.handle,
+            None => &NO_DIRECT_DESCRIPTOR,
+        }
+    }
+
+    /// The registered buffer holding `addr`: its base and `addr`'s offset in it.
+    fn registered_buffer(&self, addr: usize, size: usize) -> Option<(usize, usize)> {
+        let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let (&base, &len) = buffers.range(..=addr).next_back()?;
+        (addr + size <= base + len).then_some((base, addr - base))
+    }
+}
+
+static NO_DIRECT_DESCRIPTOR: std::result::Result<CuHandle, String> = Err(String::new());
+
+impl<C: CuFileApi + 'static> Engine for Gds<C> {
+    fn name(&self) -> &'static str {
+        "p2p (GDS)"
+    }
+
+    fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
+        match self.registration(file) {
+            Ok(_) => Ok(()),
+            Err(why) if why.is_empty() => Err(Declined::fixed("the file has no O_DIRECT descriptor")),
+            Err(why) => Err(why.clone().into()),
+        }
+    }
+
+    fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let handle = *self.registration(req.file()).as_ref().map_err(|_| Error::Os(libc::ENODEV))?;
+        let (base, offset) = self.registered_buffer(req.device_addr(), req.size()).unwrap_or((req.device_addr(), 0));
+        let file_offset = i64::try_from(req.file_offset()).map_err(|_| Error::Os(libc::EINVAL))?;
+        // SAFETY: the request's device range lies in a device allocation valid for the call
+        // (IoRequest's contract), and equals [base + offset, base + offset + size).
+        let n = unsafe { self.api.io(req.direction(), handle, base, req.size(), file_offset, offset as i64) };
+        match n {
+            n if n >= 0 => Ok((n as usize).min(req.size())),
+            -1 => Err(Error::last_os_error()),
+            n => Err(OpError::from_code((-n) as i32).map_or(Error::Op(OpError::InternalError), Error::Op)),
+        }
+    }
+
+    fn buffer_registered(&self, base: usize, len: usize) {
+        match self.api.buf_register(base, len) {
+            Ok(()) => {
+                self.buffers.lock().unwrap_or_else(|e| e.into_inner()).insert(base, len);
+            }
+            Err(e) => log_once(&format!("cuFileBufRegister failed ({e}): such buffers are used unregistered")),
+        }
+    }
+
+    fn buffer_deregistered(&self, base: usize) {
+        if self.buffers.lock().unwrap_or_else(|e| e.into_inner()).remove(&base).is_some() {
+            let _ = self.api.buf_deregister(base);
+        }
+    }
+}
+
+impl<C: CuFileApi + 'static> Drop for Gds<C> {
+    fn drop(&mut self) {
+        let buffers = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|e| e.into_inner()));
+        for base in buffers.into_keys() {
+            let _ = self.api.buf_deregister(base);
+        }
+        // Files still registered hold the API (`GdsFile`); cuFile's driver closes now all the
+        // same, as the driver's use count reached zero.
+        self.api.driver_close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::P2p;
+    use hipfile_core::{Backend, FileHandle};
+    use mockall::Sequence;
+    use std::os::fd::AsRawFd;
+
+    fn file(len: usize) -> (tempfile::NamedTempFile, FileHandle) {
+        let f = tempfile::NamedTempFile::new_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")).unwrap();
+        f.as_file().set_len(len as u64).unwrap();
+        let h = FileHandle::open(f.as_file().as_raw_fd()).unwrap();
+        (f, h)
+    }
+
+    fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {
+        // SAFETY: the mocked API never touches the address.
+        unsafe { IoRequest::new(Direction::Read, file, addr, 0, size, offset) }
+    }
+
+    /// A cuFile whose driver opens with compatibility mode off, in that order.
+    fn opened() -> MockCuFileApi {
+        let mut api = MockCuFileApi::new();
+        let mut seq = Sequence::new();
+        api.expect_disable_compat_mode().times(1).in_sequence(&mut seq).returning(|| Ok(()));
+        api.expect_driver_open().times(1).in_sequence(&mut seq).returning(|| Ok(()));
+        api.expect_driver_close().times(1).return_const(());
+        api
+    }
+
+    #[test]
+    fn a_driver_that_does_not_open_makes_gds_unavailable_with_the_reason() {
+        let mut api = MockCuFileApi::new();
+        api.expect_disable_compat_mode().returning(|| Ok(()));
+        api.expect_driver_open().returning(|| Err(CuFileError { err: 5009, cu_err: 0 }));
+        let why = Gds::open(api).err().expect("unavailable");
+        assert!(
+            why.starts_with("cuFileDriverOpen failed: cuFile error 5009") && why.contains("nvidia-fs module"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn files_are_registered_once_and_deregistered_with_the_file() {
+        let (_f, file) = file(1 << 20);
+        let direct = file.direct_fd().unwrap();
+        let mut api = opened();
+        api.expect_handle_register().withf(move |fd| *fd == direct).times(1).returning(|_| Ok(CuHandle(0xabc)));
+        api.expect_io()
+            .withf(|d, h, base, size, off, boff| {
+                *d == Direction::Read
+                    && *h == CuHandle(0xabc)
+                    && *base == 0x20_0000
+                    && *size == 4096
+                    && *off == 0
+                    && *boff == 0
+            })
+            .times(3)
+            .returning(|_, _, _, size, _, _| size as isize);
+        api.expect_handle_deregister().withf(|h| *h == CuHandle(0xabc)).times(1).return_const(());
+        let p2p = P2p::new(Gds::open(api).unwrap(), true);
+        for _ in 0..3 {
+            let req = request(&file, 0x20_0000, 4096, 0);
+            assert_eq!(p2p.score(&req), Ok(100));
+            assert_eq!(p2p.transfer(&req), Ok(4096));
+        }
+        drop(file); // deregisters the cuFile handle, before the driver closes (p2p dropped after)
+    }
+
+    #[test]
+    fn a_file_cufile_cannot_register_is_declined_with_cufiles_answer_once() {
+        let (_f, file) = file(1 << 20);
+        let mut api = opened();
+        api.expect_handle_register().times(1).returning(|_| Err(CuFileError { err: 5030, cu_err: 0 }));
+        let p2p = P2p::new(Gds::open(api).unwrap(), true);
+        for _ in 0..3 {
+            let why = p2p.score(&request(&file, 0x20_0000, 4096, 0)).unwrap_err();
+            assert!(why.0.starts_with("cuFileHandleRegister failed: cuFile error 5030"), "{why}");
+        }
+        assert!(p2p.accepts_file(&file).is_err());
+    }
+
+    #[test]
+    fn registered_buffers_are_passed_as_base_and_offset_and_kept_until_deregistered() {
+        let (_f, file) = file(1 << 20);
+        let mut api = opened();
+        api.expect_handle_register().returning(|_| Ok(CuHandle(1)));
+        api.expect_handle_deregister().return_const(());
+        api.expect_buf_register().withf(|b, l| *b == 0x40_0000 && *l == 1 << 20).times(1).returning(|_, _| Ok(()));
+        api.expect_io()
+            .withf(|_, _, base, _, _, boff| *base == 0x40_0000 && *boff == 8192)
+            .times(1)
+            .returning(|_, _, _, size, _, _| size as isize);
+        // An address outside any registered buffer goes as its own base.
+        api.expect_io()
+            .withf(|_, _, base, _, _, boff| *base == 0x80_0000 && *boff == 0)
+            .times(1)
+            .returning(|_, _, _, size, _, _| size as isize);
+        api.expect_buf_deregister().withf(|b| *b == 0x40_0000).times(1).returning(|_| Ok(()));
+        let p2p = P2p::new(Gds::open(api).unwrap(), true);
+        p2p.buffer_registered(0x40_0000, 1 << 20);
+        assert_eq!(p2p.transfer(&request(&file, 0x40_0000 + 8192, 4096, 0)), Ok(4096));
+        assert_eq!(p2p.transfer(&request(&file, 0x80_0000, 4096, 0)), Ok(4096));
+        p2p.buffer_deregistered(0x40_0000);
+        p2p.buffer_deregistered(0x40_0000); // unknown now: nothing more reaches cuFile
+    }
+
+    #[test]
+    fn errors_map_to_errno_or_hipfile_codes() {
+        let (_f, file) = file(1 << 20);
+        let mut api = opened();
+        api.expect_handle_register().returning(|_| Ok(CuHandle(1)));
+        api.expect_handle_deregister().return_const(());
+        let mut seq = Sequence::new();
+        api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| {
+            // SAFETY: errno of this thread.
+            unsafe { *libc::__errno_location() = libc::EIO };
+            -1
+        });
+        api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| -5011);
+        api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| -42);
+        let p2p = P2p::new(Gds::open(api).unwrap(), true);
+        let req = request(&file, 0x20_0000, 4096, 0);
+        assert_eq!(p2p.transfer(&req), Err(Error::Os(libc::EIO)));
+        assert_eq!(p2p.transfer(&req), Err(Error::Op(OpError::from_code(5011).unwrap())));
+        assert_eq!(p2p.transfer(&req), Err(Error::Op(OpError::InternalError)));
+        assert_eq!(p2p.counters()[2], ("errors", 3));
+    }
+}

@@ -1,0 +1,130 @@
+//! hipfile-backend-p2p: direct DMA between storage and GPU memory (upstream's "fastpath"),
+//! through whichever engine the platform has:
+//! - [`ais`]: AMD's AIS, `hipAmdFileRead`/`hipAmdFileWrite` found through `hipGetProcAddress`
+//!   (spec 3.1), called with the file's `O_DIRECT` descriptor;
+//! - [`gds`]: NVIDIA GPUDirect Storage, `libcufile.so.0` loaded at run time, with cuFile's own
+//!   compatibility mode turned off, so that only real direct I/O counts.
+//!
+//! The backend ([`P2p`]) applies upstream's eligibility (spec 2.5) before an engine sees a
+//! request: an `O_DIRECT` descriptor, a block device or a regular file on xfs or ext4
+//! `data=ordered` (any file system with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`), and offset, size
+//! and address aligned to the file's direct-I/O alignment. Requests it declines, and requests
+//! an engine answers with `ENODEV`/`EREMOTEIO` ("no path"), go to the fallback when compat mode
+//! allows (the driver does that, and says so once per reason); other errors are returned.
+//!
+//! Where an engine cannot work at all, its constructor says why, in words a user can act on;
+//! the platform puts that in the capability report.
+
+pub mod ais;
+pub mod gds;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hipfile_core::{Backend, BackendKind, Declined, FileHandle, IoRequest, Result, Score};
+
+/// What moves the bytes of an eligible request.
+pub trait Engine: Send + Sync {
+    /// The backend's name with the engine's (`p2p (AIS)`, `p2p (GDS)`).
+    fn name(&self) -> &'static str;
+
+    /// Whether the engine can serve `file` (beyond the eligibility [`P2p`] checks itself).
+    fn accepts_file(&self, _file: &FileHandle) -> std::result::Result<(), Declined> {
+        Ok(())
+    }
+
+    /// Moves the bytes of `req`, which [`P2p`] found eligible: the file has a direct
+    /// descriptor and the request meets its alignment. Returns the bytes moved (fewer only at
+    /// end of file).
+    fn transfer(&self, req: &IoRequest<'_>) -> Result<usize>;
+
+    /// See [`Backend::buffer_registered`].
+    fn buffer_registered(&self, _base: usize, _len: usize) {}
+
+    /// See [`Backend::buffer_deregistered`].
+    fn buffer_deregistered(&self, _base: usize) {}
+}
+
+/// The direct backend over the engine `E`.
+pub struct P2p<E: Engine> {
+    engine: E,
+    unsupported_file_systems: bool,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl<E: Engine> P2p<E> {
+    /// A direct backend driving `engine`; `unsupported_file_systems` is
+    /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`.
+    pub fn new(engine: E, unsupported_file_systems: bool) -> Self {
+        P2p {
+            engine,
+            unsupported_file_systems,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+}
+
+impl<E: Engine> Backend for P2p<E> {
+    fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Fastpath
+    }
+
+    fn score(&self, req: &IoRequest<'_>) -> Score {
+        let file = req.file();
+        self.accepts_file(file)?;
+        match file.direct_misalignment(req.file_offset(), req.size(), req.device_addr()) {
+            Some(why) => Err(why.into()),
+            None => Ok(100),
+        }
+    }
+
+    fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
+        if let Some(why) = file.direct_refusal(self.unsupported_file_systems) {
+            return Err(why.into());
+        }
+        self.engine.accepts_file(file)
+    }
+
+    fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let result = self.engine.transfer(req);
+        match &result {
+            Ok(n) => {
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(*n as u64, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    fn buffer_registered(&self, base: usize, len: usize) {
+        self.engine.buffer_registered(base, len);
+    }
+
+    fn buffer_deregistered(&self, base: usize) {
+        self.engine.buffer_deregistered(base);
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        vec![
+            ("direct_requests", get(&self.requests)),
+            ("direct_bytes", get(&self.bytes)),
+            ("errors", get(&self.errors)),
+        ]
+    }
+}
