@@ -70,9 +70,9 @@ impl HipAis {
         let write = runtime.proc_address("hipAmdFileWrite")?;
         // SAFETY: the runtime returned these addresses for these names, whose C signature
         // (spec 3.1, HIP's `hip_storage.h`) is `AmdFileIo`.
-        let (read, write) = unsafe {
-            (std::mem::transmute::<*mut c_void, AmdFileIo>(read), std::mem::transmute::<*mut c_void, AmdFileIo>(write))
-        };
+        let read = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(read) };
+        // SAFETY: as above.
+        let write = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(write) };
         Ok(HipAis { read, write })
     }
 }

@@ -143,38 +143,29 @@ impl LibCuFile {
             let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
             if p.is_null() { Err(name.to_str().unwrap_or("a symbol")) } else { Ok(p) }
         };
-        macro_rules! resolve {
-            ($($name:literal),+) => {
-                // Newer headers map cuFileDriverClose to _v2; both exist in the library.
-                ($(
-                    // SAFETY: the symbol is cuFile's function of that name, whose C signature
-                    // (cufile.h) is the target type; function and data pointers have one size.
-                    unsafe { std::mem::transmute::<*mut c_void, _>(sym($name)?) }
-                ),+)
-            };
+        macro_rules! get {
+            ($name:literal as $ty:ty) => {{
+                let p = sym($name)?;
+                // SAFETY: the symbol is cuFile's function of that name, whose C signature
+                // (cufile.h) is `$ty`; function and data pointers have one size.
+                unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
+            }};
         }
-        let close = sym(c"cuFileDriverClose_v2").or_else(|_| sym(c"cuFileDriverClose"))?;
-        let (set_bool, driver_open, handle_register, handle_deregister, buf_register, buf_deregister, read, write) = resolve!(
-            c"cuFileSetParameterBool",
-            c"cuFileDriverOpen",
-            c"cuFileHandleRegister",
-            c"cuFileHandleDeregister",
-            c"cuFileBufRegister",
-            c"cuFileBufDeregister",
-            c"cuFileRead",
-            c"cuFileWrite"
-        );
+        // Newer headers map cuFileDriverClose to _v2; the library has both.
+        let driver_close = match sym(c"cuFileDriverClose_v2") {
+            Ok(_) => get!(c"cuFileDriverClose_v2" as Status0),
+            Err(_) => get!(c"cuFileDriverClose" as Status0),
+        };
         Ok(LibCuFile {
-            set_bool,
-            driver_open,
-            // SAFETY: as in `resolve!`.
-            driver_close: unsafe { std::mem::transmute::<*mut c_void, Status0>(close) },
-            handle_register,
-            handle_deregister,
-            buf_register,
-            buf_deregister,
-            read,
-            write,
+            set_bool: get!(c"cuFileSetParameterBool" as SetBool),
+            driver_open: get!(c"cuFileDriverOpen" as Status0),
+            driver_close,
+            handle_register: get!(c"cuFileHandleRegister" as HandleRegister),
+            handle_deregister: get!(c"cuFileHandleDeregister" as HandleDeregister),
+            buf_register: get!(c"cuFileBufRegister" as BufRegister),
+            buf_deregister: get!(c"cuFileBufDeregister" as BufDeregister),
+            read: get!(c"cuFileRead" as Io),
+            write: get!(c"cuFileWrite" as Io),
         })
     }
 }
@@ -490,8 +481,10 @@ mod tests {
         api.expect_handle_deregister().return_const(());
         let mut seq = Sequence::new();
         api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| {
-            // SAFETY: errno of this thread.
-            unsafe { *libc::__errno_location() = libc::EIO };
+            // SAFETY: __errno_location has no preconditions.
+            let errno = unsafe { libc::__errno_location() };
+            // SAFETY: errno of this thread, a valid int.
+            unsafe { *errno = libc::EIO };
             -1
         });
         api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| -5011);
