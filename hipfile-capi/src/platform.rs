@@ -6,13 +6,22 @@ use std::sync::Arc;
 
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{Faults, MockDirect, MockGpu};
-use hipfile_core::{BackendChoice, Config, Error, GpuRuntime, LoadedRuntime, OpError, Platform, Result};
+use hipfile_backend_p2p::P2p;
+use hipfile_backend_p2p::ais::{Ais, HipAis};
+use hipfile_backend_p2p::gds::{Gds, LibCuFile};
+use hipfile_core::runtime::Vendor;
+use hipfile_core::{
+    BackendChoice, BackendKind, Capability, Config, Error, GpuRuntime, LoadedRuntime, OpError, Platform, Result,
+};
 
 hipfile_core::backend_set! {
     /// The backends of a real process.
     pub enum SystemBackend {
-        /// The direct-shaped mock path, only where device memory is host memory (the mock GPU
-        /// or the mock HIP runtime).
+        /// AMD's direct path, over a HIP runtime that has it (the mock HIP runtime emulates it).
+        Ais(P2p<Ais<HipAis>>),
+        /// NVIDIA GPUDirect Storage, over the CUDA runtime, where cuFile can do direct I/O.
+        Gds(P2p<Gds<LibCuFile>>),
+        /// The direct-shaped mock path, over the in-process mock GPU.
         MockDirect(MockDirect),
         /// The staged path, over any runtime.
         Bounce(Bounce<dyn GpuRuntime>),
@@ -22,8 +31,8 @@ hipfile_core::backend_set! {
 /// A GPU runtime and the backends over it.
 pub struct SystemPlatform {
     gpu: Arc<dyn GpuRuntime>,
-    /// Whether device addresses are host addresses (so the mock direct path may serve).
-    host_addressable: bool,
+    /// The loaded runtime (`None`: the in-process mock GPU).
+    loaded: Option<Arc<LoadedRuntime>>,
     description: String,
 }
 
@@ -42,13 +51,13 @@ impl SystemPlatform {
             runtime.path(),
             if runtime.is_mock() { ", the mock HIP runtime" } else { "" }
         );
-        let host_addressable = runtime.is_mock();
-        SystemPlatform { gpu: Arc::new(runtime), host_addressable, description }
+        let loaded = Arc::new(runtime);
+        SystemPlatform { gpu: Arc::clone(&loaded) as Arc<dyn GpuRuntime>, loaded: Some(loaded), description }
     }
 
     /// The platform over a mock GPU in this process.
     pub fn over_mock(gpu: Arc<MockGpu>) -> Self {
-        SystemPlatform { gpu, host_addressable: true, description: "the mock GPU (host memory)".into() }
+        SystemPlatform { gpu, loaded: None, description: "the mock GPU (host memory)".into() }
     }
 
     /// The runtime found by [`LoadedRuntime::discover`], else the mock GPU and why.
@@ -68,6 +77,35 @@ impl SystemPlatform {
     pub fn description(&self) -> &str {
         &self.description
     }
+
+    /// Whether the GPU is emulated (the in-process mock GPU or the mock HIP runtime).
+    fn is_mock(&self) -> bool {
+        self.loaded.as_ref().is_none_or(|rt| rt.is_mock())
+    }
+
+    /// The direct backend of this platform's runtime, or its name and why it cannot work.
+    fn direct(&self, config: &Config) -> std::result::Result<SystemBackend, (&'static str, String)> {
+        let unsupported_fs = config.unsupported_file_systems;
+        let Some(runtime) = &self.loaded else {
+            // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
+            // gives a backend ranges inside device allocations.
+            let direct = unsafe { MockDirect::host_addressable(Arc::new(Faults::default()), unsupported_fs) };
+            return Ok(SystemBackend::MockDirect(direct));
+        };
+        match runtime.vendor() {
+            Vendor::Hip => HipAis::lookup(runtime)
+                .map(|api| SystemBackend::Ais(P2p::new(Ais::new(api), unsupported_fs)))
+                .map_err(|why| ("p2p (AIS)", why)),
+            Vendor::Cuda => LibCuFile::load()
+                .and_then(Gds::open)
+                .map(|gds| SystemBackend::Gds(P2p::new(gds, unsupported_fs)))
+                .map_err(|why| ("p2p (GDS)", why)),
+        }
+    }
+
+    fn bounce(&self, config: &Config) -> SystemBackend {
+        SystemBackend::Bounce(Bounce::new(Arc::clone(&self.gpu), &config.bounce))
+    }
 }
 
 impl Platform for SystemPlatform {
@@ -78,33 +116,51 @@ impl Platform for SystemPlatform {
     }
 
     fn backends(&self, config: &Config) -> Result<Vec<SystemBackend>> {
-        let bounce = || SystemBackend::Bounce(Bounce::new(Arc::clone(&self.gpu), &config.bounce));
-        if !self.host_addressable {
-            return match config.backend {
-                BackendChoice::Auto | BackendChoice::Bounce => Ok(vec![bounce()]),
-                choice => Err(unavailable(format!(
-                    "HIPFILE_BACKEND={} is not available over {}: it needs {}",
-                    choice.name(),
-                    self.description,
-                    match choice {
-                        BackendChoice::Mock => "the mock GPU or the mock HIP runtime (libhipfile_mockhip.so)",
-                        _ => "a P2P backend, which this build does not have yet",
-                    }
-                ))),
-            };
-        }
-        let direct = || {
-            // SAFETY: device memory of this platform is host memory (`host_addressable`); the
-            // driver only gives a backend ranges inside device allocations.
-            let direct =
-                unsafe { MockDirect::host_addressable(Arc::new(Faults::default()), config.unsupported_file_systems) };
-            SystemBackend::MockDirect(direct)
-        };
         Ok(match config.backend {
-            BackendChoice::Auto | BackendChoice::Mock => vec![direct(), bounce()],
-            BackendChoice::P2p => vec![direct()],
-            BackendChoice::Bounce => vec![bounce()],
+            BackendChoice::Auto => self.direct(config).ok().into_iter().chain([self.bounce(config)]).collect(),
+            BackendChoice::P2p => match self.direct(config) {
+                Ok(direct) => vec![direct],
+                Err((name, why)) => {
+                    return Err(unavailable(format!("HIPFILE_BACKEND=p2p: {name} is not available: {why}")));
+                }
+            },
+            BackendChoice::Bounce => vec![self.bounce(config)],
+            BackendChoice::Mock if self.is_mock() => {
+                self.direct(config).ok().into_iter().chain([self.bounce(config)]).collect()
+            }
+            BackendChoice::Mock => {
+                return Err(unavailable(format!(
+                    "HIPFILE_BACKEND=mock is not available over {}: it needs the mock GPU or the mock HIP \
+                     runtime (libhipfile_mockhip.so)",
+                    self.description
+                )));
+            }
         })
+    }
+
+    fn capabilities(&self, config: &Config) -> Vec<Capability> {
+        let chosen = |family: &str| match config.backend {
+            BackendChoice::Bounce if family == "p2p" => Err("not used: HIPFILE_BACKEND=bounce".to_owned()),
+            BackendChoice::P2p if family == "bounce" => Err("not used: HIPFILE_BACKEND=p2p".to_owned()),
+            _ => Ok(()),
+        };
+        let direct = match self.direct(config) {
+            Ok(backend) => {
+                let name = hipfile_core::Backend::name(&backend).to_owned();
+                let off = (!config.fastpath_enabled()).then(|| "off: HIPFILE_FORCE_COMPAT_MODE=true".to_owned());
+                Capability { backend: name, kind: BackendKind::Fastpath, available: off.map_or(chosen("p2p"), Err) }
+            }
+            Err((name, why)) => {
+                Capability { backend: name.to_owned(), kind: BackendKind::Fastpath, available: Err(why) }
+            }
+        };
+        let off = (!config.fallback_enabled()).then(|| "off: HIPFILE_ALLOW_COMPAT_MODE=false".to_owned());
+        let bounce = Capability {
+            backend: "bounce".to_owned(),
+            kind: BackendKind::Fallback,
+            available: off.map_or(chosen("bounce"), Err),
+        };
+        vec![direct, bounce]
     }
 }
 

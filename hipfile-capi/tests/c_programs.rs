@@ -134,6 +134,92 @@ fn copy_with_the_static_library() {
     copy(Flavour::Static, "auto");
 }
 
+/// Whether files in the scratch directory can be opened with `O_DIRECT` (the direct path
+/// needs it; the tests below lift the file-system rule with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`).
+fn scratch_has_o_direct() -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = write_file("o-direct-probe", b"x");
+    let ok = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
+    if !ok {
+        eprintln!("the scratch file system refuses O_DIRECT: the direct path cannot be exercised here");
+    }
+    ok
+}
+
+/// `copy` of a file of `len` bytes with `env`: its output and stderr, or its failure.
+fn copy_with(len: usize, env: &[(&str, &str)]) -> (bool, String, String) {
+    let data = pattern(len, 11);
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let src = write_file(&format!("ais-src-{}", N.fetch_add(1, Ordering::Relaxed)), &data);
+    let dst = src.with_extension("out");
+    let exe = build("copy", Flavour::Plain, &[]);
+    let out = program(&exe, &[&src, &dst], env).output().expect("copy runs");
+    if out.status.success() {
+        assert!(std::fs::read(&dst).expect("copy output") == data, "copy differs from its source");
+    }
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const ANY_FS: (&str, &str) = ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true");
+
+#[test]
+fn the_ais_path_serves_aligned_io_over_the_mock_runtime() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    // P2P only: no fallback could have served it.
+    let (ok, out, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), ANY_FS]);
+    assert!(ok && out.contains("copied 3145728 bytes"), "{out}{err}");
+    // An aligned read past the end of the file returns the bytes before it (spec 2.6); writing
+    // those 100 bytes back is unaligned, and P2P only has no backend for it: upstream's
+    // -hipFileInternalError.
+    let (ok, _, err) = copy_with((3 << 20) + 100, &[("HIPFILE_BACKEND", "p2p"), ANY_FS]);
+    assert!(!ok && err.contains("hipFileWrite at 3145728: -5030 of 100"), "{err}");
+}
+
+#[test]
+fn unaligned_requests_go_to_bounce_and_the_log_says_why_once() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    let (ok, _, err) = copy_with((3 << 20) + 4567, &[("HIPFILE_BACKEND", "auto"), ANY_FS]);
+    assert!(ok, "{err}");
+    let line = "hipfile: p2p (AIS) did not serve a request: not aligned for direct I/O";
+    assert_eq!(err.matches(line).count(), 1, "{err}");
+    assert!(err.contains("; bounce did"), "{err}");
+}
+
+#[test]
+fn no_path_falls_back_when_allowed_and_is_an_errno_when_not() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    let enodev = ("HIPFILE_MOCK_AIS_STATUS", "19");
+    let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "auto"), enodev, ANY_FS]);
+    assert!(ok, "{err}");
+    assert_eq!(err.matches("hipfile: p2p (AIS) has no path to the device (No such device").count(), 1, "{err}");
+    let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), enodev, ANY_FS]);
+    assert!(!ok && err.contains("hipFileRead at 0: -1 (No such device)"), "{err}");
+    // Compat mode off: no fallback, the errno comes back.
+    let no_compat = ("HIPFILE_ALLOW_COMPAT_MODE", "false");
+    let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "auto"), enodev, no_compat, ANY_FS]);
+    assert!(!ok && err.contains("-1 (No such device)"), "{err}");
+}
+
+#[test]
+fn a_hip_without_ais_has_no_p2p_and_says_why() {
+    let absent = ("HIPFILE_MOCK_AIS", "absent");
+    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "p2p"), absent]);
+    assert_eq!(result, "5007 0 0", "{log}"); // hipFilePlatformNotSupported
+    assert!(log.contains("p2p (AIS) is not available: HIP 5.2.21153 has no hipAmdFileRead"), "{log}");
+    // Under auto, the bounce path serves alone.
+    assert_eq!(open_driver(Flavour::Plain, &[absent]).0, "0 0 1");
+}
+
 fn errors(flavour: Flavour, backend: &str) {
     let data: Vec<u8> = (0..64 * 1024).map(|i: usize| (i * 7 + 3) as u8).collect();
     let file = write_file(&format!("errors-{}-{backend}", flavour as u8), &data);

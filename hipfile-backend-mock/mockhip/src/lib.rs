@@ -386,3 +386,144 @@ pub extern "C" fn hipGetErrorName(error: c_int) -> *const c_char {
 pub extern "C" fn hipGetErrorString(error: c_int) -> *const c_char {
     describe(error).1.as_ptr()
 }
+
+/// `hipAmdFileHandle_t` (spec 3.1): a union of a pointer and a descriptor, 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union AmdFileHandle {
+    /// Unused here.
+    pub handle: *mut c_void,
+    /// The `O_DIRECT` descriptor.
+    pub fd: c_int,
+    /// The union's size.
+    pub pad: [u8; 8],
+}
+
+/// `hipGetProcAddress` (HIP 6.2 and later; the mock has it so that hipFile's AIS path runs
+/// over the mock): hands out [`hipAmdFileRead`] and [`hipAmdFileWrite`], the only symbols it
+/// knows. `HIPFILE_MOCK_AIS=absent` makes them unknown, as on a HIP without AIS.
+///
+/// # Safety
+/// `symbol` must be null or a NUL-terminated string; `pfn` and `status` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    _hip_version: c_int,
+    _flags: u64,
+    status: *mut c_int,
+) -> c_int {
+    call(|| {
+        if symbol.is_null() || pfn.is_null() {
+            return Err(HipError::INVALID_VALUE);
+        }
+        // SAFETY: non-null and NUL-terminated (the caller).
+        let name = unsafe { CStr::from_ptr(symbol) };
+        let absent = std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v == "absent");
+        let found: Option<AmdFileIo> = match name.to_bytes() {
+            _ if absent => None,
+            b"hipAmdFileRead" => Some(hipAmdFileRead),
+            b"hipAmdFileWrite" => Some(hipAmdFileWrite),
+            _ => None,
+        };
+        // hipDriverProcAddressQueryResult: 0 success, 1 symbol not found.
+        if !status.is_null() {
+            // SAFETY: non-null and writable (the caller).
+            unsafe { status.write(if found.is_some() { 0 } else { 1 }) };
+        }
+        let f = found.ok_or(HipError::NOT_FOUND)?;
+        // SAFETY: writable (checked non-null above; the caller guarantees the rest).
+        unsafe { pfn.write(f as *mut c_void) };
+        Ok(())
+    })
+}
+
+type AmdFileIo = unsafe extern "C" fn(AmdFileHandle, *mut c_void, u64, i64, *mut u64, *mut i32) -> c_int;
+
+/// `hipAmdFileRead`, emulated: `O_DIRECT` reads straight into the mock's device memory (host
+/// memory), as the kernel's P2P DMA would put them into VRAM. `*status` gets an errno on
+/// failure (`EINVAL` for what `O_DIRECT` refuses); `HIPFILE_MOCK_AIS_STATUS=<errno>` makes
+/// every call fail with that errno (19, `ENODEV`: no P2P path).
+///
+/// # Safety
+/// `size_copied` and `status` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipAmdFileRead(
+    handle: AmdFileHandle,
+    device_ptr: *mut c_void,
+    size: u64,
+    file_offset: i64,
+    size_copied: *mut u64,
+    status: *mut i32,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { amd_file_io(true, handle, device_ptr, size, file_offset, size_copied, status) }
+}
+
+/// `hipAmdFileWrite`, emulated (see [`hipAmdFileRead`]).
+///
+/// # Safety
+/// As [`hipAmdFileRead`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipAmdFileWrite(
+    handle: AmdFileHandle,
+    device_ptr: *mut c_void,
+    size: u64,
+    file_offset: i64,
+    size_copied: *mut u64,
+    status: *mut i32,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { amd_file_io(false, handle, device_ptr, size, file_offset, size_copied, status) }
+}
+
+/// # Safety
+/// As [`hipAmdFileRead`].
+unsafe fn amd_file_io(
+    read: bool,
+    handle: AmdFileHandle,
+    device_ptr: *mut c_void,
+    size: u64,
+    file_offset: i64,
+    size_copied: *mut u64,
+    status: *mut i32,
+) -> c_int {
+    let mut copied = 0u64;
+    let mut errno = 0;
+    let rc = call(|| {
+        if let Some(injected) = std::env::var("HIPFILE_MOCK_AIS_STATUS").ok().and_then(|v| v.parse().ok()) {
+            errno = injected;
+            return Ok(());
+        }
+        // As KFD: the range must be device memory (a VRAM buffer object).
+        let addr = device_ptr as usize;
+        let info = gpu().pointer_info(addr)?;
+        let size = usize::try_from(size).map_err(|_| HipError::INVALID_VALUE)?;
+        if info.memory_type != MemoryType::Device || info.bytes_after(addr) < size || file_offset < 0 {
+            return Err(HipError::INVALID_VALUE);
+        }
+        // SAFETY: the union was built with the descriptor (hipFile's AIS convention).
+        let fd = unsafe { handle.fd };
+        let moved = hipfile_core::io::transfer_loop(size, read, |done, left| {
+            let (at, off) = ((addr + done) as *mut u8, file_offset as u64 + done as u64);
+            if read {
+                // SAFETY: `[addr, addr + size)` is mock device memory, which is host memory
+                // owned by the mock, checked above.
+                unsafe { hipfile_core::io::pread(fd, at, left, off) }
+            } else {
+                // SAFETY: as above.
+                unsafe { hipfile_core::io::pwrite(fd, at, left, off) }
+            }
+        });
+        match moved {
+            Ok(n) => copied = n as u64,
+            Err(e) => errno = e.errno().unwrap_or(libc::EIO),
+        }
+        Ok(())
+    });
+    // SAFETY: null or writable (the caller).
+    unsafe { put(size_copied, copied) }.ok();
+    // SAFETY: as above.
+    unsafe { put(status, errno) }.ok();
+    rc
+}

@@ -91,6 +91,9 @@ pub fn program(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> Command {
             cmd.env_remove(key);
         }
     }
+    // Test runners put target directories on LD_LIBRARY_PATH, which outranks the programs'
+    // RUNPATH: a stale library there would be loaded instead of the one under test.
+    cmd.env("LD_LIBRARY_PATH", lib_dir());
     cmd.envs(env.iter().copied());
     cmd
 }
