@@ -260,10 +260,33 @@ fn no_path_falls_back_only_when_allowed() {
             let mut got = vec![0; 65536];
             gpu.read_device(dev, &mut got).unwrap();
             assert!(got == data);
+            // The counters show who served it, and that the direct path had no path.
+            let counters = d.backend_counters();
+            let get = |backend: &str, name: &str| {
+                let (_, c) = counters.iter().find(|(b, _)| *b == backend).expect("backend");
+                c.iter().find(|(n, _)| *n == name).expect("counter").1
+            };
+            assert_eq!((get("mock-direct", "no_path"), get("mock-direct", "served_requests")), (1, 0));
+            assert_eq!((get("mock-staged", "served_requests"), get("mock-staged", "served_bytes")), (1, 65536));
         } else {
             assert_eq!(r, Err(Error::Os(errno)), "errno {errno}, compat {allow}");
         }
     }
+}
+
+#[test]
+fn declined_requests_are_counted_for_the_direct_path_and_served_by_the_fallback() {
+    let (gpu, d) = driver(&[("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true")]);
+    let (_dir, f) = file_with(&pattern(65536, 9));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(65536).unwrap();
+    assert_eq!(d.read(h, dev, 8192, 0, 0), Ok(8192)); // aligned: direct
+    assert_eq!(d.read(h, dev, 100, 1, 0), Ok(100)); // unaligned: declined, staged
+    let counters: std::collections::HashMap<_, _> = d.backend_counters().into_iter().collect();
+    assert_eq!(counters["mock-direct"][..3], [("served_requests", 1), ("served_bytes", 8192), ("declined", 1)]);
+    assert_eq!(counters["mock-staged"][..2], [("served_requests", 1), ("served_bytes", 100)]);
+    // The verdict on the file: the direct path would serve it (aligned requests).
+    assert_eq!(d.direct_verdict(h).unwrap(), vec![("mock-direct", Ok(()))]);
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_int, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_core::log::log_once;
 use hipfile_core::{Declined, Direction, Error, FileHandle, IoRequest, OpError, Result};
@@ -255,44 +255,82 @@ pub fn machine_hints() -> String {
     format!("nvidia-fs module: {nvfs}; kernel PCI P2PDMA: {p2pdma}")
 }
 
+/// An open cuFile driver: opened with compatibility mode off, closed when the last engine and
+/// file using it are gone. Engines of one process share it (cuFile has one driver per process).
+pub struct Session<C: CuFileApi> {
+    api: C,
+}
+
+impl<C: CuFileApi> Session<C> {
+    /// Opens cuFile's driver through `api` with its compatibility mode off, or says why GDS
+    /// cannot work.
+    pub fn open(api: C) -> std::result::Result<Self, String> {
+        api.disable_compat_mode().map_err(|e| format!("cuFile cannot turn its compatibility mode off: {e}"))?;
+        api.driver_open().map_err(|e| format!("cuFileDriverOpen failed: {e} ({})", machine_hints()))?;
+        Ok(Session { api })
+    }
+
+    /// The session in `slot` if one is alive, else a new one from `api()` (kept in `slot`).
+    pub fn shared(
+        slot: &Mutex<Weak<Session<C>>>,
+        api: impl FnOnce() -> std::result::Result<C, String>,
+    ) -> std::result::Result<Arc<Self>, String> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(session) = slot.upgrade() {
+            return Ok(session);
+        }
+        let session = Arc::new(Session::open(api()?)?);
+        *slot = Arc::downgrade(&session);
+        Ok(session)
+    }
+}
+
+impl<C: CuFileApi> Drop for Session<C> {
+    fn drop(&mut self) {
+        self.api.driver_close();
+    }
+}
+
 /// The GDS engine over the cuFile functions `C`.
 pub struct Gds<C: CuFileApi + 'static> {
-    api: Arc<C>,
+    session: Arc<Session<C>>,
     /// Buffers registered with cuFile: base to length.
     buffers: Mutex<BTreeMap<usize, usize>>,
 }
 
 /// A file's registration with cuFile, or why it has none; kept with the file.
 struct GdsFile<C: CuFileApi + 'static> {
-    api: Arc<C>,
+    session: Arc<Session<C>>,
     handle: std::result::Result<CuHandle, String>,
 }
 
 impl<C: CuFileApi + 'static> Drop for GdsFile<C> {
     fn drop(&mut self) {
         if let Ok(handle) = self.handle {
-            self.api.handle_deregister(handle);
+            self.session.api.handle_deregister(handle);
         }
     }
 }
 
 impl<C: CuFileApi + 'static> Gds<C> {
-    /// Opens cuFile's driver through `api` with its compatibility mode off, or says why GDS
-    /// cannot work.
+    /// An engine on an open cuFile session.
+    pub fn new(session: Arc<Session<C>>) -> Self {
+        Gds { session, buffers: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// An engine on a session of its own, opened through `api` (see [`Session::open`]).
     pub fn open(api: C) -> std::result::Result<Self, String> {
-        api.disable_compat_mode().map_err(|e| format!("cuFile cannot turn its compatibility mode off: {e}"))?;
-        api.driver_open().map_err(|e| format!("cuFileDriverOpen failed: {e} ({})", machine_hints()))?;
-        Ok(Gds { api: Arc::new(api), buffers: Mutex::new(BTreeMap::new()) })
+        Session::open(api).map(|s| Gds::new(Arc::new(s)))
     }
 
     fn registration<'f>(&self, file: &'f FileHandle) -> &'f std::result::Result<CuHandle, String> {
         let state = file
             .backend_state(|| -> std::result::Result<_, ()> {
                 let fd = file.direct_fd().ok_or(())?;
-                let handle = self.api.handle_register(fd).map_err(|e| {
+                let handle = self.session.api.handle_register(fd).map_err(|e| {
                     format!("cuFileHandleRegister failed: {e}; GPUDirect cannot reach this file ({})", machine_hints())
                 });
-                Ok(Box::new(GdsFile { api: Arc::clone(&self.api), handle }))
+                Ok(Box::new(GdsFile { session: Arc::clone(&self.session), handle }))
             })
             .ok();
         match state.and_then(|s| s.downcast_ref::<GdsFile<C>>()) {
@@ -330,7 +368,7 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
         let file_offset = i64::try_from(req.file_offset()).map_err(|_| Error::Os(libc::EINVAL))?;
         // SAFETY: the request's device range lies in a device allocation valid for the call
         // (IoRequest's contract), and equals [base + offset, base + offset + size).
-        let n = unsafe { self.api.io(req.direction(), handle, base, req.size(), file_offset, offset as i64) };
+        let n = unsafe { self.session.api.io(req.direction(), handle, base, req.size(), file_offset, offset as i64) };
         match n {
             n if n >= 0 => Ok((n as usize).min(req.size())),
             -1 => Err(Error::last_os_error()),
@@ -339,7 +377,7 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
     }
 
     fn buffer_registered(&self, base: usize, len: usize) {
-        match self.api.buf_register(base, len) {
+        match self.session.api.buf_register(base, len) {
             Ok(()) => {
                 self.buffers.lock().unwrap_or_else(|e| e.into_inner()).insert(base, len);
             }
@@ -349,7 +387,7 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
 
     fn buffer_deregistered(&self, base: usize) {
         if self.buffers.lock().unwrap_or_else(|e| e.into_inner()).remove(&base).is_some() {
-            let _ = self.api.buf_deregister(base);
+            let _ = self.session.api.buf_deregister(base);
         }
     }
 }
@@ -358,11 +396,9 @@ impl<C: CuFileApi + 'static> Drop for Gds<C> {
     fn drop(&mut self) {
         let buffers = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|e| e.into_inner()));
         for base in buffers.into_keys() {
-            let _ = self.api.buf_deregister(base);
+            let _ = self.session.api.buf_deregister(base);
         }
-        // Files still registered hold the API (`GdsFile`); cuFile's driver closes now all the
-        // same, as the driver's use count reached zero.
-        self.api.driver_close();
+        // The session closes cuFile's driver once the files registered with it are gone too.
     }
 }
 
@@ -406,6 +442,20 @@ mod tests {
             why.starts_with("cuFileDriverOpen failed: cuFile error 5009") && why.contains("nvidia-fs module"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn engines_share_one_session_which_closes_with_the_last() {
+        let slot = Mutex::new(Weak::new());
+        let a = Gds::new(Session::shared(&slot, || Ok(opened())).unwrap());
+        let b = Gds::new(Session::shared(&slot, || panic!("a live session is reused")).unwrap());
+        drop(a);
+        drop(b); // driver_close, once (`opened` expects exactly one)
+        let mut again = MockCuFileApi::new();
+        again.expect_disable_compat_mode().returning(|| Ok(()));
+        again.expect_driver_open().times(1).returning(|| Ok(()));
+        again.expect_driver_close().times(1).return_const(());
+        drop(Session::shared(&slot, || Ok(again)).unwrap());
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! device, or the mock GPU) and the backends that can serve it. The C ABI and the `hipfile`
 //! tool both run on it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{Faults, MockDirect, MockGpu};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
-use hipfile_backend_p2p::gds::{Gds, LibCuFile};
+use hipfile_backend_p2p::gds::{Gds, LibCuFile, Session};
 use hipfile_core::runtime::Vendor;
 use hipfile_core::{
     BackendChoice, BackendKind, Capability, Config, Error, GpuRuntime, LoadedRuntime, OpError, Platform, Result,
@@ -33,6 +33,9 @@ pub struct SystemPlatform {
     gpu: Arc<dyn GpuRuntime>,
     /// The loaded runtime (`None`: the in-process mock GPU).
     loaded: Option<Arc<LoadedRuntime>>,
+    /// cuFile's driver while a GDS engine uses it (one per process; the capability report
+    /// looks at the open one rather than opening another).
+    gds: Mutex<Weak<Session<LibCuFile>>>,
     description: String,
 }
 
@@ -52,12 +55,18 @@ impl SystemPlatform {
             if runtime.is_mock() { ", the mock HIP runtime" } else { "" }
         );
         let loaded = Arc::new(runtime);
-        SystemPlatform { gpu: Arc::clone(&loaded) as Arc<dyn GpuRuntime>, loaded: Some(loaded), description }
+        let gpu = Arc::clone(&loaded) as Arc<dyn GpuRuntime>;
+        SystemPlatform { gpu, loaded: Some(loaded), gds: Mutex::new(Weak::new()), description }
     }
 
     /// The platform over a mock GPU in this process.
     pub fn over_mock(gpu: Arc<MockGpu>) -> Self {
-        SystemPlatform { gpu, loaded: None, description: "the mock GPU (host memory)".into() }
+        SystemPlatform {
+            gpu,
+            loaded: None,
+            gds: Mutex::new(Weak::new()),
+            description: "the mock GPU (host memory)".into(),
+        }
     }
 
     /// The runtime found by [`LoadedRuntime::discover`], else the mock GPU and why.
@@ -96,9 +105,8 @@ impl SystemPlatform {
             Vendor::Hip => HipAis::lookup(runtime)
                 .map(|api| SystemBackend::Ais(P2p::new(Ais::new(api), unsupported_fs)))
                 .map_err(|why| ("p2p (AIS)", why)),
-            Vendor::Cuda => LibCuFile::load()
-                .and_then(Gds::open)
-                .map(|gds| SystemBackend::Gds(P2p::new(gds, unsupported_fs)))
+            Vendor::Cuda => Session::shared(&self.gds, LibCuFile::load)
+                .map(|session| SystemBackend::Gds(P2p::new(Gds::new(session), unsupported_fs)))
                 .map_err(|why| ("p2p (GDS)", why)),
         }
     }

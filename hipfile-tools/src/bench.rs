@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hipfile::SystemPlatform;
 use hipfile_backend_mock::MockGpu;
-use hipfile_core::{Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count};
+use hipfile_core::{Capability, Declined, Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count};
 
 use crate::args::{BenchArgs, Mode};
 
@@ -37,6 +37,10 @@ pub(crate) struct Outcome {
 pub(crate) struct Report {
     pub(crate) platform: String,
     pub(crate) backends: Vec<&'static str>,
+    /// Every backend the platform knows of, available or not and why not.
+    pub(crate) capabilities: Vec<Capability>,
+    /// Whether each open direct backend would serve the benchmark's file, and why not.
+    pub(crate) direct_for_file: Vec<(&'static str, Result<(), Declined>)>,
     pub(crate) file: PathBuf,
     pub(crate) size: u64,
     pub(crate) outcomes: Vec<Outcome>,
@@ -75,23 +79,30 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     if temp {
         let _ = std::fs::remove_file(&path);
     }
+    let (outcomes, direct_for_file) = result?;
     Ok(Report {
         platform: driver.platform().description().to_owned(),
         backends: driver.backend_names(),
+        capabilities: driver.capabilities().map_err(|e| e.to_string())?,
+        direct_for_file,
         file: path,
         size: args.size,
-        outcomes: result?,
+        outcomes,
     })
 }
 
-/// Every mode of `args`, on `path` (reads) and `out_path` (writes).
+/// The direct backends' verdicts on a file.
+type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
+
+/// Every mode of `args`, on `path` (reads) and `out_path` (writes); and whether the direct
+/// backends would serve `path`.
 fn measure_all(
     args: &BenchArgs,
     guard: &DriverGuard<Sys>,
     gpu: &Arc<dyn GpuRuntime>,
     path: &Path,
     out_path: &Path,
-) -> Result<Vec<Outcome>, String> {
+) -> Result<(Vec<Outcome>, Verdicts), String> {
     let size = args.size as usize;
     let data = open(path, false, args.direct)?;
     let out = open(out_path, true, args.direct)?;
@@ -101,6 +112,7 @@ fn measure_all(
     let buffer = guard.register_buffer(dev.addr, size).map_err(|e| format!("buffer registration: {e}"))?;
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
+    let verdicts = guard.driver().direct_verdict(input.id()).map_err(|e| e.to_string())?;
     let mut outcomes = Vec::new();
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
@@ -111,7 +123,7 @@ fn measure_all(
         }
         outcomes.push(outcome);
     }
-    Ok(outcomes)
+    Ok((outcomes, verdicts))
 }
 
 /// How each backend's counters grew from `before` to `after`.

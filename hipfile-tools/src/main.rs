@@ -46,12 +46,25 @@ fn print(report: &Report, json: bool) {
         return;
     }
     println!(
-        "hipfile bench: {} MiB file {}\nplatform: {}\nbackends: {}\n",
+        "hipfile bench: {} MiB file {}\nplatform: {}\nbackends: {}",
         report.size >> 20,
         report.file.display(),
         report.platform,
         report.backends.join(", ")
     );
+    for c in &report.capabilities {
+        match &c.available {
+            Ok(()) => println!("  {}: available", c.backend),
+            Err(why) => println!("  {}: unavailable: {why}", c.backend),
+        }
+    }
+    for (backend, verdict) in &report.direct_for_file {
+        match verdict {
+            Ok(()) => println!("  {backend} for this file: yes (aligned requests)"),
+            Err(why) => println!("  {backend} for this file: no: {why}"),
+        }
+    }
+    println!();
     println!(
         "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified",
         "mode", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s"
@@ -149,10 +162,30 @@ fn to_json(r: &Report) -> String {
             )
         })
         .collect();
+    let capabilities: Vec<String> = r
+        .capabilities
+        .iter()
+        .map(|c| match &c.available {
+            Ok(()) => format!("{{\"backend\": {}, \"available\": true}}", quote(&c.backend)),
+            Err(why) => {
+                format!("{{\"backend\": {}, \"available\": false, \"reason\": {}}}", quote(&c.backend), quote(why))
+            }
+        })
+        .collect();
+    let direct: Vec<String> = r
+        .direct_for_file
+        .iter()
+        .map(|(b, v)| match v {
+            Ok(()) => format!("{{\"backend\": {}, \"serves\": true}}", quote(b)),
+            Err(why) => format!("{{\"backend\": {}, \"serves\": false, \"reason\": {}}}", quote(b), quote(&why.0)),
+        })
+        .collect();
     format!(
-        "{{\"platform\": {}, \"backends\": [{}], \"file\": {}, \"size_bytes\": {}, \"results\": [\n  {}\n]}}",
+        "{{\"platform\": {}, \"backends\": [{}], \"capabilities\": [{}], \"direct_for_file\": [{}], \"file\": {}, \"size_bytes\": {}, \"results\": [\n  {}\n]}}",
         quote(&r.platform),
         r.backends.iter().map(|b| quote(b)).collect::<Vec<_>>().join(", "),
+        capabilities.join(", "),
+        direct.join(", "),
         quote(&r.file.display().to_string()),
         r.size,
         results.join(",\n  ")
