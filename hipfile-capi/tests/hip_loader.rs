@@ -121,4 +121,15 @@ fn debians_hip_runtime_loads_and_reports_no_device() {
     // No GPU on this machine: HIP says so with an error, which the loader passes through.
     let count = hip.device_count();
     assert!(matches!(count, Err(_) | Ok(0)), "{count:?}");
+    // HIP 5.2 predates hipGetProcAddress, so AIS: the capability report's reason.
+    let why = hipfile_backend_p2p::ais::HipAis::lookup(&hip).unwrap_err();
+    assert!(why.starts_with("HIP 5.") && why.ends_with("has no hipGetProcAddress, so no hipAmdFileRead"), "{why}");
+}
+
+#[test]
+fn the_mock_runtime_hands_out_its_ais_entry_points() {
+    let hip = mock();
+    assert!(hip.proc_address("hipAmdFileRead").is_ok() && hip.proc_address("hipAmdFileWrite").is_ok());
+    let why = hip.proc_address("hipNoSuchThing").unwrap_err();
+    assert_eq!(why, "HIP 5.2.21153 has no hipNoSuchThing (hipGetProcAddress: named symbol not found)");
 }
