@@ -80,7 +80,7 @@ impl Backend for MockDirect {
         let file = req.file();
         self.accepts_file(file)?;
         match file.direct_misalignment(req.file_offset(), req.size(), req.device_addr()) {
-            Some(why) => Err(why.into()),
+            Some(why) => Err(Declined::fixed(why)),
             None => Ok(100),
         }
     }

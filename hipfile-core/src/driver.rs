@@ -12,7 +12,7 @@ use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{GpuRuntime, MemoryType};
 use crate::io::plan_io;
-use crate::log::log_once;
+use crate::log::log_once_keyed;
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
@@ -401,11 +401,10 @@ impl<P: Platform> Driver<P> {
                     .find(|&i| backends[i].score(&req).is_ok());
                 let Some(fallback) = fallback else { return Err(e) };
                 served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
-                log_once(&format!(
-                    "{} has no path to the device ({e}); requests it cannot serve go to {}",
-                    backends[chosen].name(),
-                    backends[fallback].name()
-                ));
+                log_once_keyed(&e.to_string(), || {
+                    let (direct, fallback) = (backends[chosen].name(), backends[fallback].name());
+                    format!("{direct} has no path to the device ({e}); requests it cannot serve go to {fallback}")
+                });
                 (fallback, backends[fallback].transfer(&req))
             }
             result => (chosen, result),
@@ -416,11 +415,9 @@ impl<P: Platform> Driver<P> {
             served[used].bytes.fetch_add(n as u64, Ordering::Relaxed);
             if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
                 served[i].declined.fetch_add(1, Ordering::Relaxed);
-                log_once(&format!(
-                    "{} did not serve a request: {why}; {} did",
-                    backends[i].name(),
-                    backends[used].name()
-                ));
+                log_once_keyed(&why.0, || {
+                    format!("{} did not serve a request: {why}; {} did", backends[i].name(), backends[used].name())
+                });
             }
         }
         result

@@ -220,14 +220,12 @@ impl FileHandle {
 
     /// Why a transfer of `size` bytes at `file_offset` to or from `addr` does not meet the
     /// direct alignment rules, in words; `None` when it does.
-    pub fn direct_misalignment(&self, file_offset: u64, size: usize, addr: usize) -> Option<String> {
-        let (mem, off) = (self.dio_mem_align, self.dio_offset_align);
-        (!self.direct_aligned(file_offset, size, addr)).then(|| {
-            format!(
-                "not aligned for direct I/O: file offset and size must be multiples of {off} and the \
-                 GPU address of {mem} bytes"
-            )
-        })
+    pub fn direct_misalignment(&self, file_offset: u64, size: usize, addr: usize) -> Option<&'static str> {
+        (!self.direct_aligned(file_offset, size, addr)).then_some(
+            "not aligned for direct I/O: the file offset and size must be multiples of the file's \
+             direct-I/O offset alignment and the GPU address of its memory alignment (statx; \
+             4 KiB where statx does not say)",
+        )
     }
 
     /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
