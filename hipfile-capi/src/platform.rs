@@ -125,7 +125,15 @@ impl Platform for SystemPlatform {
 
     fn backends(&self, config: &Config) -> Result<Vec<SystemBackend>> {
         Ok(match config.backend {
-            BackendChoice::Auto => self.direct(config).ok().into_iter().chain([self.bounce(config)]).collect(),
+            BackendChoice::Auto => match self.direct(config) {
+                Ok(direct) => vec![direct, self.bounce(config)],
+                Err((name, why)) => {
+                    // Said once: a slow path nobody mentions is what users of every peer
+                    // complain about.
+                    hipfile_core::log::log_once(&format!("{name} is not available: {why}; I/O goes through bounce"));
+                    vec![self.bounce(config)]
+                }
+            },
             BackendChoice::P2p => match self.direct(config) {
                 Ok(direct) => vec![direct],
                 Err((name, why)) => {

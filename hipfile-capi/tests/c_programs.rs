@@ -138,7 +138,7 @@ fn copy_with_the_static_library() {
 /// needs it; the tests below lift the file-system rule with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`).
 fn scratch_has_o_direct() -> bool {
     use std::os::unix::fs::OpenOptionsExt;
-    let probe = write_file("o-direct-probe", b"x");
+    let probe = write_file(&format!("o-direct-probe-{}", std::process::id()), b"x");
     let ok = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
     if !ok {
         eprintln!("the scratch file system refuses O_DIRECT: the direct path cannot be exercised here");
@@ -150,7 +150,8 @@ fn scratch_has_o_direct() -> bool {
 fn copy_with(len: usize, env: &[(&str, &str)]) -> (bool, String, String) {
     let data = pattern(len, 11);
     static N: AtomicUsize = AtomicUsize::new(0);
-    let src = write_file(&format!("ais-src-{}", N.fetch_add(1, Ordering::Relaxed)), &data);
+    // Tests run in parallel processes: the name must be unique across them.
+    let src = write_file(&format!("ais-src-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)), &data);
     let dst = src.with_extension("out");
     let exe = build("copy", Flavour::Plain, &[]);
     let out = program(&exe, &[&src, &dst], env).output().expect("copy runs");
@@ -216,8 +217,11 @@ fn a_hip_without_ais_has_no_p2p_and_says_why() {
     let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "p2p"), absent]);
     assert_eq!(result, "5007 0 0", "{log}"); // hipFilePlatformNotSupported
     assert!(log.contains("p2p (AIS) is not available: HIP 5.2.21153 has no hipAmdFileRead"), "{log}");
-    // Under auto, the bounce path serves alone.
-    assert_eq!(open_driver(Flavour::Plain, &[absent]).0, "0 0 1");
+    // Under auto, the bounce path serves alone, and stderr says why.
+    let (result, log) = open_driver(Flavour::Plain, &[absent]);
+    assert_eq!(result, "0 0 1");
+    assert!(log.contains("p2p (AIS) is not available: HIP 5.2.21153 has no hipAmdFileRead"), "{log}");
+    assert!(log.contains("; I/O goes through bounce"), "{log}");
 }
 
 fn errors(flavour: Flavour, backend: &str) {
