@@ -176,15 +176,9 @@ impl FileHandle {
         self.dio_offset_align
     }
 
-    /// Whether the direct path may serve this file at all (upstream's rule): a block device,
-    /// or a regular file on xfs or ext4 `data=ordered`, or on any file system when
-    /// `unsupported_file_systems` is set; and a direct descriptor exists.
-    pub fn direct_path_possible(&self, unsupported_file_systems: bool) -> bool {
-        self.direct_refusal(unsupported_file_systems).is_none()
-    }
-
-    /// Why the direct path may not serve this file, in words (see
-    /// [`direct_path_possible`](Self::direct_path_possible)); `None` when it may.
+    /// Why the direct path may not serve this file, in words; `None` when it may. Upstream's
+    /// rule: a direct descriptor, and a block device or a regular file on xfs or ext4
+    /// `data=ordered`, or on any file system when `unsupported_file_systems` is set.
     pub fn direct_refusal(&self, unsupported_file_systems: bool) -> Option<String> {
         if self.direct_fd.is_none() {
             return Some(format!("the file system ({}) refuses O_DIRECT", self.fs));
@@ -429,7 +423,7 @@ mod tests {
         };
         let h = FileHandle::open(dev.as_raw_fd()).unwrap();
         assert_eq!((h.kind(), h.fs_type()), (FileKind::BlockDevice, &FsType::None));
-        assert_eq!(h.direct_path_possible(false), h.direct_fd().is_some());
+        assert_eq!(h.direct_refusal(false).is_none(), h.direct_fd().is_some());
     }
 
     #[test]
@@ -461,8 +455,12 @@ mod tests {
             (FsType::Other("nfs".into()), false),
         ] {
             h.fs = fs.clone();
-            assert_eq!(h.direct_path_possible(false), allowed, "{fs:?}");
-            assert!(h.direct_path_possible(true), "{fs:?}");
+            assert_eq!(h.direct_refusal(false).is_none(), allowed, "{fs:?}");
+            if !allowed {
+                let why = h.direct_refusal(false).unwrap();
+                assert!(why.starts_with(&format!("file system {fs} not supported for P2P")), "{why}");
+            }
+            assert!(h.direct_refusal(true).is_none(), "{fs:?}");
         }
     }
 }

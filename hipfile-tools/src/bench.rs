@@ -40,13 +40,16 @@ pub(crate) struct Report {
     /// Every backend the platform knows of, available or not and why not.
     pub(crate) capabilities: Vec<Capability>,
     /// Whether each open direct backend would serve the benchmark's file, and why not.
-    pub(crate) direct_for_file: Vec<(&'static str, Result<(), Declined>)>,
+    pub(crate) direct_for_file: Verdicts,
     pub(crate) file: PathBuf,
     pub(crate) size: u64,
     pub(crate) outcomes: Vec<Outcome>,
 }
 
 type Sys = SystemPlatform;
+
+/// The direct backends' verdicts on a file.
+pub(crate) type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
 
 /// Copies between host memory and the device in pieces of this size (setup and checks).
 const PIECE: usize = 64 << 20;
@@ -90,9 +93,6 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
         outcomes,
     })
 }
-
-/// The direct backends' verdicts on a file.
-type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
 
 /// Every mode of `args`, on `path` (reads) and `out_path` (writes); and whether the direct
 /// backends would serve `path`.
