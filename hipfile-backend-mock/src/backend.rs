@@ -77,16 +77,13 @@ impl Backend for MockDirect {
     }
 
     fn score(&self, req: &IoRequest<'_>) -> Score {
-        let file = req.file();
-        self.accepts_file(file)?;
-        match file.direct_misalignment(req.file_offset(), req.size(), req.device_addr()) {
-            Some(why) => Err(Declined::fixed(why)),
-            None => Ok(100),
-        }
+        self.accepts_file(req.file())?;
+        req.file().direct_alignment(req.file_offset(), req.size(), req.device_addr())?;
+        Ok(100)
     }
 
     fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        file.direct_refusal(self.unsupported_file_systems).map_or(Ok(()), |why| Err(why.into()))
+        file.direct_rule(self.unsupported_file_systems)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {

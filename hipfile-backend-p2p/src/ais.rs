@@ -139,17 +139,9 @@ impl<A: AisApi> Engine for Ais<A> {
 mod tests {
     use super::*;
     use crate::P2p;
+    use crate::tests::file;
     use hipfile_core::{Backend, FileHandle};
     use std::os::fd::AsRawFd;
-
-    /// A registered file of `len` bytes in the workspace's target directory (a file system
-    /// with O_DIRECT; the tests lift the file-system rule, which `FileHandle` tests cover).
-    fn file(len: usize) -> (tempfile::NamedTempFile, FileHandle) {
-        let f = tempfile::NamedTempFile::new_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")).unwrap();
-        f.as_file().set_len(len as u64).unwrap();
-        let h = FileHandle::open(f.as_file().as_raw_fd()).unwrap();
-        (f, h)
-    }
 
     fn request(file: &FileHandle, direction: Direction, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {
         // SAFETY: the mocked API never touches the address.

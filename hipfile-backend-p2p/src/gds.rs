@@ -406,16 +406,9 @@ impl<C: CuFileApi + 'static> Drop for Gds<C> {
 mod tests {
     use super::*;
     use crate::P2p;
+    use crate::tests::file;
     use hipfile_core::{Backend, FileHandle};
     use mockall::Sequence;
-    use std::os::fd::AsRawFd;
-
-    fn file(len: usize) -> (tempfile::NamedTempFile, FileHandle) {
-        let f = tempfile::NamedTempFile::new_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")).unwrap();
-        f.as_file().set_len(len as u64).unwrap();
-        let h = FileHandle::open(f.as_file().as_raw_fd()).unwrap();
-        (f, h)
-    }
 
     fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {
         // SAFETY: the mocked API never touches the address.

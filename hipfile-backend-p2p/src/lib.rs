@@ -82,18 +82,13 @@ impl<E: Engine> Backend for P2p<E> {
     }
 
     fn score(&self, req: &IoRequest<'_>) -> Score {
-        let file = req.file();
-        self.accepts_file(file)?;
-        match file.direct_misalignment(req.file_offset(), req.size(), req.device_addr()) {
-            Some(why) => Err(Declined::fixed(why)),
-            None => Ok(100),
-        }
+        self.accepts_file(req.file())?;
+        req.file().direct_alignment(req.file_offset(), req.size(), req.device_addr())?;
+        Ok(100)
     }
 
     fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        if let Some(why) = file.direct_refusal(self.unsupported_file_systems) {
-            return Err(why.into());
-        }
+        file.direct_rule(self.unsupported_file_systems)?;
         self.engine.accepts_file(file)
     }
 
@@ -126,5 +121,20 @@ impl<E: Engine> Backend for P2p<E> {
             ("direct_bytes", get(&self.bytes)),
             ("errors", get(&self.errors)),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hipfile_core::FileHandle;
+    use std::os::fd::AsRawFd;
+
+    /// A registered file of `len` bytes in the workspace's target directory (a file system
+    /// with O_DIRECT; the tests lift the file-system rule, which `FileHandle` tests cover).
+    pub(crate) fn file(len: usize) -> (tempfile::NamedTempFile, FileHandle) {
+        let f = tempfile::NamedTempFile::new_in(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")).unwrap();
+        f.as_file().set_len(len as u64).unwrap();
+        let h = FileHandle::open(f.as_file().as_raw_fd()).unwrap();
+        (f, h)
     }
 }

@@ -8,6 +8,7 @@ use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
+use crate::backend::Declined;
 use crate::error::{Error, OpError, Result};
 
 /// Direct-I/O alignment used when `statx` does not report one (upstream's choice).
@@ -176,25 +177,26 @@ impl FileHandle {
         self.dio_offset_align
     }
 
-    /// Why the direct path may not serve this file, in words; `None` when it may. Upstream's
-    /// rule: a direct descriptor, and a block device or a regular file on xfs or ext4
-    /// `data=ordered`, or on any file system when `unsupported_file_systems` is set.
-    pub fn direct_refusal(&self, unsupported_file_systems: bool) -> Option<String> {
+    /// Whether the direct path may serve this file, or why not in words. Upstream's rule: a
+    /// direct descriptor, and a block device or a regular file on xfs or ext4 `data=ordered`,
+    /// or on any file system when `unsupported_file_systems` is set.
+    pub fn direct_rule(&self, unsupported_file_systems: bool) -> std::result::Result<(), Declined> {
         if self.direct_fd.is_none() {
-            return Some(format!("the file system ({}) refuses O_DIRECT", self.fs));
+            return Err(format!("the file system ({}) refuses O_DIRECT", self.fs).into());
         }
         match self.kind {
-            FileKind::BlockDevice => None,
+            FileKind::BlockDevice => Ok(()),
             FileKind::Regular
                 if unsupported_file_systems || matches!(self.fs, FsType::Xfs | FsType::Ext4(Ext4DataMode::Ordered)) =>
             {
-                None
+                Ok(())
             }
-            FileKind::Regular => Some(format!(
+            FileKind::Regular => Err(format!(
                 "file system {} not supported for P2P (xfs and ext4 data=ordered are; \
                  HIPFILE_UNSUPPORTED_FILE_SYSTEMS=true allows any)",
                 self.fs
-            )),
+            )
+            .into()),
         }
     }
 
@@ -212,14 +214,17 @@ impl FileHandle {
         Ok(self.backend_state.get_or_init(|| state))
     }
 
-    /// Why a transfer of `size` bytes at `file_offset` to or from `addr` does not meet the
-    /// direct alignment rules, in words; `None` when it does.
-    pub fn direct_misalignment(&self, file_offset: u64, size: usize, addr: usize) -> Option<&'static str> {
-        (!self.direct_aligned(file_offset, size, addr)).then_some(
+    /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
+    /// alignment rules, or why not in words.
+    pub fn direct_alignment(&self, file_offset: u64, size: usize, addr: usize) -> std::result::Result<(), Declined> {
+        if self.direct_aligned(file_offset, size, addr) {
+            return Ok(());
+        }
+        Err(Declined::fixed(
             "not aligned for direct I/O: the file offset and size must be multiples of the file's \
              direct-I/O offset alignment and the GPU address of its memory alignment (statx; \
              4 KiB where statx does not say)",
-        )
+        ))
     }
 
     /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
@@ -423,7 +428,7 @@ mod tests {
         };
         let h = FileHandle::open(dev.as_raw_fd()).unwrap();
         assert_eq!((h.kind(), h.fs_type()), (FileKind::BlockDevice, &FsType::None));
-        assert_eq!(h.direct_refusal(false).is_none(), h.direct_fd().is_some());
+        assert_eq!(h.direct_rule(false).is_ok(), h.direct_fd().is_some());
     }
 
     #[test]
@@ -455,12 +460,12 @@ mod tests {
             (FsType::Other("nfs".into()), false),
         ] {
             h.fs = fs.clone();
-            assert_eq!(h.direct_refusal(false).is_none(), allowed, "{fs:?}");
+            assert_eq!(h.direct_rule(false).is_ok(), allowed, "{fs:?}");
             if !allowed {
-                let why = h.direct_refusal(false).unwrap();
+                let why = h.direct_rule(false).unwrap_err().0;
                 assert!(why.starts_with(&format!("file system {fs} not supported for P2P")), "{why}");
             }
-            assert!(h.direct_refusal(true).is_none(), "{fs:?}");
+            assert!(h.direct_rule(true).is_ok(), "{fs:?}");
         }
     }
 }
