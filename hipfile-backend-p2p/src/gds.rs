@@ -323,19 +323,22 @@ impl<C: CuFileApi + 'static> Gds<C> {
         Session::open(api).map(|s| Gds::new(Arc::new(s)))
     }
 
-    fn registration<'f>(&self, file: &'f FileHandle) -> &'f std::result::Result<CuHandle, String> {
-        let state = file
-            .backend_state(|| -> std::result::Result<_, ()> {
-                let fd = file.direct_fd().ok_or(())?;
-                let handle = self.session.api.handle_register(fd).map_err(|e| {
+    /// The file's registration with cuFile (made on first use and kept with the file), or
+    /// why it has none.
+    fn registration(&self, file: &FileHandle) -> std::result::Result<CuHandle, Declined> {
+        let state = file.backend_state(|| {
+            let handle = match file.direct_fd() {
+                Some(fd) => self.session.api.handle_register(fd).map_err(|e| {
                     format!("cuFileHandleRegister failed: {e}; GPUDirect cannot reach this file ({})", machine_hints())
-                });
-                Ok(Box::new(GdsFile { session: Arc::clone(&self.session), handle }))
-            })
-            .ok();
-        match state.and_then(|s| s.downcast_ref::<GdsFile<C>>()) {
-            Some(f) => &f.handle,
-            None => &NO_DIRECT_DESCRIPTOR,
+                }),
+                None => Err("the file has no O_DIRECT descriptor".to_owned()),
+            };
+            Box::new(GdsFile { session: Arc::clone(&self.session), handle })
+        });
+        match state.downcast_ref::<GdsFile<C>>() {
+            Some(GdsFile { handle: Ok(handle), .. }) => Ok(*handle),
+            Some(GdsFile { handle: Err(why), .. }) => Err(why.clone().into()),
+            None => Err(Declined::fixed("the file is registered with another direct backend")),
         }
     }
 
@@ -347,23 +350,18 @@ impl<C: CuFileApi + 'static> Gds<C> {
     }
 }
 
-static NO_DIRECT_DESCRIPTOR: std::result::Result<CuHandle, String> = Err(String::new());
-
 impl<C: CuFileApi + 'static> Engine for Gds<C> {
     fn name(&self) -> &'static str {
         "p2p (GDS)"
     }
 
     fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        match self.registration(file) {
-            Ok(_) => Ok(()),
-            Err(why) if why.is_empty() => Err(Declined::fixed("the file has no O_DIRECT descriptor")),
-            Err(why) => Err(why.clone().into()),
-        }
+        self.registration(file).map(|_| ())
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let handle = *self.registration(req.file()).as_ref().map_err(|_| Error::Os(libc::ENODEV))?;
+        // Scored first, so registered; were it not, "no path" lets the fallback serve.
+        let handle = self.registration(req.file()).map_err(|_| Error::Os(libc::ENODEV))?;
         let (base, offset) = self.registered_buffer(req.device_addr(), req.size()).unwrap_or((req.device_addr(), 0));
         let file_offset = i64::try_from(req.file_offset()).map_err(|_| Error::Os(libc::EINVAL))?;
         // SAFETY: the request's device range lies in a device allocation valid for the call

@@ -200,18 +200,10 @@ impl FileHandle {
         }
     }
 
-    /// The state a direct backend keeps for this file, made by `make` on first use. `make`
-    /// may fail; the failure is returned and nothing is kept, so a later call tries again.
-    pub fn backend_state<E>(
-        &self,
-        make: impl FnOnce() -> std::result::Result<FileState, E>,
-    ) -> std::result::Result<&FileState, E> {
-        if let Some(state) = self.backend_state.get() {
-            return Ok(state);
-        }
-        let state = make()?;
-        // A concurrent first use may have won the race: its state is kept, this one dropped.
-        Ok(self.backend_state.get_or_init(|| state))
+    /// The state a direct backend keeps for this file, made by `make` on first use (a
+    /// concurrent first use waits for it).
+    pub fn backend_state(&self, make: impl FnOnce() -> FileState) -> &FileState {
+        self.backend_state.get_or_init(make)
     }
 
     /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
