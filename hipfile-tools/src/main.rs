@@ -58,6 +58,9 @@ fn print(report: &Report, json: bool) {
             Err(why) => println!("  {}: unavailable: {why}", c.backend),
         }
     }
+    if report.direct_for_file.is_empty() {
+        println!("  direct path for this file: none open (see above)");
+    }
     for (backend, verdict) in &report.direct_for_file {
         match verdict {
             Ok(()) => println!("  {backend} for this file: yes (aligned requests)"),
