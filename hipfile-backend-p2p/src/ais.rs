@@ -56,11 +56,17 @@ pub trait AisApi: Send + Sync {
     ) -> AisOutcome;
 }
 
+/// `hipError_t hipInit(unsigned int flags)`.
+type HipInit = unsafe extern "C" fn(std::ffi::c_uint) -> c_int;
+
 /// The entry points of a loaded HIP runtime.
 #[derive(Clone, Copy, Debug)]
 pub struct HipAis {
     read: AmdFileIo,
     write: AmdFileIo,
+    /// Called once per thread before its first AIS call, as upstream does: HIP can crash when
+    /// `hipAmdFileRead` is a thread's first HIP call (spec 2.7).
+    init: Option<HipInit>,
 }
 
 impl HipAis {
@@ -73,7 +79,11 @@ impl HipAis {
         let read = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(read) };
         // SAFETY: as above.
         let write = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(write) };
-        Ok(HipAis { read, write })
+        let init = runtime.proc_address("hipInit").ok().map(|p| {
+            // SAFETY: the runtime's `hipInit`, whose C signature is `HipInit`.
+            unsafe { std::mem::transmute::<*mut c_void, HipInit>(p) }
+        });
+        Ok(HipAis { read, write, init })
     }
 }
 
@@ -90,6 +100,16 @@ impl AisApi for HipAis {
             Direction::Read => self.read,
             Direction::Write => self.write,
         };
+        thread_local! {
+            static INITIALISED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        if let Some(init) = self.init
+            && !INITIALISED.get()
+        {
+            // SAFETY: `hipInit(0)` has no preconditions; a failure shows in the call below.
+            unsafe { init(0) };
+            INITIALISED.set(true);
+        }
         let mut out = AisOutcome::default();
         // SAFETY: the caller guarantees the device range and the descriptor; the out-pointers
         // are writable locals.

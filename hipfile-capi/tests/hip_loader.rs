@@ -130,6 +130,7 @@ fn debians_hip_runtime_loads_and_reports_no_device() {
 fn the_mock_runtime_hands_out_its_ais_entry_points() {
     let hip = mock();
     assert!(hip.proc_address("hipAmdFileRead").is_ok() && hip.proc_address("hipAmdFileWrite").is_ok());
+    assert!(hip.proc_address("hipInit").is_ok(), "the AIS engine initialises each thread with it");
     let why = hip.proc_address("hipNoSuchThing").unwrap_err();
     assert_eq!(why, "HIP 5.2.21153 has no hipNoSuchThing (hipGetProcAddress: named symbol not found)");
 }

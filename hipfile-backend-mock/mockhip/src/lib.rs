@@ -400,8 +400,9 @@ pub union AmdFileHandle {
 }
 
 /// `hipGetProcAddress` (HIP 6.2 and later; the mock has it so that hipFile's AIS path runs
-/// over the mock): hands out [`hipAmdFileRead`] and [`hipAmdFileWrite`], the only symbols it
-/// knows. `HIPFILE_MOCK_AIS=absent` makes them unknown, as on a HIP without AIS.
+/// over the mock): hands out [`hipAmdFileRead`], [`hipAmdFileWrite`] and [`hipInit`], the
+/// only symbols it knows. `HIPFILE_MOCK_AIS=absent` makes the first two unknown, as on a HIP
+/// without AIS.
 ///
 /// # Safety
 /// `symbol` must be null or a NUL-terminated string; `pfn` and `status` null or writable.
@@ -420,10 +421,11 @@ pub unsafe extern "C" fn hipGetProcAddress(
         // SAFETY: non-null and NUL-terminated (the caller).
         let name = unsafe { CStr::from_ptr(symbol) };
         let absent = std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v == "absent");
-        let found: Option<AmdFileIo> = match name.to_bytes() {
+        let found: Option<*mut c_void> = match name.to_bytes() {
+            b"hipInit" => Some(hipInit as extern "C" fn(c_uint) -> c_int as *mut c_void),
             _ if absent => None,
-            b"hipAmdFileRead" => Some(hipAmdFileRead),
-            b"hipAmdFileWrite" => Some(hipAmdFileWrite),
+            b"hipAmdFileRead" => Some(hipAmdFileRead as AmdFileIo as *mut c_void),
+            b"hipAmdFileWrite" => Some(hipAmdFileWrite as AmdFileIo as *mut c_void),
             _ => None,
         };
         // hipDriverProcAddressQueryResult: 0 success, 1 symbol not found.
@@ -433,7 +435,7 @@ pub unsafe extern "C" fn hipGetProcAddress(
         }
         let f = found.ok_or(HipError::NOT_FOUND)?;
         // SAFETY: writable (checked non-null above; the caller guarantees the rest).
-        unsafe { pfn.write(f as *mut c_void) };
+        unsafe { pfn.write(f) };
         Ok(())
     })
 }
