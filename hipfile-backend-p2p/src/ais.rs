@@ -7,25 +7,10 @@
 
 use std::ffi::{c_int, c_void};
 
+use hipfile_core::runtime::{AmdFileHandle, AmdFileIo};
 use hipfile_core::{Direction, Error, HipError, IoRequest, LoadedRuntime, Result};
 
 use crate::Engine;
-
-/// `hipAmdFileHandle_t`: `union { void *handle; int fd; uint8_t pad[8]; }`, passed by value.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union AmdFileHandle {
-    /// Unused by hipFile.
-    pub handle: *mut c_void,
-    /// The `O_DIRECT` descriptor.
-    pub fd: c_int,
-    /// The union's size.
-    pub pad: [u8; 8],
-}
-
-/// `hipError_t hipAmdFileRead/Write(hipAmdFileHandle_t, void *devicePtr, uint64_t size,
-/// int64_t file_offset, uint64_t *size_copied, int32_t *status)`.
-pub type AmdFileIo = unsafe extern "C" fn(AmdFileHandle, *mut c_void, u64, i64, *mut u64, *mut i32) -> c_int;
 
 /// What one AIS call reported.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -71,6 +71,24 @@ impl Vendor {
 /// runtime (whose device memory the host cannot address).
 pub const MOCK_MARKER: &str = "hipfileMockHipRuntime";
 
+/// `hipAmdFileHandle_t` (spec 3.1): `union { void *handle; int fd; uint8_t pad[8]; }`, passed
+/// by value to AMD's storage entry points; hipFile puts the `O_DIRECT` descriptor in `fd`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union AmdFileHandle {
+    /// Unused by hipFile.
+    pub handle: *mut c_void,
+    /// The `O_DIRECT` descriptor.
+    pub fd: c_int,
+    /// The union's size.
+    pub pad: [u8; 8],
+}
+
+/// `hipError_t hipAmdFileRead/Write(hipAmdFileHandle_t, void *devicePtr, uint64_t size,
+/// int64_t file_offset, uint64_t *size_copied, int32_t *status)`, handed out by
+/// `hipGetProcAddress` (spec 3.1).
+pub type AmdFileIo = unsafe extern "C" fn(AmdFileHandle, *mut c_void, u64, i64, *mut u64, *mut i32) -> c_int;
+
 /// `hipMemcpyKind` values (the same in every HIP version).
 pub mod memcpy_kind {
     /// `hipMemcpyHostToHost`.

@@ -18,7 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::{CopyKind, MockGpu};
-use hipfile_core::runtime::{PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_core::runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
@@ -387,18 +387,6 @@ pub extern "C" fn hipGetErrorString(error: c_int) -> *const c_char {
     describe(error).1.as_ptr()
 }
 
-/// `hipAmdFileHandle_t` (spec 3.1): a union of a pointer and a descriptor, 8 bytes.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union AmdFileHandle {
-    /// Unused here.
-    pub handle: *mut c_void,
-    /// The `O_DIRECT` descriptor.
-    pub fd: c_int,
-    /// The union's size.
-    pub pad: [u8; 8],
-}
-
 /// `hipGetProcAddress` (HIP 6.2 and later; the mock has it so that hipFile's AIS path runs
 /// over the mock): hands out [`hipAmdFileRead`], [`hipAmdFileWrite`] and [`hipInit`], the
 /// only symbols it knows. `HIPFILE_MOCK_AIS=absent` makes the first two unknown, as on a HIP
@@ -439,8 +427,6 @@ pub unsafe extern "C" fn hipGetProcAddress(
         Ok(())
     })
 }
-
-type AmdFileIo = unsafe extern "C" fn(AmdFileHandle, *mut c_void, u64, i64, *mut u64, *mut i32) -> c_int;
 
 /// `hipAmdFileRead`, emulated: `O_DIRECT` reads straight into the mock's device memory (host
 /// memory), as the kernel's P2P DMA would put them into VRAM. `*status` gets an errno on
