@@ -134,8 +134,12 @@ impl FileSide {
         len: usize,
         offset: u64,
     ) -> Result<usize> {
+        // After a short direct transfer that left the rest unaligned, the rest goes buffered
+        // (the same file; durable writes are flushed by the call's fdatasync).
+        let align = self.direct.map_or(PAGE, |(_, align)| align);
         transfer_loop(len, !write, |d, r| {
             let (at, off) = (buf.wrapping_add(d), offset + d as u64);
+            let fd = if (d as u64).is_multiple_of(align) { fd } else { self.buffered };
             match (fd == self.buffered, write) {
                 // SAFETY: a sub-range of `buf` (caller).
                 (true, false) => unsafe { pread(fd, at, r, off) },

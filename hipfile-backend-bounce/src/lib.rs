@@ -339,9 +339,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         for _ in 1..threads {
             let (inner, work, tx) = (Arc::clone(&self.inner), Arc::clone(&work), tx.clone());
             // The descriptors and device range stay valid: this call waits for every helper
-            // (a helper that panics drops `tx`, which ends the wait too).
+            // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
+            // of the backend before it says it is done, so the backend is never dropped on a
+            // worker (which could not join itself).
             self.inner.workers.submit(Box::new(move || {
                 inner.work(&work);
+                drop((inner, work));
                 drop(tx);
             }));
         }

@@ -1,15 +1,16 @@
 //! The worker threads that run the parts of large requests beside the caller's thread.
-//! Started on first use; they end when the backend is dropped.
+//! Started on first use; dropping the pool ends and joins them.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// A fixed number of threads taking jobs from one queue.
 pub(crate) struct WorkerPool {
     size: usize,
-    queue: OnceLock<Sender<Job>>,
+    queue: OnceLock<(Sender<Job>, Vec<JoinHandle<()>>)>,
 }
 
 impl WorkerPool {
@@ -22,22 +23,36 @@ impl WorkerPool {
         if self.size == 0 {
             return job();
         }
-        let queue = self.queue.get_or_init(|| self.start());
+        let (queue, _) = self.queue.get_or_init(|| self.start());
         if let Err(mpsc::SendError(job)) = queue.send(job) {
             job(); // no worker could be started: run it here
         }
     }
 
-    fn start(&self) -> Sender<Job> {
+    fn start(&self) -> (Sender<Job>, Vec<JoinHandle<()>>) {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
-        for i in 0..self.size {
-            let rx = Arc::clone(&rx);
-            // A failed spawn leaves fewer workers; if none starts, the receiver is dropped with
-            // `rx` below and `submit` runs jobs on the caller's thread.
-            let _ = std::thread::Builder::new().name(format!("hipfile-bounce-{i}")).spawn(move || work(&rx));
+        // A failed spawn leaves fewer workers; if none starts, the receiver is dropped with
+        // `rx` below and `submit` runs jobs on the caller's thread.
+        let workers = (0..self.size)
+            .filter_map(|i| {
+                let rx = Arc::clone(&rx);
+                std::thread::Builder::new().name(format!("hipfile-bounce-{i}")).spawn(move || work(&rx)).ok()
+            })
+            .collect();
+        (tx, workers)
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        if let Some((queue, workers)) = self.queue.take() {
+            drop(queue); // each worker's `recv` fails once the queue is empty: it returns
+            let me = std::thread::current().id();
+            for worker in workers.into_iter().filter(|w| w.thread().id() != me) {
+                let _ = worker.join();
+            }
         }
-        tx
     }
 }
 
@@ -49,5 +64,30 @@ fn work(rx: &Mutex<Receiver<Job>>) {
         };
         // A panicking job must not take the worker down; its caller sees the part missing.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn dropping_the_pool_joins_its_threads() {
+        let pool = WorkerPool::new(3);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..6 {
+            let (ran, tx) = (Arc::clone(&ran), tx.clone());
+            pool.submit(Box::new(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+                drop(tx);
+            }));
+        }
+        drop(tx);
+        for () in rx {}
+        let rx = pool.queue.get().map(|(_, w)| w.len());
+        drop(pool); // returns once every worker has ended
+        assert_eq!((ran.load(Ordering::Relaxed), rx), (6, Some(3)));
     }
 }

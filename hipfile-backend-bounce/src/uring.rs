@@ -15,6 +15,10 @@ pub(crate) struct LaneRing {
     ring: IoUring,
     /// `(start, len)` of each registered buffer, in registration order.
     buffers: [(usize, usize); 2],
+    /// The `user_data` of the request in flight.
+    tag: u64,
+    /// The kernel refused to take a request: syscalls from now on.
+    broken: bool,
 }
 
 impl std::fmt::Debug for LaneRing {
@@ -91,7 +95,7 @@ impl LaneRing {
         // SAFETY: the stages are pinned host memory owned by the lane, which owns this ring and
         // drops it (unregistering) before freeing them.
         unsafe { ring.submitter().register_buffers(&iovecs) }.ok()?;
-        Some(LaneRing { ring, buffers })
+        Some(LaneRing { ring, buffers, tag: 0, broken: false })
     }
 
     fn index_of(&self, ptr: *const u8, len: usize) -> Option<u16> {
@@ -100,7 +104,13 @@ impl LaneRing {
     }
 
     /// One read (`write == false`) or write at `offset` through a registered buffer, waited for.
-    /// `None` when the range is not inside a registered buffer (the caller uses a syscall).
+    /// `None` when the range is not inside a registered buffer or the ring is out of use (the
+    /// caller uses a syscall); `None` is never returned once the request is queued.
+    ///
+    /// The wait ends only with this request's completion. `io_uring_enter` returns as soon as
+    /// a signal interrupts its wait, with the submission counted and no completion yet; a
+    /// caller that took that as done would reuse the buffer while the kernel still fills or
+    /// drains it, and read the late completion as its next request's.
     ///
     /// # Safety
     /// `[ptr, ptr + len)` must be valid for the transfer (written by a read, read by a write).
@@ -113,29 +123,55 @@ impl LaneRing {
         len: usize,
         offset: u64,
     ) -> Option<Result<usize>> {
+        if self.broken {
+            return None;
+        }
         let index = self.index_of(ptr, len)?;
         let len32 = u32::try_from(len).ok()?;
+        self.tag = self.tag.wrapping_add(1);
         let entry = if write {
             opcode::WriteFixed::new(types::Fd(fd), ptr, len32, index).offset(offset).build()
         } else {
             opcode::ReadFixed::new(types::Fd(fd), ptr, len32, index).offset(offset).build()
-        };
-        // SAFETY: the entry names a registered buffer range that stays valid until the
+        }
+        .user_data(self.tag);
+        // SAFETY: the entry names a registered buffer range that stays valid until its
         // completion is reaped below, before returning.
         if unsafe { self.ring.submission().push(&entry) }.is_err() {
             return None; // the queue is empty between calls; a full one means misuse: use a syscall
         }
+        let mut in_kernel = false;
         loop {
+            if let Some(cqe) = self.ring.completion().next() {
+                if cqe.user_data() != self.tag {
+                    continue; // not ours (none can be: every request is reaped before the next)
+                }
+                let res = cqe.result();
+                if res == -libc::ECANCELED {
+                    // The kernel dropped the request before running it: a signal made it fail
+                    // to start an io-wq worker (seen at 10 kHz SIGALRM). The buffer is free
+                    // again; a syscall does the transfer.
+                    return None;
+                }
+                state.ops.fetch_add(1, Ordering::Relaxed);
+                return Some(if res < 0 { Err(Error::Os(-res)) } else { Ok(res as usize) });
+            }
             match self.ring.submit_and_wait(1) {
-                Ok(_) => break,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) => return Some(Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO)))),
+                Ok(submitted) => in_kernel |= submitted > 0,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+                Err(_) if in_kernel => {
+                    // The kernel may still use the buffer: wait for the completion whatever
+                    // the wait says (no error but the ones above exists for a ring in use).
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    // io_uring_enter reports a count once it submitted anything, so nothing is
+                    // in flight: the ring goes out of use.
+                    self.broken = true;
+                    return Some(Err(Error::Os(e.raw_os_error().unwrap_or(libc::EIO))));
+                }
             }
         }
-        let cqe = self.ring.completion().next()?;
-        state.ops.fetch_add(1, Ordering::Relaxed);
-        let res = cqe.result();
-        Some(if res < 0 { Err(Error::Os(-res)) } else { Ok(res as usize) })
     }
 }
 

@@ -1,4 +1,5 @@
-//! No file descriptor leaks: registration opens a second descriptor per file, and every
+//! No file descriptor leaks: registration opens two descriptors of its own per file (buffered
+//! and direct; it never does I/O on the caller's), and every
 //! way a registration ends (deregistration, the driver closing to zero, the driver being
 //! dropped) closes it. Alone in its binary so no other test opens files meanwhile.
 
@@ -24,7 +25,7 @@ fn registrations_close_what_they_open() {
             assert_eq!(d.read(*h, dev, 8192, 0, 0).unwrap(), 8192);
             assert_eq!(d.read(*h, dev, 100, 1, 1).unwrap(), 100);
         }
-        assert!(open_fds() <= after_clones + 50, "at most one extra descriptor per file");
+        assert!(open_fds() <= after_clones + 2 * 50, "at most two descriptors per file");
         match round {
             0 => handles.iter().for_each(|h| d.handle_deregister(*h).unwrap()),
             1 => d.close().unwrap(),

@@ -31,15 +31,40 @@ pub use platform::{SystemBackend, SystemPlatform};
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
 pub const VERSION: (u32, u32, u32) = (0, 2, 0);
 
+static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
+
 /// The process-wide driver, or why there is none (no usable HIP runtime).
 fn driver() -> Result<&'static Driver<SystemPlatform>> {
-    static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
-            LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip))).map_err(|e| e.0)
+            let driver = LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip)));
+            // SAFETY: the handlers only take and release the driver's lock (see below).
+            unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+            driver.map_err(|e| e.0)
         })
         .as_ref()
         .map_err(|why| platform::unavailable(why.clone()))
+}
+
+thread_local! {
+    /// The driver's lock, held by the thread calling `fork` from just before to just after it.
+    static FORK_HOLD: std::cell::RefCell<Option<hipfile_core::driver::ForkHold<'static, SystemBackend>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `pthread_atfork` prepare: takes the driver's lock, so no other thread is half-way through
+/// changing the driver when the child is made (it would find the lock held forever). I/O holds
+/// the lock only to look a request up, not while it moves bytes.
+extern "C" fn before_fork() {
+    if let Some(Ok(driver)) = DRIVER.get() {
+        let hold = driver.hold_for_fork();
+        let _ = FORK_HOLD.try_with(|h| h.borrow_mut().replace(hold));
+    }
+}
+
+/// `pthread_atfork` parent and child: releases what [`before_fork`] took.
+extern "C" fn after_fork() {
+    let _ = FORK_HOLD.try_with(|h| h.borrow_mut().take());
 }
 
 /// The result of an export that may open the driver, after saying on stderr why the open

@@ -166,6 +166,8 @@ fn copy_with(len: usize, env: &[(&str, &str)]) -> (bool, String, String) {
 }
 
 const ANY_FS: (&str, &str) = ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true");
+/// Diagnostics on stderr (the library writes none unless asked).
+const LOG: (&str, &str) = ("HIPFILE_LOG", "stderr");
 
 #[test]
 fn the_ais_path_serves_aligned_io_over_the_mock_runtime() {
@@ -187,7 +189,7 @@ fn unaligned_requests_go_to_bounce_and_the_log_says_why_once() {
     if !scratch_has_o_direct() {
         return;
     }
-    let (ok, _, err) = copy_with((3 << 20) + 4567, &[("HIPFILE_BACKEND", "auto"), ANY_FS]);
+    let (ok, _, err) = copy_with((3 << 20) + 4567, &[("HIPFILE_BACKEND", "auto"), ANY_FS, LOG]);
     assert!(ok, "{err}");
     let line = "hipfile: p2p (AIS) did not serve a request: not aligned for direct I/O";
     assert_eq!(err.matches(line).count(), 1, "{err}");
@@ -200,7 +202,7 @@ fn no_path_falls_back_when_allowed_and_is_an_errno_when_not() {
         return;
     }
     let enodev = ("HIPFILE_MOCK_AIS_STATUS", "19");
-    let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "auto"), enodev, ANY_FS]);
+    let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "auto"), enodev, ANY_FS, LOG]);
     assert!(ok, "{err}");
     assert_eq!(err.matches("hipfile: p2p (AIS) has no path to the device (No such device").count(), 1, "{err}");
     let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), enodev, ANY_FS]);
@@ -214,11 +216,14 @@ fn no_path_falls_back_when_allowed_and_is_an_errno_when_not() {
 #[test]
 fn a_hip_without_ais_has_no_p2p_and_says_why() {
     let absent = ("HIPFILE_MOCK_AIS", "absent");
-    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "p2p"), absent]);
+    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "p2p"), absent, LOG]);
     assert_eq!(result, "5007 0 0", "{log}"); // hipFilePlatformNotSupported
     assert!(log.contains("p2p (AIS) is not available: HIP 5.2.21153 has no hipAmdFileRead"), "{log}");
     // Under auto, the bounce path serves alone, and stderr says why.
-    let (result, log) = open_driver(Flavour::Plain, &[absent]);
+    let (result, log) = open_driver(Flavour::Plain, &[absent, LOG]);
+    // ... and only when asked.
+    let (result_quiet, quiet) = open_driver(Flavour::Plain, &[absent]);
+    assert_eq!((result_quiet.as_str(), quiet.as_str()), ("0 0 1", ""));
     assert_eq!(result, "0 0 1");
     assert!(log.contains("p2p (AIS) is not available: HIP 5.2.21153 has no hipAmdFileRead"), "{log}");
     assert!(log.contains("; I/O goes through bounce"), "{log}");
@@ -279,7 +284,7 @@ fn open_driver(flavour: Flavour, env: &[(&str, &str)]) -> (String, String) {
 #[test]
 fn a_bad_setting_fails_the_open_and_says_why() {
     assert_eq!(open_driver(Flavour::Plain, &[]).0, "0 0 1");
-    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "fastest")]);
+    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "fastest"), LOG]);
     assert_eq!(result, "5002 0 0"); // hipFileDriverInvalidProps, driver still closed
     assert!(log.contains("HIPFILE_BACKEND") && log.contains("fastest"), "{log}");
 }
@@ -289,7 +294,106 @@ fn without_a_gpu_runtime_the_driver_says_why_it_cannot_open() {
     require_hip_headers(); // the same package brings Debian's libamdhip64, found by dlopen
     // Without the mock in the process, libhipfile finds Debian's HIP, which has no device
     // here, and no CUDA runtime: the driver cannot open, and stderr says why.
-    let (result, log) = open_driver(Flavour::NoMockHip, &[]);
+    let (result, log) = open_driver(Flavour::NoMockHip, &[LOG]);
     assert_eq!(result, "5007 0 0"); // hipFilePlatformNotSupported
     assert!(log.contains("libamdhip64.so: no device"), "{log}");
+}
+
+/// Runs `safety MODE ARGS` (tests/c/safety.c) and returns its stdout, which starts with "ok".
+fn safety(flavour: Flavour, mode: &str, args: &[&Path], env: &[(&str, &str)]) -> String {
+    let exe = build("safety", flavour, &[]);
+    let mut all: Vec<&Path> = vec![Path::new(mode)];
+    all.extend(args);
+    let out = run_ok(&mut program(&exe, &all, env));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.starts_with("ok"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// A fresh path in the scratch directory, unique across test processes.
+fn scratch_path(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    scratch("c-data").join(format!("{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+}
+
+fn signals(backend: &str, hz: &str) {
+    let (file, out) = (scratch_path("signals-in"), scratch_path("signals-out"));
+    let line = safety(
+        Flavour::Plain,
+        "signals",
+        &[&file, &out, Path::new(hz), Path::new("2")],
+        &[("HIPFILE_BACKEND", backend), ANY_FS],
+    );
+    eprintln!("{backend} {hz} Hz: {line}");
+    let _ = (std::fs::remove_file(file), std::fs::remove_file(out));
+}
+
+#[test]
+fn no_corruption_under_signals_bounce_1khz() {
+    signals("bounce", "1000");
+}
+
+#[test]
+fn no_corruption_under_signals_bounce_10khz() {
+    signals("bounce", "10000");
+}
+
+#[test]
+fn no_corruption_under_signals_auto_10khz() {
+    signals("auto", "10000");
+}
+
+#[test]
+fn one_handle_is_one_file_whatever_the_caller_does_with_its_descriptor() {
+    let (a, b) = (scratch_path("reuse-a"), scratch_path("reuse-b"));
+    for backend in ["bounce", "auto"] {
+        safety(Flavour::Plain, "reuse", &[&a, &b], &[("HIPFILE_BACKEND", backend), ANY_FS]);
+    }
+}
+
+#[test]
+fn o_append_writes_land_at_their_offsets_and_o_path_is_refused() {
+    let file = scratch_path("append");
+    safety(Flavour::Sanitized, "append", &[&file], &[("HIPFILE_BACKEND", "bounce")]);
+    safety(Flavour::Sanitized, "opath", &[&file], &[]);
+}
+
+#[test]
+fn a_forked_child_works_and_the_parent_keeps_working() {
+    let file = scratch_path("fork");
+    for backend in ["bounce", "auto"] {
+        safety(Flavour::Plain, "fork", &[&file], &[("HIPFILE_BACKEND", backend), ANY_FS]);
+    }
+}
+
+#[test]
+fn the_library_never_writes_to_a_descriptor_it_was_not_given() {
+    let file = scratch_path("quiet");
+    safety(Flavour::Plain, "quiet", &[&file], &[("HIPFILE_BACKEND", "auto"), ANY_FS]);
+}
+
+#[test]
+fn a_closed_stderr_pipe_never_fails_io() {
+    // Logging asked for, stderr a pipe nobody reads: the log line is lost, the read is not.
+    let file = scratch_path("pipe");
+    std::fs::write(&file, pattern(4 << 20, 1)).unwrap();
+    let exe = build("copy", Flavour::Plain, &[]);
+    let dst = file.with_extension("out");
+    let mut cmd = program(&exe, &[&file, &dst], &[("HIPFILE_LOG", "stderr"), ("HIPFILE_MOCK_AIS", "absent")]);
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    drop(child.stderr.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(std::fs::read(&dst).unwrap() == std::fs::read(&file).unwrap());
+}
+
+#[test]
+fn closing_under_load_releases_every_descriptor_and_thread() {
+    let file = scratch_path("resources");
+    safety(
+        Flavour::Plain,
+        "resources",
+        &[&file, Path::new("256")],
+        &[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_CHUNK_KIB", "64")],
+    );
 }

@@ -88,7 +88,35 @@ struct Open<B> {
     served: Arc<[Served]>,
     fds: HashMap<RawFd, HandleId>,
     buffers: HashMap<usize, BufferInfo>,
+    /// The fork generation the backends were built in ([`crate::fork`]).
+    generation: u64,
 }
+
+impl<B: Backend> Open<B> {
+    /// Ends what exists while the driver is open (spec 2.7): waits for I/O still using the
+    /// backends, then drops registrations (closing their descriptors) and the backends
+    /// (threads, rings, staging memory). In a forked child, the parent's backends are left
+    /// alone: their threads are not in this process, and their rings are shared with it.
+    fn retire(self) {
+        let Open { files, backends, served, fds, buffers, generation, config: _ } = self;
+        drop((fds, buffers, served));
+        if generation != crate::fork::generation() {
+            drop(files);
+            std::mem::forget(backends);
+            return;
+        }
+        let mut pause = std::time::Duration::from_micros(50);
+        while Arc::strong_count(&backends) > 1 {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(5));
+        }
+        drop(files);
+        drop(backends);
+    }
+}
+
+/// The driver's lock, held across a `fork` (see [`Driver::hold_for_fork`]).
+pub struct ForkHold<'d, B>(#[allow(dead_code)] RwLockWriteGuard<'d, State<B>>);
 
 impl<P: Platform> Driver<P> {
     /// A closed driver that reads the process environment when it opens.
@@ -147,16 +175,9 @@ impl<P: Platform> Driver<P> {
     /// Reads the configuration and builds the backends, unless already done.
     fn start(&self, state: &mut State<P::Backend>) -> Result<()> {
         if state.open.is_none() {
+            let generation = crate::fork::generation();
             let config = Config::from_lookup(&self.env)?;
-            let backends: Vec<_> = self
-                .platform
-                .backends(&config)?
-                .into_iter()
-                .filter(|b| match b.kind() {
-                    BackendKind::Fastpath => config.fastpath_enabled(),
-                    BackendKind::Fallback => config.fallback_enabled(),
-                })
-                .collect();
+            let backends = self.build_backends(&config)?;
             state.open = Some(Open {
                 config,
                 served: backends.iter().map(|_| Served::default()).collect(),
@@ -164,9 +185,47 @@ impl<P: Platform> Driver<P> {
                 files: HashMap::new(),
                 fds: HashMap::new(),
                 buffers: HashMap::new(),
+                generation,
             });
         }
         Ok(())
+    }
+
+    /// The platform's backends under `config`, less the kinds the compat settings switch off.
+    fn build_backends(&self, config: &Config) -> Result<Vec<P::Backend>> {
+        Ok(self
+            .platform
+            .backends(config)?
+            .into_iter()
+            .filter(|b| match b.kind() {
+                BackendKind::Fastpath => config.fastpath_enabled(),
+                BackendKind::Fallback => config.fallback_enabled(),
+            })
+            .collect())
+    }
+
+    /// In a forked child (spec 2.7): backends of its own (fresh threads, rings and staging),
+    /// keeping the registrations. The parent's backends are forgotten, never dropped: their
+    /// threads do not exist here and their rings are shared with the parent.
+    fn renew_after_fork(&self) -> Result<()> {
+        let mut state = self.write_state();
+        let Some(open) = state.open.as_mut() else { return Ok(()) };
+        let generation = crate::fork::generation();
+        if open.generation == generation {
+            return Ok(()); // another thread renewed them
+        }
+        let backends = self.build_backends(&open.config)?;
+        open.served = backends.iter().map(|_| Served::default()).collect();
+        std::mem::forget(std::mem::replace(&mut open.backends, backends.into()));
+        open.generation = generation;
+        Ok(())
+    }
+
+    /// Holds the driver's lock until the result is dropped: taken just before `fork` (a
+    /// `pthread_atfork` prepare handler), so that no other thread holds it, half-way through
+    /// an update, when the child is made with one thread.
+    pub fn hold_for_fork(&self) -> ForkHold<'_, P::Backend> {
+        ForkHold(self.write_state())
     }
 
     /// `hipFileDriverClose`: decrements the use count, or fails with
@@ -178,8 +237,11 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::DriverNotInitialized.into());
         }
         state.use_count -= 1;
-        if state.use_count == 0 {
-            state.open = None;
+        if state.use_count == 0
+            && let Some(open) = state.open.take()
+        {
+            drop(state); // I/O in flight may need it to finish
+            open.retire();
         }
         Ok(())
     }
@@ -360,14 +422,50 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        let (file, backends, served, registered) = {
+        let (file, backends, served, registered) = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
             let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
+            if open.generation != crate::fork::generation() {
+                drop(state);
+                self.renew_after_fork()?;
+                continue;
+            }
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             let registered = open.buffers.get(&buffer_base).copied();
-            (Arc::clone(file), Arc::clone(&open.backends), Arc::clone(&open.served), registered)
+            break (Arc::clone(file), Arc::clone(&open.backends), Arc::clone(&open.served), registered);
         };
+        let result = self.dispatch(
+            direction,
+            &file,
+            &backends,
+            &served,
+            registered,
+            buffer_base,
+            size,
+            file_offset,
+            buffer_offset,
+        );
+        // The file's descriptors before the backends: closing the driver waits for the
+        // backends, and then nothing of this request may be left.
+        drop(file);
+        result
+    }
+
+    /// Checks the buffer and moves the bytes with the best backend, falling back on "no path".
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &self,
+        direction: Direction,
+        file: &Arc<FileHandle>,
+        backends: &Arc<[P::Backend]>,
+        served: &Arc<[Served]>,
+        registered: Option<BufferInfo>,
+        buffer_base: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<usize> {
         let (buffer_len, device) = match registered {
             Some(b) => (b.len, b.device),
             None => self.unregistered_buffer(buffer_base)?,
@@ -380,7 +478,7 @@ impl<P: Platform> Driver<P> {
         // is either registered device memory (checked against its allocation at
         // registration) or the rest of the device allocation the runtime reported just now;
         // the size is capped at max_rw_count().
-        let req = unsafe { IoRequest::new(direction, &file, plan.device_addr, device, plan.size, plan.file_offset) };
+        let req = unsafe { IoRequest::new(direction, file, plan.device_addr, device, plan.size, plan.file_offset) };
         // The best score (ties keep the first, as upstream), and the first direct backend that
         // declined, with its reason.
         let mut best: Option<(u32, usize)> = None;

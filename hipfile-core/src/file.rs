@@ -67,16 +67,21 @@ impl fmt::Display for FsType {
 /// It is dropped with the file, before the file's descriptors are closed.
 pub type FileState = Box<dyn Any + Send + Sync>;
 
-/// A registered file: the client's descriptor, the one registration opened beside it, and
-/// what the backends need to know to serve it.
+/// A registered file: the number the client registered, and the descriptors registration
+/// opened for it (a buffered one and, where the file system allows, an `O_DIRECT` one).
+///
+/// The library never does I/O on the client's descriptor (spec 2.3, "own descriptors"): the
+/// client may close it, reuse its number for another file, or change its flags with `fcntl`,
+/// and the handle still refers to the file it registered. Both descriptors are new open file
+/// descriptions of that file, without `O_APPEND` (every write lands at the offset it names)
+/// and without `O_NONBLOCK`; they close when the last user of the handle drops it, so I/O in
+/// flight at deregistration finishes on the file it started on.
 pub struct FileHandle {
     /// Declared first, so dropped first: it may refer to the descriptors below.
     backend_state: OnceLock<FileState>,
     client_fd: RawFd,
-    buffered_fd: RawFd,
-    direct_fd: Option<RawFd>,
-    /// The descriptor registration opened (buffered or direct); closed at deregistration.
-    _opened: Option<OwnedFd>,
+    buffered: OwnedFd,
+    direct: Option<OwnedFd>,
     kind: FileKind,
     fs: FsType,
     dio_mem_align: u32,
@@ -84,13 +89,14 @@ pub struct FileHandle {
 }
 
 impl FileHandle {
-    /// Probes `fd` and opens its second descriptor through `/proc/self/fd`.
+    /// Probes `fd` and opens the handle's own descriptors of its file through `/proc/self/fd`.
     ///
     /// Errors: `EBADF` (as `Error::Os`) for a descriptor that is not open;
-    /// `hipFileInvalidFileType` for anything but a regular file or block device;
-    /// `hipFileGetNewFDFailed` when no descriptor is left for the reopen; other failures of the
-    /// reopen as `Error::Os`. A file system that refuses `O_DIRECT` (`EINVAL`) is not an error:
-    /// the file then has no direct descriptor and direct alignment 0.
+    /// `hipFileInvalidFileOpenFlag` for an `O_PATH` descriptor (it grants no reading or
+    /// writing, and reopening it would); `hipFileInvalidFileType` for anything but a regular
+    /// file or block device; `hipFileGetNewFDFailed` when no descriptor is left; other
+    /// failures of the reopen as `Error::Os`. A file system that refuses `O_DIRECT` (`EINVAL`)
+    /// is not an error: the file then has no direct descriptor and direct alignment 0.
     pub fn open(fd: RawFd) -> Result<FileHandle> {
         if fd < 0 {
             return Err(OpError::InvalidValue.into());
@@ -99,6 +105,9 @@ impl FileHandle {
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
         if flags < 0 {
             return Err(Error::last_os_error());
+        }
+        if flags & libc::O_PATH != 0 {
+            return Err(OpError::InvalidFileOpenFlag.into());
         }
         let stx = statx_fd(fd)?;
         let kind = match u32::from(stx.stx_mode) & libc::S_IFMT {
@@ -110,19 +119,18 @@ impl FileHandle {
             FileKind::Regular => fs_type(fd, stx.stx_dev_major, stx.stx_dev_minor)?,
             FileKind::BlockDevice => FsType::None,
         };
-        let client_is_direct = flags & libc::O_DIRECT != 0;
-        let reopen_flags = (flags
-            & (libc::O_ACCMODE | libc::O_APPEND | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME))
-            | libc::O_CLOEXEC
-            | if client_is_direct { 0 } else { libc::O_DIRECT };
-        let (buffered_fd, direct_fd, opened) = match reopen(fd, reopen_flags) {
-            Ok(other) if client_is_direct => (other.as_raw_fd(), Some(fd), Some(other)),
-            Ok(direct) => (fd, Some(direct.as_raw_fd()), Some(direct)),
-            Err(Error::Os(libc::EINVAL)) if !client_is_direct => (fd, None, None),
-            Err(Error::Os(libc::EMFILE | libc::ENFILE)) => return Err(OpError::GetNewFdFailed.into()),
-            Err(e) => return Err(e),
+        let kept = flags & (libc::O_ACCMODE | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME) | libc::O_CLOEXEC;
+        let no_fd = |e| match e {
+            Error::Os(libc::EMFILE | libc::ENFILE) => Error::Op(OpError::GetNewFdFailed),
+            e => e,
         };
-        let (dio_mem_align, dio_offset_align) = match direct_fd {
+        let buffered = reopen(fd, kept).map_err(no_fd)?;
+        let direct = match reopen(fd, kept | libc::O_DIRECT) {
+            Ok(direct) => Some(direct),
+            Err(Error::Os(libc::EINVAL)) => None,
+            Err(e) => return Err(no_fd(e)),
+        };
+        let (dio_mem_align, dio_offset_align) = match direct {
             None => (0, 0),
             Some(_) if stx.stx_mask & libc::STATX_DIOALIGN != 0 && stx.stx_dio_offset_align != 0 => {
                 (stx.stx_dio_mem_align.max(1), stx.stx_dio_offset_align)
@@ -132,9 +140,8 @@ impl FileHandle {
         Ok(FileHandle {
             backend_state: OnceLock::new(),
             client_fd: fd,
-            buffered_fd,
-            direct_fd,
-            _opened: opened,
+            buffered,
+            direct,
             kind,
             fs,
             dio_mem_align,
@@ -142,19 +149,19 @@ impl FileHandle {
         })
     }
 
-    /// The descriptor the client registered.
+    /// The descriptor number the client registered (a registry key: never used for I/O).
     pub fn client_fd(&self) -> RawFd {
         self.client_fd
     }
 
-    /// A descriptor without `O_DIRECT` (page-cache I/O).
+    /// The handle's descriptor without `O_DIRECT` (page-cache I/O).
     pub fn buffered_fd(&self) -> RawFd {
-        self.buffered_fd
+        self.buffered.as_raw_fd()
     }
 
-    /// A descriptor with `O_DIRECT`, if the file system allows it.
+    /// The handle's descriptor with `O_DIRECT`, if the file system allows it.
     pub fn direct_fd(&self) -> Option<RawFd> {
-        self.direct_fd
+        self.direct.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Regular file or block device.
@@ -181,7 +188,7 @@ impl FileHandle {
     /// direct descriptor, and a block device or a regular file on xfs or ext4 `data=ordered`,
     /// or on any file system when `unsupported_file_systems` is set.
     pub fn direct_rule(&self, unsupported_file_systems: bool) -> std::result::Result<(), Declined> {
-        if self.direct_fd.is_none() {
+        if self.direct.is_none() {
             return Err(format!("the file system ({}) refuses O_DIRECT", self.fs).into());
         }
         match self.kind {
@@ -235,8 +242,8 @@ impl fmt::Debug for FileHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FileHandle")
             .field("client_fd", &self.client_fd)
-            .field("buffered_fd", &self.buffered_fd)
-            .field("direct_fd", &self.direct_fd)
+            .field("buffered_fd", &self.buffered_fd())
+            .field("direct_fd", &self.direct_fd())
             .field("kind", &self.kind)
             .field("fs", &self.fs)
             .field("dio_mem_align", &self.dio_mem_align)
@@ -363,7 +370,7 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         let h = FileHandle::open(file.as_raw_fd()).unwrap();
         assert_eq!(h.kind(), FileKind::Regular);
-        assert_eq!(h.buffered_fd(), file.as_raw_fd());
+        assert_ne!(h.buffered_fd(), file.as_raw_fd(), "the handle's own descriptor");
         match h.direct_fd() {
             Some(direct) => {
                 assert_ne!(direct, file.as_raw_fd());
@@ -392,10 +399,43 @@ mod tests {
             return; // this file system refuses O_DIRECT altogether
         };
         let h = FileHandle::open(file.as_raw_fd()).unwrap();
-        assert_eq!(h.direct_fd(), Some(file.as_raw_fd()));
+        assert!(h.direct_fd().is_some_and(|fd| fd != file.as_raw_fd()));
         // SAFETY: querying flags of a descriptor the handle keeps open.
         let flags = unsafe { libc::fcntl(h.buffered_fd(), libc::F_GETFL) };
         assert_eq!(flags & libc::O_DIRECT, 0);
+    }
+
+    #[test]
+    fn own_descriptors_outlive_the_clients_and_drop_append() {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = std::fs::OpenOptions::new().append(true).custom_flags(libc::O_NONBLOCK).open(&path).unwrap();
+        let h = FileHandle::open(file.as_raw_fd()).unwrap();
+        drop(file); // the client closes its descriptor; the handle still writes the file
+        for fd in [Some(h.buffered_fd()), h.direct_fd()].into_iter().flatten() {
+            // SAFETY: querying flags of a descriptor the handle keeps open.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            assert_eq!(flags & (libc::O_APPEND | libc::O_NONBLOCK), 0, "{flags:#x}");
+            assert_eq!(flags & libc::O_ACCMODE, libc::O_WRONLY);
+        }
+        // SAFETY: a valid buffer of 2 bytes.
+        assert_eq!(unsafe { crate::io::pwrite(h.buffered_fd(), b"ab".as_ptr(), 2, 3) }, Ok(2));
+        std::fs::File::create(dir.path().join("other")).unwrap().write_all(b"x").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"012ab56789", "written at its offset, not appended");
+    }
+
+    #[test]
+    fn o_path_descriptors_are_refused() {
+        let path = std::ffi::CString::new("/proc/self/exe").unwrap();
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        assert!(fd >= 0);
+        assert_eq!(FileHandle::open(fd).unwrap_err(), Error::Op(OpError::InvalidFileOpenFlag));
+        // SAFETY: opened above, closed once.
+        unsafe { libc::close(fd) };
     }
 
     #[test]

@@ -51,19 +51,33 @@ pub fn plan_io(
     Ok(IoPlan { size, device_addr, file_offset })
 }
 
-/// Runs `step(done, remaining)` until `size` bytes have moved, retrying `EINTR` and continuing
-/// after short transfers. `step` returns how many bytes it moved; 0 means end of file for a
-/// read (the call returns what moved so far) and is an error (`EIO`) for a write, which would
+/// How many `EAGAIN`s in a row [`transfer_loop`] waits out before reporting one.
+pub const EAGAIN_RETRIES: u32 = 1000;
+
+/// Runs `step(done, remaining)` until `size` bytes have moved, retrying `EINTR` (a signal
+/// arrived), `EAGAIN` (up to [`EAGAIN_RETRIES`] in a row, backing off) and continuing after
+/// short transfers. `step` returns how many bytes it moved; 0 means end of file for a read
+/// (the call returns what moved so far) and is an error (`EIO`) for a write, which would
 /// otherwise never finish. Any other error ends the call: bytes moved before it are not
 /// reported as if the call had succeeded.
 pub fn transfer_loop(size: usize, is_read: bool, mut step: impl FnMut(usize, usize) -> Result<usize>) -> Result<usize> {
     let mut done = 0;
+    let mut again = 0;
     while done < size {
         match step(done, size - done) {
             Ok(0) if is_read => break,
             Ok(0) => return Err(Error::Os(libc::EIO)),
-            Ok(n) => done += n.min(size - done),
+            Ok(n) => {
+                done += n.min(size - done);
+                again = 0;
+            }
             Err(Error::Os(libc::EINTR)) => continue,
+            Err(Error::Os(libc::EAGAIN)) if again < EAGAIN_RETRIES => {
+                again += 1;
+                if again > 10 {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+            }
             Err(e) => return Err(e),
         }
     }
@@ -163,6 +177,22 @@ mod tests {
             }).unwrap();
             prop_assert_eq!(got, eof.map_or(size, |e| e.min(size)));
         }
+    }
+
+    #[test]
+    fn loop_waits_out_eagain_but_not_forever() {
+        let mut calls = 0;
+        let got = transfer_loop(10, true, |_, r| {
+            calls += 1;
+            if calls % 50 == 0 { Ok(r.min(1)) } else { Err(Error::Os(libc::EAGAIN)) }
+        });
+        assert_eq!(got, Ok(10));
+        let mut calls = 0;
+        let got = transfer_loop(10, false, |_, _| {
+            calls += 1;
+            Err(Error::Os(libc::EAGAIN))
+        });
+        assert_eq!((got, calls), (Err(Error::Os(libc::EAGAIN)), EAGAIN_RETRIES + 1));
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod config;
 pub mod driver;
 pub mod error;
 pub mod file;
+pub mod fork;
 pub mod gpu;
 pub mod io;
 pub mod log;

@@ -18,6 +18,9 @@ commands:
   bench    measure file <-> GPU throughput (hipfile bench --help)";
 
 fn main() -> ExitCode {
+    // A tool run by a person says why it is slow or cannot do something; the library alone
+    // stays quiet unless HIPFILE_LOG asks.
+    hipfile_core::log::init(|| hipfile_core::log::Sink::Stderr);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("bench") if args.get(1).is_some_and(|a| a == "--help" || a == "-h") => {
