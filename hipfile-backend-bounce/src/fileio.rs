@@ -134,19 +134,29 @@ impl FileSide {
         len: usize,
         offset: u64,
     ) -> Result<usize> {
-        // After a short direct transfer that left the rest unaligned, the rest goes buffered
-        // (the same file; durable writes are flushed by the call's fdatasync).
+        // The buffered descriptor takes what the direct one cannot: the rest after a short
+        // direct transfer that left it unaligned, and a transfer the direct descriptor refuses
+        // (`EINVAL`: for example a write the file size limit cuts at an unaligned length). It
+        // is the same file; durable writes are flushed by the call's fdatasync.
         let align = self.direct.map_or(PAGE, |(_, align)| align);
+        let buffered = |at: *mut u8, r: usize, off: u64| {
+            if write {
+                // SAFETY: a sub-range of `buf` (caller).
+                unsafe { pwrite(self.buffered, at, r, off) }
+            } else {
+                // SAFETY: a sub-range of `buf` (caller).
+                unsafe { pread(self.buffered, at, r, off) }
+            }
+        };
         transfer_loop(len, !write, |d, r| {
             let (at, off) = (buf.wrapping_add(d), offset + d as u64);
-            let fd = if (d as u64).is_multiple_of(align) { fd } else { self.buffered };
-            match (fd == self.buffered, write) {
-                // SAFETY: a sub-range of `buf` (caller).
-                (true, false) => unsafe { pread(fd, at, r, off) },
-                // SAFETY: a sub-range of `buf` (caller).
-                (true, true) => unsafe { pwrite(fd, at, r, off) },
-                // SAFETY: a sub-range of `buf`, aligned for direct I/O (caller).
-                (false, _) => unsafe { io.transfer(write, fd, at, r, off) },
+            if fd == self.buffered || !(d as u64).is_multiple_of(align) {
+                return buffered(at, r, off);
+            }
+            // SAFETY: a sub-range of `buf`, aligned for direct I/O (caller).
+            match unsafe { io.transfer(write, fd, at, r, off) } {
+                Err(Error::Os(libc::EINVAL)) => buffered(at, r, off),
+                moved => moved,
             }
         })
     }

@@ -397,3 +397,135 @@ fn closing_under_load_releases_every_descriptor_and_thread() {
         &[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_CHUNK_KIB", "64")],
     );
 }
+
+/// `libfaultfs.so` (tests/c/faultfs.c), built once per test process.
+fn faultfs() -> PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let lib = scratch("c").join(format!("libfaultfs-{}.so", std::process::id()));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/faultfs.c");
+        run_ok(
+            cc().args(["-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror"])
+                .arg(&src)
+                .arg("-ldl")
+                .arg("-o")
+                .arg(&lib),
+        );
+        lib
+    })
+    .clone()
+}
+
+/// The ways a request can reach the file in these tests, with the settings that choose them.
+const PATHS: [(&str, &[(&str, &str)]); 4] = [
+    // Every system call of the staged path goes through faultfs.
+    ("bounce-syscalls", &[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_IO_URING", "false")]),
+    // Direct pieces through io_uring (which faultfs does not see), the rest through syscalls.
+    ("bounce-io_uring", &[("HIPFILE_BACKEND", "bounce")]),
+    // The direct path (the mock HIP runtime's AIS) for aligned requests, bounce for the rest.
+    ("auto", &[("HIPFILE_BACKEND", "auto"), ANY_FS, ("HIPFILE_BOUNCE_IO_URING", "false")]),
+    // The direct path alone (aligned requests only).
+    ("p2p", &[("HIPFILE_BACKEND", "p2p"), ANY_FS]),
+];
+
+/// Runs one fault scenario over `paths`: `faultfs_mode` is the FAULTFS setting, `expect` what
+/// the faulty read and write must give (`None`: not run), `extra` the program's extra arguments.
+fn fault_scenario(faultfs_mode: &str, expect: [Option<&str>; 2], extra: &[&str], paths: &[&str]) -> usize {
+    let exe = build("faults", Flavour::Plain, &[]);
+    let mut ran = 0;
+    for (name, env) in PATHS.iter().filter(|(name, _)| paths.contains(name)) {
+        for (direction, expect) in ["read", "write"].into_iter().zip(expect) {
+            let Some(expect) = expect else { continue };
+            for alignment in ["aligned", "unaligned"] {
+                if *name == "p2p" && alignment == "unaligned" {
+                    continue; // no backend for it, by design
+                }
+                let file = scratch_path("faulty");
+                let mut args: Vec<&Path> = vec![&file, Path::new(direction), Path::new(alignment), Path::new(expect)];
+                args.extend(extra.iter().map(Path::new));
+                let mut cmd = program(&exe, &args, env);
+                cmd.env("LD_PRELOAD", faultfs()).env("FAULTFS", faultfs_mode);
+                let out = cmd.output().expect("faults runs");
+                let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success() && stdout.starts_with("ok"),
+                    "{faultfs_mode} {extra:?} on {name}, {alignment} {direction}: {stdout}{stderr}"
+                );
+                let _ = std::fs::remove_file(file);
+                ran += 1;
+            }
+        }
+    }
+    ran
+}
+
+const ALL_PATHS: &[&str] = &["bounce-syscalls", "bounce-io_uring", "auto", "p2p"];
+/// Paths where every file system call passes faultfs.
+const SEEN_PATHS: &[&str] = &["bounce-syscalls", "auto", "p2p"];
+
+#[test]
+fn faults_eintr_and_eagain_storms_are_waited_out() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    fault_scenario("eintr", [Some("ok"), Some("ok")], &[], ALL_PATHS);
+    fault_scenario("eagain", [Some("ok"), Some("ok")], &[], ALL_PATHS);
+}
+
+#[test]
+fn faults_short_transfers_are_continued() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    // 1000 bytes: short direct transfers leave the rest unaligned.
+    fault_scenario("short:1000", [Some("ok"), Some("ok")], &[], ALL_PATHS);
+    fault_scenario("short:65536", [Some("ok"), Some("ok")], &[], ALL_PATHS);
+}
+
+#[test]
+fn faults_eio_in_the_middle_is_reported() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    // Seven MiB in: inside every request's range, aligned or not.
+    fault_scenario("eio_at:7340032", [Some("errno=5"), Some("errno=5")], &[], SEEN_PATHS);
+}
+
+#[test]
+fn faults_a_full_disk_is_reported() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    fault_scenario("enospc_at:7340032", [Some("ok"), Some("errno=28")], &[], SEEN_PATHS);
+}
+
+#[test]
+fn faults_the_file_size_limit_is_reported() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    // RLIMIT_FSIZE is the kernel's own fault: every path sees it (writes only).
+    fault_scenario("none", [None, Some("errno=27")], &["fsize"], ALL_PATHS);
+}
+
+#[test]
+fn faults_a_failing_gpu_copy_is_reported() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    // The staged path copies; the direct path does not (its reads land in device memory).
+    fault_scenario(
+        "none",
+        [Some("ret=-999"), Some("ret=-999")],
+        &["copyfail=2"],
+        &["bounce-syscalls", "bounce-io_uring"],
+    );
+}
+
+#[test]
+fn faults_slow_io_still_completes() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    fault_scenario("slow:300", [Some("ok"), Some("ok")], &[], &["bounce-syscalls", "p2p"]);
+}

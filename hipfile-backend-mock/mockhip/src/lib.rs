@@ -84,6 +84,16 @@ pub extern "C" fn hipfileMockHipRuntime() -> c_int {
     MOCK_HIP_VERSION
 }
 
+/// Fault injection for tests of programs: the `nth` copy from now (1 = the next one) fails
+/// with `error` (a `hipError_t`); `nth == 0` disarms every fault.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipfileMockFailCopy(nth: u64, error: c_int) {
+    match nth {
+        0 => gpu().faults().clear(),
+        n => gpu().faults().fail_copy(n, HipError(error)),
+    }
+}
+
 /// `hipInit`: flags must be 0.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipInit(flags: c_uint) -> c_int {
