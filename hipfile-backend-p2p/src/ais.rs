@@ -209,6 +209,29 @@ mod tests {
     }
 
     #[test]
+    fn short_aligned_counts_and_eintr_are_continued() {
+        let (_f, file) = file(1 << 20);
+        let align = file.dio_offset_align() as u64;
+        let mut api = MockAisApi::new();
+        let mut seq = mockall::Sequence::new();
+        let calls = [(0, 64 * 1024, 0, 4 * align), (4 * align, 64 * 1024 - 4 * align, libc::EINTR, 0)];
+        for (offset, size, status, copied) in calls {
+            api.expect_file_io()
+                .withf(move |_, _, _, s, o| *s == size && *o == offset as i64)
+                .times(1)
+                .in_sequence(&mut seq)
+                .return_const(AisOutcome { hip: 0, size_copied: copied, status });
+        }
+        api.expect_file_io()
+            .withf(move |_, _, _, s, o| *s == 64 * 1024 - 4 * align && *o == 4 * align as i64)
+            .times(1)
+            .in_sequence(&mut seq)
+            .return_const(AisOutcome { hip: 0, size_copied: 64 * 1024 - 4 * align, status: 0 });
+        let p2p = P2p::new(Ais::new(api), true);
+        assert_eq!(p2p.transfer(&request(&file, Direction::Read, 0x10_0000, 64 * 1024, 0)), Ok(64 * 1024));
+    }
+
+    #[test]
     fn a_short_count_is_end_of_file() {
         let (_f, file) = file(6000);
         let mut api = MockAisApi::new();

@@ -20,7 +20,8 @@ pub mod gds;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hipfile_core::{Backend, BackendKind, Declined, FileHandle, IoRequest, Result, Score};
+use hipfile_core::io::transfer_loop;
+use hipfile_core::{Backend, BackendKind, Declined, Direction, FileHandle, IoRequest, Result, Score};
 
 /// What moves the bytes of an eligible request.
 pub trait Engine: Send + Sync {
@@ -72,6 +73,37 @@ impl<E: Engine> P2p<E> {
     }
 }
 
+impl<E: Engine> P2p<E> {
+    /// The whole request, in as many engine calls as it takes (docs/compat.md, "Data
+    /// safety"): a short count that keeps the direct alignment (a signal, a partial transfer) is
+    /// continued, `EINTR` is retried; a short read that breaks it is the end of the file, the
+    /// only place `O_DIRECT` stops at an unaligned length.
+    fn transfer_whole(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let align = u64::from(req.file().dio_offset_align().max(1));
+        let read = req.direction() == Direction::Read;
+        let mut stop = false;
+        transfer_loop(req.size(), read, |done, rest| {
+            if stop {
+                return Ok(0);
+            }
+            // SAFETY: the rest of a checked request: a sub-range of its device range.
+            let part = unsafe {
+                IoRequest::new(
+                    req.direction(),
+                    req.file(),
+                    req.device_addr() + done,
+                    req.device(),
+                    rest,
+                    req.file_offset() + done as u64,
+                )
+            };
+            let n = self.engine.transfer(&part)?;
+            stop = read && n < rest && !(n as u64).is_multiple_of(align);
+            Ok(n)
+        })
+    }
+}
+
 impl<E: Engine> Backend for P2p<E> {
     fn name(&self) -> &'static str {
         self.engine.name()
@@ -93,7 +125,7 @@ impl<E: Engine> Backend for P2p<E> {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let result = self.engine.transfer(req);
+        let result = self.transfer_whole(req);
         match &result {
             Ok(n) => {
                 self.requests.fetch_add(1, Ordering::Relaxed);

@@ -67,8 +67,8 @@ extern "C" fn after_fork() {
     let _ = FORK_HOLD.try_with(|h| h.borrow_mut().take());
 }
 
-/// The result of an export that may open the driver, after saying on stderr why the open
-/// failed when the configuration was the reason (C callers only see the code).
+/// The result of an export that may open the driver, after logging (where `HIPFILE_LOG` asks)
+/// why the open failed when the configuration was the reason (C callers only see the code).
 fn logged(result: Result<()>) -> Result<()> {
     if let Err(e @ Error::Config(_)) = &result {
         log_once(&e.to_string());
@@ -80,8 +80,8 @@ fn logged(result: Result<()>) -> Result<()> {
 /// variables and chooses the backends.
 ///
 /// Returns `hipFileSuccess`; `hipFileDriverInvalidProps` for an invalid `HIPFILE_*` value
-/// and `hipFilePlatformNotSupported` when no HIP runtime can be used (both explained once on
-/// stderr).
+/// and `hipFilePlatformNotSupported` when no HIP runtime can be used (both explained once
+/// where `HIPFILE_LOG` says).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileDriverOpen() -> hipFileError_t {
     boundary(|| hipFileError_t::from_result(driver().and_then(|d| logged(d.open()))))

@@ -83,35 +83,56 @@ struct Open<B> {
     /// it, which must end before the backend closes.
     files: HashMap<HandleId, Arc<FileHandle>>,
     config: Config,
-    backends: Arc<[B]>,
-    /// What each backend served, beside `backends`.
-    served: Arc<[Served]>,
+    active: Arc<Active<B>>,
     fds: HashMap<RawFd, HandleId>,
     buffers: HashMap<usize, BufferInfo>,
     /// The fork generation the backends were built in ([`crate::fork`]).
     generation: u64,
 }
 
+/// The backends of an open driver and what each served: what I/O in flight holds on to.
+struct Active<B> {
+    backends: Box<[B]>,
+    /// What each backend served, beside `backends`.
+    served: Box<[Served]>,
+}
+
+impl<B: Backend> Active<B> {
+    fn new(backends: Vec<B>) -> Arc<Self> {
+        let served = backends.iter().map(|_| Served::default()).collect();
+        Arc::new(Active { backends: backends.into(), served })
+    }
+}
+
+/// What one request holds while it runs. Fields drop in declaration order: the file (and its
+/// descriptors, once deregistered) before the backends, so when closing the driver has waited
+/// for the backends to be let go, nothing of the request is left.
+struct InFlight<B> {
+    file: Arc<FileHandle>,
+    active: Arc<Active<B>>,
+    registered: Option<BufferInfo>,
+}
+
 impl<B: Backend> Open<B> {
-    /// Ends what exists while the driver is open (spec 2.7): waits for I/O still using the
+    /// Ends what exists while the driver is open (docs/compat.md, "Data safety"): waits for I/O still using the
     /// backends, then drops registrations (closing their descriptors) and the backends
     /// (threads, rings, staging memory). In a forked child, the parent's backends are left
     /// alone: their threads are not in this process, and their rings are shared with it.
     fn retire(self) {
-        let Open { files, backends, served, fds, buffers, generation, config: _ } = self;
-        drop((fds, buffers, served));
+        let Open { files, active, fds, buffers, generation, config: _ } = self;
+        drop((fds, buffers));
         if generation != crate::fork::generation() {
             drop(files);
-            std::mem::forget(backends);
+            std::mem::forget(active);
             return;
         }
         let mut pause = std::time::Duration::from_micros(50);
-        while Arc::strong_count(&backends) > 1 {
+        while Arc::strong_count(&active) > 1 {
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(5));
         }
         drop(files);
-        drop(backends);
+        drop(active);
     }
 }
 
@@ -177,11 +198,10 @@ impl<P: Platform> Driver<P> {
         if state.open.is_none() {
             let generation = crate::fork::generation();
             let config = Config::from_lookup(&self.env)?;
-            let backends = self.build_backends(&config)?;
+            let active = Active::new(self.build_backends(&config)?);
             state.open = Some(Open {
                 config,
-                served: backends.iter().map(|_| Served::default()).collect(),
-                backends: backends.into(),
+                active,
                 files: HashMap::new(),
                 fds: HashMap::new(),
                 buffers: HashMap::new(),
@@ -204,7 +224,7 @@ impl<P: Platform> Driver<P> {
             .collect())
     }
 
-    /// In a forked child (spec 2.7): backends of its own (fresh threads, rings and staging),
+    /// In a forked child (docs/compat.md, "Data safety"): backends of its own (fresh threads, rings and staging),
     /// keeping the registrations. The parent's backends are forgotten, never dropped: their
     /// threads do not exist here and their rings are shared with the parent.
     fn renew_after_fork(&self) -> Result<()> {
@@ -214,9 +234,8 @@ impl<P: Platform> Driver<P> {
         if open.generation == generation {
             return Ok(()); // another thread renewed them
         }
-        let backends = self.build_backends(&open.config)?;
-        open.served = backends.iter().map(|_| Served::default()).collect();
-        std::mem::forget(std::mem::replace(&mut open.backends, backends.into()));
+        let active = Active::new(self.build_backends(&open.config)?);
+        std::mem::forget(std::mem::replace(&mut open.active, active));
         open.generation = generation;
         Ok(())
     }
@@ -259,7 +278,7 @@ impl<P: Platform> Driver<P> {
     /// Names of the backends the driver opened with, in order.
     pub fn backend_names(&self) -> Vec<&'static str> {
         let state = self.read_state();
-        state.open.as_ref().map_or_else(Vec::new, |o| o.backends.iter().map(|b| b.name()).collect())
+        state.open.as_ref().map_or_else(Vec::new, |o| o.active.backends.iter().map(|b| b.name()).collect())
     }
 
     /// Each open backend's name and counters, in order: what the driver saw it serve
@@ -268,9 +287,10 @@ impl<P: Platform> Driver<P> {
     pub fn backend_counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
         let state = self.read_state();
         let Some(open) = state.open.as_ref() else { return Vec::new() };
-        open.backends
+        open.active
+            .backends
             .iter()
-            .zip(open.served.iter())
+            .zip(open.active.served.iter())
             .map(|(b, served)| {
                 let mut counters = served.counters(b.kind());
                 counters.extend(b.counters());
@@ -293,13 +313,14 @@ impl<P: Platform> Driver<P> {
     /// each one's name and its answer (empty when none is open; see
     /// [`capabilities`](Self::capabilities) for why).
     pub fn direct_verdict(&self, handle: HandleId) -> Result<Vec<(&'static str, std::result::Result<(), Declined>)>> {
-        let (file, backends) = {
+        let (file, active) = {
             let state = self.read_state();
             let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
-            (Arc::clone(file), Arc::clone(&open.backends))
+            (Arc::clone(file), Arc::clone(&open.active))
         };
-        Ok(backends
+        Ok(active
+            .backends
             .iter()
             .filter(|b| b.kind() == BackendKind::Fastpath)
             .map(|b| (b.name(), b.accepts_file(&file)))
@@ -361,7 +382,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipPointerRangeError.into());
         }
         open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
-        open.backends.iter().for_each(|b| b.buffer_registered(base, len));
+        open.active.backends.iter().for_each(|b| b.buffer_registered(base, len));
         Ok(())
     }
 
@@ -374,7 +395,7 @@ impl<P: Platform> Driver<P> {
         }
         let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
         open.buffers.remove(&base).ok_or(OpError::MemoryNotRegistered)?;
-        open.backends.iter().for_each(|b| b.buffer_deregistered(base));
+        open.active.backends.iter().for_each(|b| b.buffer_deregistered(base));
         Ok(())
     }
 
@@ -422,7 +443,7 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        let (file, backends, served, registered) = loop {
+        let flight = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
             let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
@@ -433,40 +454,10 @@ impl<P: Platform> Driver<P> {
             }
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             let registered = open.buffers.get(&buffer_base).copied();
-            break (Arc::clone(file), Arc::clone(&open.backends), Arc::clone(&open.served), registered);
+            break InFlight { file: Arc::clone(file), active: Arc::clone(&open.active), registered };
         };
-        let result = self.dispatch(
-            direction,
-            &file,
-            &backends,
-            &served,
-            registered,
-            buffer_base,
-            size,
-            file_offset,
-            buffer_offset,
-        );
-        // The file's descriptors before the backends: closing the driver waits for the
-        // backends, and then nothing of this request may be left.
-        drop(file);
-        result
-    }
-
-    /// Checks the buffer and moves the bytes with the best backend, falling back on "no path".
-    #[allow(clippy::too_many_arguments)]
-    fn dispatch(
-        &self,
-        direction: Direction,
-        file: &Arc<FileHandle>,
-        backends: &Arc<[P::Backend]>,
-        served: &Arc<[Served]>,
-        registered: Option<BufferInfo>,
-        buffer_base: usize,
-        size: usize,
-        file_offset: i64,
-        buffer_offset: i64,
-    ) -> Result<usize> {
-        let (buffer_len, device) = match registered {
+        let (file, Active { backends, served }) = (&flight.file, &*flight.active);
+        let (buffer_len, device) = match flight.registered {
             Some(b) => (b.len, b.device),
             None => self.unregistered_buffer(buffer_base)?,
         };
