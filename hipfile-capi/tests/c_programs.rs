@@ -316,10 +316,10 @@ fn scratch_path(name: &str) -> PathBuf {
     scratch("c-data").join(format!("{name}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
 }
 
-fn signals(backend: &str, hz: &str) {
+fn signals(flavour: Flavour, backend: &str, hz: &str) {
     let (file, out) = (scratch_path("signals-in"), scratch_path("signals-out"));
     let line = safety(
-        Flavour::Plain,
+        flavour,
         "signals",
         &[&file, &out, Path::new(hz), Path::new("2")],
         &[("HIPFILE_BACKEND", backend), ANY_FS],
@@ -330,24 +330,29 @@ fn signals(backend: &str, hz: &str) {
 
 #[test]
 fn no_corruption_under_signals_bounce_1khz() {
-    signals("bounce", "1000");
+    signals(Flavour::Plain, "bounce", "1000");
 }
 
 #[test]
 fn no_corruption_under_signals_bounce_10khz() {
-    signals("bounce", "10000");
+    signals(Flavour::Plain, "bounce", "10000");
 }
 
 #[test]
 fn no_corruption_under_signals_auto_10khz() {
-    signals("auto", "10000");
+    signals(Flavour::Plain, "auto", "10000");
+}
+
+#[test]
+fn no_corruption_under_signals_under_sanitizers() {
+    signals(Flavour::Sanitized, "bounce", "1000");
 }
 
 #[test]
 fn one_handle_is_one_file_whatever_the_caller_does_with_its_descriptor() {
     let (a, b) = (scratch_path("reuse-a"), scratch_path("reuse-b"));
-    for backend in ["bounce", "auto"] {
-        safety(Flavour::Plain, "reuse", &[&a, &b], &[("HIPFILE_BACKEND", backend), ANY_FS]);
+    for (flavour, backend) in [(Flavour::Sanitized, "bounce"), (Flavour::Plain, "auto")] {
+        safety(flavour, "reuse", &[&a, &b], &[("HIPFILE_BACKEND", backend), ANY_FS]);
     }
 }
 
@@ -361,8 +366,8 @@ fn o_append_writes_land_at_their_offsets_and_o_path_is_refused() {
 #[test]
 fn a_forked_child_works_and_the_parent_keeps_working() {
     let file = scratch_path("fork");
-    for backend in ["bounce", "auto"] {
-        safety(Flavour::Plain, "fork", &[&file], &[("HIPFILE_BACKEND", backend), ANY_FS]);
+    for (flavour, backend) in [(Flavour::Sanitized, "bounce"), (Flavour::Plain, "auto")] {
+        safety(flavour, "fork", &[&file], &[("HIPFILE_BACKEND", backend), ANY_FS]);
     }
 }
 
@@ -431,7 +436,17 @@ const PATHS: [(&str, &[(&str, &str)]); 4] = [
 /// Runs one fault scenario over `paths`: `faultfs_mode` is the FAULTFS setting, `expect` what
 /// the faulty read and write must give (`None`: not run), `extra` the program's extra arguments.
 fn fault_scenario(faultfs_mode: &str, expect: [Option<&str>; 2], extra: &[&str], paths: &[&str]) -> usize {
-    let exe = build("faults", Flavour::Plain, &[]);
+    fault_scenario_as(Flavour::Plain, faultfs_mode, expect, extra, paths)
+}
+
+fn fault_scenario_as(
+    flavour: Flavour,
+    faultfs_mode: &str,
+    expect: [Option<&str>; 2],
+    extra: &[&str],
+    paths: &[&str],
+) -> usize {
+    let exe = build("faults", flavour, &[]);
     let mut ran = 0;
     for (name, env) in PATHS.iter().filter(|(name, _)| paths.contains(name)) {
         for (direction, expect) in ["read", "write"].into_iter().zip(expect) {
@@ -444,7 +459,12 @@ fn fault_scenario(faultfs_mode: &str, expect: [Option<&str>; 2], extra: &[&str],
                 let mut args: Vec<&Path> = vec![&file, Path::new(direction), Path::new(alignment), Path::new(expect)];
                 args.extend(extra.iter().map(Path::new));
                 let mut cmd = program(&exe, &args, env);
-                cmd.env("LD_PRELOAD", faultfs()).env("FAULTFS", faultfs_mode);
+                // The sanitizer's runtime must come first in the process.
+                let preload = match flavour {
+                    Flavour::Sanitized => format!("{}:{}", asan_runtime(), faultfs().display()),
+                    _ => faultfs().display().to_string(),
+                };
+                cmd.env("LD_PRELOAD", preload).env("FAULTFS", faultfs_mode);
                 let out = cmd.output().expect("faults runs");
                 let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
                 assert!(
@@ -520,6 +540,23 @@ fn faults_a_failing_gpu_copy_is_reported() {
         &["copyfail=2"],
         &["bounce-syscalls", "bounce-io_uring"],
     );
+}
+
+#[test]
+fn faults_under_sanitizers() {
+    if !scratch_has_o_direct() {
+        return;
+    }
+    let short = [Some("ok"), Some("ok")];
+    fault_scenario_as(Flavour::Sanitized, "short:1000", short, &[], &["bounce-syscalls", "auto"]);
+    let eio = [Some("errno=5"), Some("errno=5")];
+    fault_scenario_as(Flavour::Sanitized, "eio_at:7340032", eio, &[], &["auto"]);
+}
+
+/// The path of the compiler's AddressSanitizer runtime (`libasan.so`).
+fn asan_runtime() -> String {
+    let out = run_ok(cc().arg("-print-file-name=libasan.so"));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 #[test]

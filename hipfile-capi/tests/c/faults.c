@@ -188,6 +188,9 @@ int main(int argc, char **argv)
     EXPECT_OK(hipFileDriverClose());
     HIP_OK(hipFree(dev));
     CHECK(close(fd) == 0);
+    free(host);
+    free(check);
+    free(dev_host);
     printf("ok: %s %s gave %s with %lu faults injected, then worked\n", argv[3], argv[2], expect, injected);
     return 0;
 }

@@ -257,6 +257,7 @@ static int signals(int argc, char **argv)
     hipFileHandleDeregister(wr);
     EXPECT_OK(hipFileDriverClose());
     HIP_OK(hipFree(dev));
+    free(source);
     printf("ok: %d reads and %d writes of ~48 MiB intact under %d signals at %ld Hz\n", reads, writes,
            (int)alarms, hz);
     return 0;
