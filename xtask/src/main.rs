@@ -100,7 +100,24 @@ fn ci() -> Result<(), String> {
     // The ABI check links libamdhip64, so it builds apart from everything else.
     let abi = ["test", "--locked", "-p", "hipfile-core", "--features", "hip-abi-check", "--test", "hip_abi"];
     run("cargo", &abi, &[HIP_PATH])?;
+    miri()?;
     run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[])
+}
+
+/// Miri over the core's pure logic (error codes, configuration, I/O arithmetic and the retry
+/// loop), where a nightly toolchain with Miri is at hand or can be added; skipped otherwise
+/// (Miri cannot run the parts that make system calls, and CI may have only stable Rust).
+fn miri() -> Result<(), String> {
+    let has_miri = || succeeds("cargo", &["+nightly", "miri", "--version"]);
+    let add = ["component", "add", "miri", "rust-src", "--toolchain", "nightly"];
+    let available = has_miri() || (succeeds("rustup", &add) && has_miri());
+    if !available {
+        eprintln!("==> miri: skipped (no nightly toolchain with Miri here)");
+        return Ok(());
+    }
+    let env = [("PROPTEST_CASES", "16"), ("MIRIFLAGS", "-Zmiri-disable-isolation")];
+    let args = ["+nightly", "miri", "test", "-p", "hipfile-core", "--lib", "--", "error::", "config::", "io::"];
+    run("cargo", &args, &env)
 }
 
 /// The peer's wheels (`../shared/bench/README.md`): KvikIO for CUDA 13 and what it needs.
