@@ -561,6 +561,9 @@ unsafe extern "C" fn run_stream_callback(_stream: RawStream, _status: HipResult,
     unsafe { run_host_fn(data) }
 }
 
+/// `CUDA_ERROR_INVALID_CONTEXT`: a driver API call on a thread with no current context.
+const CUDA_ERROR_INVALID_CONTEXT: HipResult = 201;
+
 impl GpuRuntime for LoadedRuntime {
     fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError> {
         let unknown = PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 };
@@ -586,7 +589,17 @@ impl GpuRuntime for LoadedRuntime {
         }
         let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
         // SAFETY: resolved `hipMemGetAddressRange`; both outputs are writable.
-        check(unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) })?;
+        let mut rc = unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) };
+        if rc == CUDA_ERROR_INVALID_CONTEXT && self.vendor == Vendor::Cuda {
+            // CUDA's range query is a driver API call: it needs a current context, which a
+            // thread whose first GPU call is this one does not have yet (the runtime API binds
+            // one lazily; the pointer query above does not). Bind the buffer's device's primary
+            // context, as the runtime's next call on this thread would, and ask again.
+            self.set_device(attr.device)?;
+            // SAFETY: as above.
+            rc = unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) };
+        }
+        check(rc)?;
         Ok(PointerInfo { memory_type, device: attr.device, base: base as usize, size })
     }
 

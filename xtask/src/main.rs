@@ -136,6 +136,7 @@ fn gpu_bench() -> Result<(), String> {
         (root.join("target/release/libhipfile.so"), "libhipfile.so.0"),
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
+        (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
         (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
         // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
@@ -160,6 +161,14 @@ fn gpu_bench() -> Result<(), String> {
         "-o",
         out.as_str(),
     ]);
+    run("cc", &args, &[])?;
+    // The data-safety program of the C tests, its HIP calls sent to CUDA's runtime.
+    let (safety_src, safety) = (root.join("hipfile-capi/tests/c/safety.c"), bundle.join("safety_cuda"));
+    let (src, out) = (safety_src.to_string_lossy().into_owned(), safety.to_string_lossy().into_owned());
+    let mut args: Vec<&str> =
+        vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
+    args.extend(["-DSAFETY_CUDA", "-Iinclude", "-Ihipfile-capi/tests/c", src.as_str(), "-Ltarget/gpu-bench"]);
+    args.extend(["-l:libhipfile.so.0", "-ldl", "-lpthread", "-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
     run("cc", &args, &[])?;
     // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
