@@ -7,7 +7,9 @@
 //!   again; a call then either did all of its work (and the model applies it) or failed before
 //!   touching anything (`hipFileDriverNotInitialized`/`hipFileHandleNotRegistered`/
 //!   `hipFileMemoryNotRegistered`), so files stay exactly as the models say;
-//! - afterwards, descriptors, library threads and pinned memory are back where they started.
+//! - meanwhile, pinned staging, threads and descriptors stay within what the settings allow
+//!   (sampled while the threads run);
+//! - afterwards, descriptors, threads and pinned memory are back where they started.
 //!
 //! `HIPFILE_SOAK_SECS` sets how long each phase runs (default 2 s, a short run for CI).
 //! Alone in its binary: it counts the process's descriptors and threads.
@@ -284,6 +286,10 @@ fn threads_against_models_then_everything_is_released() {
         ("HIPFILE_BOUNCE_MEMORY_MIB", "2"), // few lanes: threads wait for them
         ("HIPFILE_BOUNCE_THREADS", "4"),
     ];
+    // What those settings allow at most: lanes per device (two pinned stages, a stream and a
+    // ring each), and the pool's workers.
+    let lanes_per_device = (2 << 20) / (2 * (64 * 1024 + 2 * 4096));
+    let (devices, workers) = (2, 4 - 1);
     let driver = Driver::with_env(SystemPlatform::over_mock(Arc::clone(&gpu)), move |name| {
         settings.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
     });
@@ -314,7 +320,18 @@ fn threads_against_models_then_everything_is_released() {
             start.wait();
             let end = Instant::now() + soak();
             let mut cycles = 0u64;
+            let (mut peak_pinned, mut peak_threads, mut peak_fds) = (0, 0, 0);
             while Instant::now() < end {
+                // Within the limits, under load: per device at most its lanes' stages pinned;
+                // threads: the test's, the workers, a stream thread per lane (the mock GPU's);
+                // descriptors: the test's files, two per registration, a ring per lane.
+                let pinned = gpu.pinned_allocations().into_values().max().unwrap_or(0);
+                assert!(pinned <= 2 * lanes_per_device, "{pinned} pinned stages on one device");
+                let lanes = devices * lanes_per_device;
+                let (t, f) = (threads(), open_fds());
+                assert!(t <= threads_before + THREADS + workers + lanes, "{t} threads");
+                assert!(f <= fds_before + 3 * THREADS * FILES + lanes + 4, "{f} descriptors");
+                (peak_pinned, peak_threads, peak_fds) = (peak_pinned.max(pinned), peak_threads.max(t), peak_fds.max(f));
                 if racing_close {
                     // Close to zero under load, then open again.
                     while driver.use_count() > 0 {
@@ -326,7 +343,10 @@ fn threads_against_models_then_everything_is_released() {
                 std::thread::sleep(Duration::from_millis(3));
             }
             stop.store(true, Ordering::Relaxed);
-            eprintln!("phase racing_close={racing_close}: {cycles} closes to zero");
+            eprintln!(
+                "phase racing_close={racing_close}: {cycles} closes to zero; peaks: {peak_pinned} pinned stages \
+                 on a device, {peak_threads} threads, {peak_fds} descriptors"
+            );
         });
         while driver.use_count() > 0 {
             driver.close().unwrap();
