@@ -104,8 +104,9 @@ impl LaneRing {
     }
 
     /// One read (`write == false`) or write at `offset` through a registered buffer, waited for.
-    /// `None` when the range is not inside a registered buffer or the ring is out of use (the
-    /// caller uses a syscall); `None` is never returned once the request is queued.
+    /// `None` when the range is not inside a registered buffer, the ring is out of use, or the
+    /// kernel canceled the request before running it: the caller then uses a syscall. Once the
+    /// request is queued, this returns only after its completion.
     ///
     /// The wait ends only with this request's completion. `io_uring_enter` returns as soon as
     /// a signal interrupts its wait, with the submission counted and no completion yet; a

@@ -476,6 +476,7 @@ fn fault_scenario_as(
             }
         }
     }
+    eprintln!("{faultfs_mode} {extra:?}: {ran} scenarios");
     ran
 }
 

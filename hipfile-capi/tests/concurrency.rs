@@ -328,8 +328,11 @@ fn threads_against_models_then_everything_is_released() {
                 let pinned = gpu.pinned_allocations().into_values().max().unwrap_or(0);
                 assert!(pinned <= 2 * lanes_per_device, "{pinned} pinned stages on one device");
                 let lanes = devices * lanes_per_device;
+                // After a close to zero, the threads it joined may linger a moment in the
+                // kernel's list (a joined thread is still exiting): one generation's worth.
+                let lag = if racing_close { workers + lanes } else { 0 };
                 let (t, f) = (threads(), open_fds());
-                assert!(t <= threads_before + THREADS + workers + lanes, "{t} threads");
+                assert!(t <= threads_before + THREADS + workers + lanes + lag, "{t} threads");
                 assert!(f <= fds_before + 3 * THREADS * FILES + lanes + 4, "{f} descriptors");
                 (peak_pinned, peak_threads, peak_fds) = (peak_pinned.max(pinned), peak_threads.max(t), peak_fds.max(f));
                 if racing_close {

@@ -114,10 +114,11 @@ struct InFlight<B> {
 }
 
 impl<B: Backend> Open<B> {
-    /// Ends what exists while the driver is open (docs/compat.md, "Data safety"): waits for I/O still using the
-    /// backends, then drops registrations (closing their descriptors) and the backends
-    /// (threads, rings, staging memory). In a forked child, the parent's backends are left
-    /// alone: their threads are not in this process, and their rings are shared with it.
+    /// Ends what exists while the driver is open (docs/compat.md, "Data safety"): waits for
+    /// I/O still using the backends, then drops registrations (closing their descriptors) and
+    /// the backends (threads, rings, staging memory). In a forked child, the parent's backends
+    /// are left alone: their threads are not in this process, and their rings are shared with
+    /// it.
     fn retire(self) {
         let Open { files, active, fds, buffers, generation, config: _ } = self;
         drop((fds, buffers));
@@ -137,7 +138,9 @@ impl<B: Backend> Open<B> {
 }
 
 /// The driver's lock, held across a `fork` (see [`Driver::hold_for_fork`]).
-pub struct ForkHold<'d, B>(#[allow(dead_code)] RwLockWriteGuard<'d, State<B>>);
+pub struct ForkHold<'d, B> {
+    _held: RwLockWriteGuard<'d, State<B>>,
+}
 
 impl<P: Platform> Driver<P> {
     /// A closed driver that reads the process environment when it opens.
@@ -224,9 +227,10 @@ impl<P: Platform> Driver<P> {
             .collect())
     }
 
-    /// In a forked child (docs/compat.md, "Data safety"): backends of its own (fresh threads, rings and staging),
-    /// keeping the registrations. The parent's backends are forgotten, never dropped: their
-    /// threads do not exist here and their rings are shared with the parent.
+    /// In a forked child (docs/compat.md, "Data safety"): backends of its own (fresh threads,
+    /// rings and staging), keeping the registrations. The parent's backends are forgotten,
+    /// never dropped: their threads do not exist here and their rings are shared with the
+    /// parent.
     fn renew_after_fork(&self) -> Result<()> {
         let mut state = self.write_state();
         let Some(open) = state.open.as_mut() else { return Ok(()) };
@@ -244,12 +248,13 @@ impl<P: Platform> Driver<P> {
     /// `pthread_atfork` prepare handler), so that no other thread holds it, half-way through
     /// an update, when the child is made with one thread.
     pub fn hold_for_fork(&self) -> ForkHold<'_, P::Backend> {
-        ForkHold(self.write_state())
+        ForkHold { _held: self.write_state() }
     }
 
     /// `hipFileDriverClose`: decrements the use count, or fails with
-    /// `hipFileDriverNotInitialized` at zero. Reaching zero drops every registration and
-    /// closes the descriptors registration opened.
+    /// `hipFileDriverNotInitialized` at zero. Reaching zero waits for I/O in flight in other
+    /// threads, then drops every registration (closing the descriptors registration opened)
+    /// and the backends (their threads, rings and staging memory).
     pub fn close(&self) -> Result<()> {
         let mut state = self.write_state();
         if state.use_count == 0 {
