@@ -1,4 +1,4 @@
-//! The driver's rules (spec 2.1-2.6), end to end on the mock GPU.
+//! The driver's rules (semantics §1-§6), end to end on the mock GPU.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! AMD's direct path, AIS (spec 3.1): `hipAmdFileRead`/`hipAmdFileWrite`, which HIP does not
+//! AMD's direct path, AIS (semantics §7): `hipAmdFileRead`/`hipAmdFileWrite`, which HIP does not
 //! export but hands out through `hipGetProcAddress`. Each call passes the file's `O_DIRECT`
 //! descriptor and the device address `buffer + buffer_offset`; the kernel (KFD) moves the data
 //! between the storage and the GPU's memory by PCI peer-to-peer DMA. A nonzero `status` is an
@@ -50,7 +50,7 @@ pub struct HipAis {
     read: AmdFileIo,
     write: AmdFileIo,
     /// Called once per thread before its first AIS call, as upstream does: HIP can crash when
-    /// `hipAmdFileRead` is a thread's first HIP call (spec 2.7).
+    /// `hipAmdFileRead` is a thread's first HIP call (semantics §7).
     init: Option<HipInit>,
 }
 
@@ -60,7 +60,7 @@ impl HipAis {
         let read = runtime.proc_address("hipAmdFileRead")?;
         let write = runtime.proc_address("hipAmdFileWrite")?;
         // SAFETY: the runtime returned these addresses for these names, whose C signature
-        // (spec 3.1, HIP's `hip_storage.h`) is `AmdFileIo`.
+        // (semantics §7, HIP's `hip_storage.h`) is `AmdFileIo`.
         let read = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(read) };
         // SAFETY: as above.
         let write = unsafe { std::mem::transmute::<*mut c_void, AmdFileIo>(write) };

@@ -1,11 +1,11 @@
 //! hipfile-backend-p2p: direct DMA between storage and GPU memory (upstream's "fastpath"),
 //! through whichever engine the platform has:
 //! - [`ais`]: AMD's AIS, `hipAmdFileRead`/`hipAmdFileWrite` found through `hipGetProcAddress`
-//!   (spec 3.1), called with the file's `O_DIRECT` descriptor;
+//!   (semantics §7), called with the file's `O_DIRECT` descriptor;
 //! - [`gds`]: NVIDIA GPUDirect Storage, `libcufile.so.0` loaded at run time, with cuFile's own
 //!   compatibility mode turned off, so that only real direct I/O counts.
 //!
-//! The backend ([`P2p`]) applies upstream's eligibility (spec 2.5) before an engine sees a
+//! The backend ([`P2p`]) applies upstream's eligibility (semantics §6) before an engine sees a
 //! request: an `O_DIRECT` descriptor, a block device or a regular file on xfs or ext4
 //! `data=ordered` (any file system with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`), and offset, size
 //! and address aligned to the file's direct-I/O alignment. Requests it declines, and requests
@@ -74,10 +74,10 @@ impl<E: Engine> P2p<E> {
 }
 
 impl<E: Engine> P2p<E> {
-    /// The whole request, in as many engine calls as it takes (docs/compat.md, "Data
-    /// safety"): a short count that keeps the direct alignment (a signal, a partial transfer) is
-    /// continued, `EINTR` is retried; a short read that breaks it is the end of the file, the
-    /// only place `O_DIRECT` stops at an unaligned length.
+    /// The whole request, in as many engine calls as it takes (semantics §5): a short count
+    /// that keeps the direct alignment (a signal, a partial transfer) is continued, `EINTR` is
+    /// retried; a short read that breaks it is the end of the file, the only place `O_DIRECT`
+    /// stops at an unaligned length.
     fn transfer_whole(&self, req: &IoRequest<'_>) -> Result<usize> {
         let align = u64::from(req.file().dio_offset_align().max(1));
         let read = req.direction() == Direction::Read;

@@ -1,6 +1,6 @@
 //! The direct backend under the driver, with mockall mocks of the GPU runtime and of the AIS
-//! entry points: what reaches the engine (the per-call cap of spec 2.1), and which answers
-//! go to the fallback (spec 2.5).
+//! entry points: what reaches the engine (the per-call cap of semantics §1), and which answers
+//! go to the fallback (semantics §6).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use hipfile_core::{
 };
 
 const BASE: usize = 0x7f00_0000_0000;
-/// More than one call may move (spec 2.1), without allocating any of it.
+/// More than one call may move (semantics §1), without allocating any of it.
 const SIZE: usize = 3 << 30;
 
 /// AIS entry points that record the sizes asked for and answer with `status`.

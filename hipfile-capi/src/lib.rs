@@ -10,7 +10,7 @@
 //! - pointers from C are checked for null before use; handles are registry keys, so garbage
 //!   is `hipFileHandleNotRegistered`, never a dereference; enums arrive as `int` and are
 //!   validated;
-//! - return conventions are spec 2.1's, mapped in one place ([`hipfile_core::error`]);
+//! - return conventions are semantics §1's, mapped in one place ([`hipfile_core::error`]);
 //! - the header declares exactly the functions exported here (checked by `tests/header.rs`).
 #![allow(non_snake_case)]
 

@@ -177,7 +177,7 @@ fn the_ais_path_serves_aligned_io_over_the_mock_runtime() {
     // P2P only: no fallback could have served it.
     let (ok, out, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), ANY_FS]);
     assert!(ok && out.contains("copied 3145728 bytes"), "{out}{err}");
-    // An aligned read past the end of the file returns the bytes before it (spec 2.6); writing
+    // An aligned read past the end of the file returns the bytes before it (semantics §5); writing
     // those 100 bytes back is unaligned, and P2P only has no backend for it: upstream's
     // -hipFileInternalError.
     let (ok, _, err) = copy_with((3 << 20) + 100, &[("HIPFILE_BACKEND", "p2p"), ANY_FS]);

@@ -1,6 +1,6 @@
 //! Backends: each scores a request and moves its bytes. The driver asks every backend of the
 //! closed set it was opened with, takes the best score, and retries on a fallback when the
-//! chosen direct path reports that it has no path to the device (spec 2.5).
+//! chosen direct path reports that it has no path to the device (semantics §6).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -165,7 +165,8 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 
 /// Declares a closed set of backends as an enum that implements [`Backend`] by matching on
 /// its variants: static dispatch that works across crates (where `enum_dispatch` silently
-/// does not, see `shared/reference/rust-notes.md` 1.4).
+/// does not: its trait impls are generated where the trait is declared, so an enum in
+/// another crate gets none).
 ///
 /// ```
 /// # use hipfile_core::{Backend, BackendKind, IoRequest, Result};

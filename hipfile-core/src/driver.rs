@@ -1,4 +1,4 @@
-//! The driver: use count, registries, and the I/O path (spec 2.2-2.6). A `Driver` is an
+//! The driver: use count, registries, and the I/O path (semantics §2-§6). A `Driver` is an
 //! ordinary value: tests make and drop their own; the C ABI keeps one per process.
 
 use std::collections::HashMap;
@@ -48,7 +48,7 @@ pub trait Platform: Send + Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandleId(pub u64);
 
-/// A registered buffer (spec 2.4): bookkeeping only, nothing is pinned.
+/// A registered buffer (semantics §4): bookkeeping only, nothing is pinned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferInfo {
     /// The registered base address.
@@ -114,7 +114,7 @@ struct InFlight<B> {
 }
 
 impl<B: Backend> Open<B> {
-    /// Ends what exists while the driver is open (docs/compat.md, "Data safety"): waits for
+    /// Ends what exists while the driver is open (semantics §2): waits for
     /// I/O still using the backends, then drops registrations (closing their descriptors) and
     /// the backends (threads, rings, staging memory). In a forked child, the parent's backends
     /// are left alone: their threads are not in this process, and their rings are shared with
@@ -227,7 +227,7 @@ impl<P: Platform> Driver<P> {
             .collect())
     }
 
-    /// In a forked child (docs/compat.md, "Data safety"): backends of its own (fresh threads,
+    /// In a forked child (semantics §8): backends of its own (fresh threads,
     /// rings and staging), keeping the registrations. The parent's backends are forgotten,
     /// never dropped: their threads do not exist here and their rings are shared with the
     /// parent.

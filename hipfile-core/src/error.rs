@@ -279,7 +279,7 @@ pub struct SsizeResult {
     pub errno: Option<i32>,
 }
 
-/// Maps the result of a read or write onto hipFile's `ssize_t` convention (spec 2.1):
+/// Maps the result of a read or write onto hipFile's `ssize_t` convention (semantics §1):
 /// bytes moved; `-1` with `errno` for OS errors; `-code` for hipFile errors; `-(hipError_t)`
 /// for HIP runtime errors (upstream's convention, although it can collide with `-1`).
 ///

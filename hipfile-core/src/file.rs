@@ -1,4 +1,4 @@
-//! Registered files (spec 2.3): what registration learns about a descriptor, and the two
+//! Registered files (semantics §3): what registration learns about a descriptor, and the two
 //! descriptors of its own it opens for the file: a buffered one and, where the file system
 //! allows, an `O_DIRECT` one.
 
@@ -70,7 +70,7 @@ pub type FileState = Box<dyn Any + Send + Sync>;
 /// A registered file: the number the client registered, and the descriptors registration
 /// opened for it (a buffered one and, where the file system allows, an `O_DIRECT` one).
 ///
-/// The library never does I/O on the client's descriptor (docs/compat.md, "Data safety"): the
+/// The library never does I/O on the client's descriptor (semantics §3): the
 /// client may close it, reuse its number for another file, or change its flags with `fcntl`,
 /// and the handle still refers to the file it registered. Both descriptors are new open file
 /// descriptions of that file, without `O_APPEND` (every write lands at the offset it names)

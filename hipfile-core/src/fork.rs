@@ -1,4 +1,4 @@
-//! Fork awareness (docs/compat.md, "Data safety"). After `fork`, the child has one thread: worker threads of the
+//! Fork awareness (semantics §8). After `fork`, the child has one thread: worker threads of the
 //! parent are gone, io_uring instances are shared with the parent, and locks other threads held
 //! stay held. The driver notices a fork by this generation counter, which the child side of
 //! every `fork` increments, and gives the child backends of its own.

@@ -27,7 +27,7 @@ pub struct IoPlan {
 }
 
 /// Checks one call's arguments against a buffer of `buffer_len` bytes at `buffer_base`
-/// (spec 2.1, 2.4): negative offsets are `EINVAL` (upstream since 0.4.0); `buffer_offset` must
+/// (semantics §1, §5): negative offsets are `EINVAL` (upstream since 0.4.0); `buffer_offset` must
 /// lie inside the buffer and `size` must fit after it (`hipFileInvalidValue`); the transfer
 /// must not run past the largest file offset (`EINVAL`).
 pub fn plan_io(

@@ -71,7 +71,7 @@ impl Vendor {
 /// runtime (whose device memory the host cannot address).
 pub const MOCK_MARKER: &str = "hipfileMockHipRuntime";
 
-/// `hipAmdFileHandle_t` (spec 3.1): `union { void *handle; int fd; uint8_t pad[8]; }`, passed
+/// `hipAmdFileHandle_t` (semantics §7): `union { void *handle; int fd; uint8_t pad[8]; }`, passed
 /// by value to AMD's storage entry points; hipFile puts the `O_DIRECT` descriptor in `fd`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -86,7 +86,7 @@ pub union AmdFileHandle {
 
 /// `hipError_t hipAmdFileRead/Write(hipAmdFileHandle_t, void *devicePtr, uint64_t size,
 /// int64_t file_offset, uint64_t *size_copied, int32_t *status)`, handed out by
-/// `hipGetProcAddress` (spec 3.1).
+/// `hipGetProcAddress` (semantics §7).
 pub type AmdFileIo = unsafe extern "C" fn(AmdFileHandle, *mut c_void, u64, i64, *mut u64, *mut i32) -> c_int;
 
 /// `hipMemcpyKind` values (the same in every HIP version).

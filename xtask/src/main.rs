@@ -9,12 +9,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("gpu-bench") => gpu_bench(),
+        Some("gpu-bench") => gpu_bench(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest"
             );
-            eprintln!("       cargo xtask gpu-bench  # build the GPU benchmark bundle: hipfile bench beside KvikIO");
+            eprintln!(
+                "       cargo xtask gpu-bench --peer PATH  # the GPU benchmark bundle: hipfile bench beside KvikIO \
+                 (PATH: the KvikIO baseline script, kvikio_baseline.py)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -120,12 +123,21 @@ fn miri() -> Result<(), String> {
     run("cargo", &args, &env)
 }
 
-/// The peer's wheels (`../shared/bench/README.md`): KvikIO for CUDA 13 and what it needs.
+/// The peer's wheels: KvikIO for CUDA 13 and what it needs.
 const PEER_WHEELS: [&str; 3] = ["kvikio-cu13==26.10.0", "libkvikio-cu13==26.10.0", "rapids-logger==0.3.*"];
 
 /// Builds what one run on the GPU machine needs: the release `hipfile` binary, the scripts
 /// (`xtask/gpu-bench`), the peer baseline and its wheels.
-fn gpu_bench() -> Result<(), String> {
+fn gpu_bench(args: &[String]) -> Result<(), String> {
+    // The peer's baseline script is not ours to ship: it comes from outside the repository.
+    let peer = match args {
+        [flag, path] if flag == "--peer" => std::path::PathBuf::from(path),
+        _ => {
+            return Err(
+                "usage: cargo xtask gpu-bench --peer PATH (the KvikIO baseline script, kvikio_baseline.py)".into()
+            );
+        }
+    };
     let root = workspace_root();
     install_packages()?; // HIP headers, for the C ABI check program
     run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools", "-p", "hipfile-capi"], &[])?;
@@ -141,7 +153,7 @@ fn gpu_bench() -> Result<(), String> {
         (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
         // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
         (root.join("xtask/gpu-bench/copy_probe.c"), "copy_probe.c"),
-        (root.join("../shared/bench/kvikio_baseline.py"), "kvikio_baseline.py"),
+        (peer, "kvikio_baseline.py"),
     ];
     for (from, name) in copies {
         std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;

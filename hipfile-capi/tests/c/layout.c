@@ -1,4 +1,4 @@
-/* The sizes and offsets of AMD's hipfile.h on x86-64 (spec 1.4), and the enum values a
+/* The sizes and offsets of AMD's hipfile.h on x86-64 (semantics §10), and the enum values a
  * program may have compiled in. Checked at compile time, in C11 and C++17. */
 #include <hipfile.h>
 
