@@ -1,17 +1,36 @@
-//! Command-line parsing for `hipfile bench` (a handful of flags: no parser dependency).
+//! The command line, declared with clap: `hipfile bench` and its options.
 
 use std::path::PathBuf;
 
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// The `hipfile` tool of hipfile-rs.
+#[derive(Debug, Parser)]
+#[command(name = "hipfile", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// What the tool can do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Measure file <-> GPU throughput through hipfile (like NVIDIA's gdsio)
+    Bench(BenchArgs),
+}
+
 /// What one benchmark measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
-    /// Sequential file -> GPU.
+    /// Sequential file -> GPU
     Read,
-    /// Sequential GPU -> file.
+    /// Sequential GPU -> file
     Write,
-    /// Random `io-size` reads at `io-size`-aligned offsets.
+    /// Random reads of --io-size at --io-size-aligned offsets
+    #[value(name = "randread")]
     RandRead,
-    /// Random `io-size` writes at `io-size`-aligned offsets.
+    /// Random writes of --io-size at --io-size-aligned offsets
+    #[value(name = "randwrite")]
     RandWrite,
 }
 
@@ -34,68 +53,74 @@ impl Mode {
     }
 }
 
-/// `hipfile bench` options.
-#[derive(Clone, Debug)]
+/// Moves data between a file and GPU memory through hipfile and reports GB/s (1e9 bytes/s),
+/// best and mean of --runs. With no options: a short verified read and write benchmark on the
+/// best backend this machine has (the mock GPU where there is no GPU).
+#[derive(Clone, Debug, clap::Args)]
 pub(crate) struct BenchArgs {
+    /// Modes to run, comma-separated
+    #[arg(long = "mode", value_enum, value_delimiter = ',', default_value = "read,write")]
     pub(crate) modes: Vec<Mode>,
+    /// Data file, created with --size bytes if missing or of another size (default: a temporary
+    /// file, removed afterwards); writes go to PATH.out
+    #[arg(long, value_name = "PATH")]
     pub(crate) file: Option<PathBuf>,
+    /// File size, with K, M, G, T suffixes (powers of 1024)
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
     pub(crate) size: u64,
+    /// Bytes per call (default: the whole range for read and write, 1M for random modes)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub(crate) io_size: Option<u64>,
+    /// Application threads issuing calls (the library has its own workers for large calls)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive)]
     pub(crate) threads: usize,
-    pub(crate) backend: Option<String>,
-    pub(crate) cold: bool,
-    pub(crate) direct: bool,
-    pub(crate) verify: bool,
-    pub(crate) runs: usize,
+    /// Calls per random run
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,
+    /// auto, p2p, bounce or mock (default: HIPFILE_BACKEND, else auto)
+    #[arg(long, value_name = "NAME")]
+    pub(crate) backend: Option<String>,
+    /// Drop the page cache before each read run (needs root)
+    #[arg(long)]
+    pub(crate) cold: bool,
+    /// Open the data file with O_DIRECT
+    #[arg(long)]
+    pub(crate) direct: bool,
+    /// Skip checking that GPU memory and the file agree after each mode
+    #[arg(long = "no-verify", action = clap::ArgAction::SetFalse)]
+    pub(crate) verify: bool,
+    /// Runs per mode
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive)]
+    pub(crate) runs: usize,
+    /// Print the results as JSON instead of a table
+    #[arg(long)]
     pub(crate) json: bool,
+    /// Also report each backend's counters per mode: chunks read from the page cache and with
+    /// O_DIRECT, io_uring requests, and where its threads spent their time
+    #[arg(long)]
     pub(crate) profile: bool,
 }
 
-impl Default for BenchArgs {
-    fn default() -> Self {
-        BenchArgs {
-            modes: vec![Mode::Read, Mode::Write],
-            file: None,
-            size: 256 << 20,
-            io_size: None,
-            threads: 1,
-            backend: None,
-            cold: false,
-            direct: false,
-            verify: true,
-            runs: 3,
-            count: 128,
-            json: false,
-            profile: false,
+impl BenchArgs {
+    /// Checks what the options say together.
+    pub(crate) fn check(self) -> Result<Self, String> {
+        match self.io_size {
+            Some(io) if io > self.size => Err(format!("--io-size ({io}) is larger than --size ({})", self.size)),
+            _ => Ok(self),
         }
     }
 }
 
-pub(crate) const BENCH_USAGE: &str = "\
-usage: hipfile bench [options]
-
-Moves data between a file and GPU memory through hipfile and reports GB/s (1e9 bytes/s),
-best and mean of --runs. With no options: a short verified read and write benchmark on the
-best backend this machine has (the mock GPU where there is no GPU).
-
-  --mode LIST       read, write, randread, randwrite (comma-separated; default read,write)
-  --file PATH       data file (created with --size bytes if missing or of another size;
-                    default: a temporary file, removed afterwards). Writes go to PATH.out
-  --size SIZE       file size (default 256M); SIZE takes K, M, G suffixes (powers of 1024)
-  --io-size SIZE    bytes per call (default: the whole range for read/write, 1M for random)
-  --threads N       application threads issuing calls (default 1; the library uses its own
-                    worker threads for large calls)
-  --count N         calls per random run (default 128)
-  --backend NAME    auto, p2p, bounce or mock (default: HIPFILE_BACKEND, else auto)
-  --cold            drop the page cache before each read run (needs root)
-  --direct          open the data file with O_DIRECT
-  --no-verify       skip checking that GPU memory and the file agree after each mode
-  --runs N          runs per mode (default 3)
-  --json            print the results as JSON instead of a table
-  --profile         also report, per mode, each backend's counters: chunks read from the page
-                    cache and with O_DIRECT, io_uring requests, and where its threads spent
-                    their time (file I/O, waiting for copies, for a lane, for a direct-read slot)";
+#[cfg(test)]
+impl Default for BenchArgs {
+    /// The defaults declared on the options, as `hipfile bench` with none.
+    fn default() -> Self {
+        use clap::Parser;
+        match Cli::parse_from(["hipfile", "bench"]).command {
+            Command::Bench(b) => b,
+        }
+    }
+}
 
 /// `4096`, `64K`, `256M`, `4G`, `1GiB`: bytes.
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
@@ -117,51 +142,8 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("not a size: {text:?} (use e.g. 4096, 64K, 256M, 4G)"))
 }
 
-fn parse_count(flag: &str, text: &str) -> Result<usize, String> {
-    text.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("{flag}: not a positive number: {text:?}"))
-}
-
-impl BenchArgs {
-    pub(crate) fn parse(args: &[String]) -> Result<BenchArgs, String> {
-        let mut b = BenchArgs::default();
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-            match flag.as_str() {
-                "--mode" => {
-                    b.modes = value()?
-                        .split(',')
-                        .map(|m| match m.trim() {
-                            "read" => Ok(Mode::Read),
-                            "write" => Ok(Mode::Write),
-                            "randread" => Ok(Mode::RandRead),
-                            "randwrite" => Ok(Mode::RandWrite),
-                            other => Err(format!("unknown mode {other:?} (read, write, randread, randwrite)")),
-                        })
-                        .collect::<Result<_, _>>()?
-                }
-                "--file" => b.file = Some(PathBuf::from(value()?)),
-                "--size" => b.size = parse_size(value()?)?,
-                "--io-size" => b.io_size = Some(parse_size(value()?)?),
-                "--threads" => b.threads = parse_count(flag, value()?)?,
-                "--count" => b.count = parse_count(flag, value()?)?,
-                "--runs" => b.runs = parse_count(flag, value()?)?,
-                "--backend" => b.backend = Some(value()?.clone()),
-                "--cold" => b.cold = true,
-                "--direct" => b.direct = true,
-                "--no-verify" => b.verify = false,
-                "--json" => b.json = true,
-                "--profile" => b.profile = true,
-                other => return Err(format!("unknown option {other:?}\n\n{BENCH_USAGE}")),
-            }
-        }
-        if let Some(io) = b.io_size
-            && io > b.size
-        {
-            return Err(format!("--io-size ({io}) is larger than --size ({})", b.size));
-        }
-        Ok(b)
-    }
+fn positive(text: &str) -> Result<usize, String> {
+    text.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("not a positive number: {text:?}"))
 }
 
 #[cfg(test)]
@@ -169,7 +151,10 @@ mod tests {
     use super::*;
 
     fn args(text: &str) -> Result<BenchArgs, String> {
-        BenchArgs::parse(&text.split_whitespace().map(String::from).collect::<Vec<_>>())
+        let words = ["hipfile", "bench"].into_iter().chain(text.split_whitespace());
+        match Cli::try_parse_from(words).map_err(|e| e.to_string())?.command {
+            Command::Bench(b) => b.check(),
+        }
     }
 
     #[test]
@@ -187,10 +172,16 @@ mod tests {
         assert_eq!(b.modes, [Mode::Read, Mode::RandRead]);
         assert_eq!((b.size, b.io_size, b.threads), (1 << 30, Some(1 << 20), 16));
         assert!(b.cold && b.json && !b.verify && !b.direct);
+        let d = args("").unwrap();
+        assert_eq!(
+            (d.modes, d.size, d.threads, d.runs, d.count, d.verify),
+            (vec![Mode::Read, Mode::Write], 256 << 20, 1, 3, 128, true)
+        );
+        assert_eq!(args("--mode=write --size=4K").unwrap().modes, [Mode::Write], "--flag=value works too");
         assert!(args("--mode sideways").unwrap_err().contains("sideways"));
         assert!(args("--threads 0").is_err());
-        assert!(args("--size").unwrap_err().contains("needs a value"));
+        assert!(args("--size").unwrap_err().contains("a value is required"));
         assert!(args("--io-size 2G --size 1G").is_err());
-        assert!(args("--frobnicate").unwrap_err().contains("usage"));
+        assert!(args("--frobnicate").unwrap_err().contains("--frobnicate"));
     }
 }

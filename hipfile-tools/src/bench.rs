@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use hipfile::SystemPlatform;
 use hipfile_backend_mock::MockGpu;
 use hipfile_core::{Capability, Declined, Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{BenchArgs, Mode};
 
@@ -381,23 +382,28 @@ fn measure(
     })
 }
 
-/// A progress line on stderr while a run lasts more than a second, until `stop`.
+/// A progress bar on stderr, when it is a terminal, while a run lasts more than a second,
+/// until `stop`.
 fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str) {
     let start = Instant::now();
-    let mut shown = false;
+    let mut bar: Option<ProgressBar> = None;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
         if start.elapsed() < Duration::from_secs(1) {
             continue;
         }
-        let d = done.load(Ordering::Relaxed);
-        let filled = (d * 30 / total.max(1)).min(30) as usize;
-        let bar = format!("{}{}", "#".repeat(filled), ".".repeat(30 - filled));
-        eprint!("\r{label} [{bar}] {:.1}/{:.1} GB", d as f64 / 1e9, total as f64 / 1e9);
-        shown = true;
+        let bar = bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let template = "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} ({decimal_bytes_per_sec})";
+            let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style.progress_chars("#>."));
+            bar.set_message(label.to_owned());
+            bar
+        });
+        bar.set_position(done.load(Ordering::Relaxed));
     }
-    if shown {
-        eprint!("\r{}\r", " ".repeat(label.len() + 50));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
 }
 

@@ -9,30 +9,17 @@ mod bench;
 
 use std::process::ExitCode;
 
-use args::{BENCH_USAGE, BenchArgs};
+use args::{Cli, Command};
 use bench::Report;
-
-const USAGE: &str = "usage: hipfile <command> [options]
-
-commands:
-  bench    measure file <-> GPU throughput (hipfile bench --help)";
+use clap::Parser;
+use serde_json::{Value, json};
 
 fn main() -> ExitCode {
     // A tool run by a person says why it is slow or cannot do something; the library alone
     // stays quiet unless HIPFILE_LOG asks.
     hipfile_core::log::init(|| hipfile_core::log::Sink::Stderr);
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("bench") if args.get(1).is_some_and(|a| a == "--help" || a == "-h") => {
-            println!("{BENCH_USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Some("bench") => BenchArgs::parse(&args[1..]).and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
-        Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        _ => Err(USAGE.to_owned()),
+    let result = match Cli::parse().command {
+        Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,73 +114,64 @@ fn human(bytes: u64) -> String {
     }
 }
 
-fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out + "\""
-}
-
+/// The report as JSON: a number that is not finite (a run too short to time) is `null`.
 fn to_json(r: &Report) -> String {
-    let results: Vec<String> = r
+    let results: Vec<Value> = r
         .outcomes
         .iter()
         .map(|o| {
-            let profile: Vec<String> = o
+            let profile: serde_json::Map<String, Value> = o
                 .profile
                 .iter()
                 .map(|(backend, counters)| {
-                    let fields: Vec<String> = counters.iter().map(|(k, v)| format!("{}: {v}", quote(k))).collect();
-                    format!("{}: {{{}}}", quote(backend), fields.join(", "))
+                    let counters: serde_json::Map<String, Value> =
+                        counters.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+                    (backend.to_string(), Value::Object(counters))
                 })
                 .collect();
-            format!(
-                "{{\"mode\": {}, \"threads\": {}, \"io_size\": {}, \"bytes_per_run\": {}, \"cold\": {}, \"runs\": {}, \"best_gbps\": {:.3}, \"mean_gbps\": {:.3}, \"verified\": {}, \"profile\": {{{}}}}}",
-                quote(o.mode.name()),
-                o.threads,
-                o.io_size,
-                o.bytes_per_run,
-                o.cold,
-                o.runs,
-                o.best_gbps,
-                o.mean_gbps,
-                o.verified.map_or("null".into(), |v| v.to_string()),
-                profile.join(", ")
-            )
+            json!({
+                "mode": o.mode.name(),
+                "threads": o.threads,
+                "io_size": o.io_size,
+                "bytes_per_run": o.bytes_per_run,
+                "cold": o.cold,
+                "runs": o.runs,
+                "best_gbps": rounded(o.best_gbps),
+                "mean_gbps": rounded(o.mean_gbps),
+                "verified": o.verified,
+                "profile": profile,
+            })
         })
         .collect();
-    let capabilities: Vec<String> = r
+    let capabilities: Vec<Value> = r
         .capabilities
         .iter()
         .map(|c| match &c.available {
-            Ok(()) => format!("{{\"backend\": {}, \"available\": true}}", quote(&c.backend)),
-            Err(why) => {
-                format!("{{\"backend\": {}, \"available\": false, \"reason\": {}}}", quote(&c.backend), quote(why))
-            }
+            Ok(()) => json!({ "backend": c.backend, "available": true }),
+            Err(why) => json!({ "backend": c.backend, "available": false, "reason": why }),
         })
         .collect();
-    let direct: Vec<String> = r
+    let direct: Vec<Value> = r
         .direct_for_file
         .iter()
         .map(|(b, v)| match v {
-            Ok(()) => format!("{{\"backend\": {}, \"serves\": true}}", quote(b)),
-            Err(why) => format!("{{\"backend\": {}, \"serves\": false, \"reason\": {}}}", quote(b), quote(&why.0)),
+            Ok(()) => json!({ "backend": b, "serves": true }),
+            Err(why) => json!({ "backend": b, "serves": false, "reason": why.0 }),
         })
         .collect();
-    format!(
-        "{{\"platform\": {}, \"backends\": [{}], \"capabilities\": [{}], \"direct_for_file\": [{}], \"file\": {}, \"size_bytes\": {}, \"results\": [\n  {}\n]}}",
-        quote(&r.platform),
-        r.backends.iter().map(|b| quote(b)).collect::<Vec<_>>().join(", "),
-        capabilities.join(", "),
-        direct.join(", "),
-        quote(&r.file.display().to_string()),
-        r.size,
-        results.join(",\n  ")
-    )
+    let report = json!({
+        "platform": r.platform,
+        "backends": r.backends,
+        "capabilities": capabilities,
+        "direct_for_file": direct,
+        "file": r.file.display().to_string(),
+        "size_bytes": r.size,
+        "results": results,
+    });
+    serde_json::to_string_pretty(&report).expect("a JSON value always serializes")
+}
+
+/// GB/s to three decimals; `None` (JSON `null`) when not finite.
+fn rounded(gbps: f64) -> Option<f64> {
+    gbps.is_finite().then(|| (gbps * 1000.0).round() / 1000.0)
 }

@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use serde_json::Value;
+
 fn hipfile(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_hipfile")).args(args).env_remove("HIPFILE_BACKEND").output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
@@ -33,13 +35,12 @@ fn every_mode_runs_verified_on_each_backend() {
             "--json",
         ]);
         assert!(ok, "{backend}: {err}");
-        assert_eq!(out.matches("\"verified\": true").count(), 4, "{backend}: {out}");
-        let expected = if backend == "bounce" {
-            "\"backends\": [\"bounce\"]"
-        } else {
-            "\"backends\": [\"mock-direct\", \"bounce\"]"
-        };
-        assert!(out.contains(expected), "{backend}: {out}");
+        let report: Value = serde_json::from_str(&out).expect("valid JSON");
+        let results = report["results"].as_array().unwrap();
+        assert_eq!(results.len(), 4, "{backend}: {out}");
+        assert!(results.iter().all(|r| r["verified"] == true), "{backend}: {out}");
+        let expected: &[&str] = if backend == "bounce" { &["bounce"] } else { &["mock-direct", "bounce"] };
+        assert_eq!(report["backends"], serde_json::json!(expected), "{backend}: {out}");
     }
     // The data file is kept (so peers can read the same one); the write target is removed.
     assert!(file.exists() && !dir.path().join("bench.dat.out").exists());
@@ -57,7 +58,9 @@ fn bad_options_say_what_is_wrong() {
     let (ok, _, err) = hipfile(&["bench", "--size", "big"]);
     assert!(!ok && err.contains("not a size"), "{err}");
     let (ok, _, err) = hipfile(&["frobnicate"]);
-    assert!(!ok && err.contains("usage"), "{err}");
+    assert!(!ok && err.contains("Usage"), "{err}");
+    let (ok, _, err) = hipfile(&["bench", "--mode", "sideways"]);
+    assert!(!ok && err.contains("sideways") && err.contains("randread"), "{err}");
     let (ok, _, err) = hipfile(&["bench", "--backend", "warp"]);
     assert!(!ok && err.contains("HIPFILE_BACKEND"), "{err}");
 }
@@ -72,14 +75,34 @@ fn profile_reports_where_the_time_went() {
     );
     let (ok, out, err) =
         hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile", "--json"]);
-    assert!(ok && out.contains("\"profile\": {\"bounce\": {\"served_requests\": 1"), "{out}{err}");
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(report["results"][0]["profile"]["bounce"]["served_requests"], 1, "{out}");
+}
+
+#[test]
+fn json_is_valid_whatever_the_run_and_flags_take_either_spelling() {
+    // A 1-byte file: runs too short to time are `null`, never `inf`.
+    for args in [
+        &["bench", "--size", "1", "--runs", "1", "--json"][..],
+        &["bench", "--mode=randread", "--size=4K", "--io-size=4K", "--count=1", "--runs=1", "--json"],
+        &["bench", "--mode=read,write", "--size", "64K", "--runs", "2", "--no-verify", "--json"],
+    ] {
+        let (ok, out, err) = hipfile(args);
+        assert!(ok, "{args:?}: {err}");
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        for r in report["results"].as_array().unwrap() {
+            assert!(r["best_gbps"].is_number() || r["best_gbps"].is_null(), "{out}");
+        }
+    }
 }
 
 /// The profile's `io_uring_ops` of the write mode in a `--json --profile` report.
 fn write_io_uring_ops(json: &str) -> u64 {
-    let write = json.lines().find(|l| l.contains("\"mode\": \"write\"")).expect("a write result");
-    let tail = &write[write.find("\"io_uring_ops\": ").expect("the counter") + 16..];
-    tail[..tail.find([',', '}']).unwrap()].trim().parse().unwrap()
+    let report: Value = serde_json::from_str(json).expect("valid JSON");
+    let results = report["results"].as_array().expect("results");
+    let write = results.iter().find(|r| r["mode"] == "write").expect("a write result");
+    write["profile"]["bounce"]["io_uring_ops"].as_u64().expect("the counter")
 }
 
 #[test]
@@ -109,6 +132,7 @@ fn io_uring_respects_the_memlock_limit_and_falls_back() {
         .expect("prlimit and setpriv (util-linux) run");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.matches("\"verified\": true").count(), 2, "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).expect("valid JSON");
+    assert!(report["results"].as_array().unwrap().iter().all(|r| r["verified"] == true), "{stdout}");
     assert_eq!(write_io_uring_ops(&stdout), 0, "{stdout}");
 }
