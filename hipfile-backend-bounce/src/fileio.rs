@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use hipfile_core::io::{pread, pwrite, transfer_loop};
+use hipfile_core::sync::{lock, wait};
 use hipfile_core::{Error, FileHandle, Result};
 
 use crate::uring::{LaneRing, UringState};
@@ -225,11 +226,11 @@ impl Slots {
     }
 
     fn acquire(&self) -> Slot<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free = lock(&self.free);
         if *free == 0 {
             let start = std::time::Instant::now();
             while *free == 0 {
-                free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+                free = wait(&self.returned, free);
             }
             self.wait_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
@@ -240,7 +241,7 @@ impl Slots {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        *lock(&self.0.free) += 1;
         self.0.returned.notify_one();
     }
 }

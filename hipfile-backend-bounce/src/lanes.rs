@@ -16,17 +16,14 @@
 //! pages ran 1.4-2.3x faster than into 4 KiB pages.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 use hipfile_core::{GpuRuntime, HipError, Stream};
 
+use hipfile_core::sync::{lock, wait};
+
 use crate::fileio::PAGE;
 use crate::uring::{LaneRing, UringState};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Updates under these locks are single pushes and pops: a poisoned lock is consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The size of a transparent huge page on x86-64 and (with 4 KiB base pages) aarch64.
 const HUGE_PAGE: usize = 2 << 20;
@@ -136,7 +133,7 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
                 }
                 return lane;
             }
-            devices = self.returned.wait(devices).unwrap_or_else(|e| e.into_inner());
+            devices = wait(&self.returned, devices);
         }
     }
 

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
 use hipfile_core::io::fdatasync;
+use hipfile_core::sync::lock;
 use hipfile_core::{
     Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
@@ -149,11 +150,11 @@ struct Work {
 
 impl Work {
     fn fail(&self, e: Error) {
-        self.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+        lock(&self.error).get_or_insert(e);
     }
 
     fn failed(&self) -> bool {
-        self.error.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        lock(&self.error).is_some()
     }
 
     /// The next chunk nobody has taken, unless the request failed.
@@ -351,7 +352,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         drop(tx);
         self.inner.work(&work);
         for () in rx {}
-        if let Some(e) = work.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(e) = lock(&work.error).take() {
             return Err(e);
         }
         if work.finished.load(Ordering::Acquire) < chunks {

@@ -5,6 +5,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+use hipfile_core::sync::lock;
+
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// A fixed number of threads taking jobs from one queue.
@@ -58,7 +60,7 @@ impl Drop for WorkerPool {
 
 fn work(rx: &Mutex<Receiver<Job>>) {
     loop {
-        let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+        let job = match lock(rx).recv() {
             Ok(job) => job,
             Err(_) => return, // the pool was dropped
         };

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use hipfile_core::sync::lock;
 use hipfile_core::{Error, HipError, Result};
 
 /// The faults armed on one mock GPU and the data paths built on it. Unarmed, each check is
@@ -29,12 +30,12 @@ struct State {
 
 impl Faults {
     fn arm(&self, f: impl FnOnce(&mut State)) {
-        f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        f(&mut lock(&self.state));
         self.armed.store(true, Ordering::Release);
     }
 
     fn state(&self) -> Option<std::sync::MutexGuard<'_, State>> {
-        self.armed.load(Ordering::Acquire).then(|| self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        self.armed.load(Ordering::Acquire).then(|| lock(&self.state))
     }
 
     /// The `nth` copy from now (1 = the next one) fails with `error`.
@@ -76,7 +77,7 @@ impl Faults {
 
     /// Disarms everything.
     pub fn clear(&self) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = State::default();
+        *lock(&self.state) = State::default();
         self.armed.store(false, Ordering::Release);
     }
 

@@ -6,9 +6,10 @@ use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
+use hipfile_core::sync::{lock, wait};
 use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::faults::Faults;
@@ -102,7 +103,7 @@ impl StreamWorker {
         let (m, cv) = &*self.progress;
         let mut s = lock(m);
         while s.pending > 0 {
-            s = cv.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = wait(cv, s);
         }
         s.error.take().map_or(Ok(()), Err)
     }
@@ -115,10 +116,6 @@ impl Drop for StreamWorker {
             let _ = t.join();
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A GPU emulated in host memory, with several devices, streams and fault injection.

@@ -13,6 +13,7 @@ use std::ffi::{CStr, c_int, c_void};
 use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_core::log::log_once;
+use hipfile_core::sync::lock;
 use hipfile_core::{Declined, Direction, Error, FileHandle, IoRequest, OpError, Result};
 
 use crate::Engine;
@@ -275,7 +276,7 @@ impl<C: CuFileApi> Session<C> {
         slot: &Mutex<Weak<Session<C>>>,
         api: impl FnOnce() -> std::result::Result<C, String>,
     ) -> std::result::Result<Arc<Self>, String> {
-        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = lock(slot);
         if let Some(session) = slot.upgrade() {
             return Ok(session);
         }
@@ -344,7 +345,7 @@ impl<C: CuFileApi + 'static> Gds<C> {
 
     /// The registered buffer holding `addr`: its base and `addr`'s offset in it.
     fn registered_buffer(&self, addr: usize, size: usize) -> Option<(usize, usize)> {
-        let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let buffers = lock(&self.buffers);
         let (&base, &len) = buffers.range(..=addr).next_back()?;
         (addr + size <= base + len).then_some((base, addr - base))
     }
@@ -377,14 +378,14 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
     fn buffer_registered(&self, base: usize, len: usize) {
         match self.session.api.buf_register(base, len) {
             Ok(()) => {
-                self.buffers.lock().unwrap_or_else(|e| e.into_inner()).insert(base, len);
+                lock(&self.buffers).insert(base, len);
             }
             Err(e) => log_once(&format!("cuFileBufRegister failed ({e}): such buffers are used unregistered")),
         }
     }
 
     fn buffer_deregistered(&self, base: usize) {
-        if self.buffers.lock().unwrap_or_else(|e| e.into_inner()).remove(&base).is_some() {
+        if lock(&self.buffers).remove(&base).is_some() {
             let _ = self.session.api.buf_deregister(base);
         }
     }
@@ -392,7 +393,7 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
 
 impl<C: CuFileApi + 'static> Drop for Gds<C> {
     fn drop(&mut self) {
-        let buffers = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|e| e.into_inner()));
+        let buffers = std::mem::take(&mut *lock(&self.buffers));
         for base in buffers.into_keys() {
             let _ = self.session.api.buf_deregister(base);
         }

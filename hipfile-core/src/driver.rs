@@ -13,6 +13,7 @@ use crate::file::FileHandle;
 use crate::gpu::{GpuRuntime, MemoryType};
 use crate::io::plan_io;
 use crate::log::log_once_keyed;
+use crate::sync::{read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
@@ -170,11 +171,11 @@ impl<P: Platform> Driver<P> {
     fn read_state(&self) -> RwLockReadGuard<'_, State<P::Backend>> {
         // A panic while holding the lock cannot leave the maps half-updated: every update is
         // a single insert or remove. So a poisoned lock is still consistent.
-        self.state.read().unwrap_or_else(|e| e.into_inner())
+        read(&self.state)
     }
 
     fn write_state(&self) -> RwLockWriteGuard<'_, State<P::Backend>> {
-        self.state.write().unwrap_or_else(|e| e.into_inner())
+        write(&self.state)
     }
 
     /// `hipFileDriverOpen`: increments the use count; the first open reads the configuration

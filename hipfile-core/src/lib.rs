@@ -50,6 +50,7 @@ pub mod gpu;
 pub mod io;
 pub mod log;
 pub mod runtime;
+pub mod sync;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};

@@ -15,6 +15,8 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{OnceLock, RwLock};
 
+use crate::sync::{read, write};
+
 static SEEN: RwLock<Option<HashSet<String>>> = RwLock::new(None);
 static SINK: OnceLock<Sink> = OnceLock::new();
 
@@ -76,10 +78,10 @@ pub fn log_once_keyed(key: &str, message: impl FnOnce() -> String) {
         return;
     }
     let seen = |s: &Option<HashSet<String>>| s.as_ref().is_some_and(|s| s.contains(key));
-    if seen(&SEEN.read().unwrap_or_else(|e| e.into_inner())) {
+    if seen(&read(&SEEN)) {
         return;
     }
-    let mut all = SEEN.write().unwrap_or_else(|e| e.into_inner());
+    let mut all = write(&SEEN);
     if all.get_or_insert_with(HashSet::new).insert(key.to_owned())
         && let Some(fd) = SINK.get().and_then(Sink::fd)
     {
