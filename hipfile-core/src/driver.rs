@@ -1,18 +1,20 @@
-//! The driver: use count, registries, and the I/O path (semantics §2-§6). A `Driver` is an
-//! ordinary value: tests make and drop their own; the C ABI keeps one per process.
+//! The driver: use count, registries, and the I/O path (semantics §2-§6): a request is looked
+//! up, planned against its buffer, and handed to the dispatcher ([`crate::dispatch`]). A
+//! `Driver` is an ordinary value: tests make and drop their own; the C ABI keeps one per
+//! process.
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, is_no_path};
+use crate::backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest};
 use crate::config::Config;
+use crate::dispatch::Dispatcher;
 use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{GpuRuntime, MemoryType};
 use crate::io::plan_io;
-use crate::log::log_once_keyed;
 use crate::sync::{read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
@@ -84,25 +86,11 @@ struct Open<B> {
     /// it, which must end before the backend closes.
     files: HashMap<HandleId, Arc<FileHandle>>,
     config: Config,
-    active: Arc<Active<B>>,
+    dispatcher: Arc<Dispatcher<B>>,
     fds: HashMap<RawFd, HandleId>,
     buffers: HashMap<usize, BufferInfo>,
     /// The fork generation the backends were built in ([`crate::fork`]).
     generation: u64,
-}
-
-/// The backends of an open driver and what each served: what I/O in flight holds on to.
-struct Active<B> {
-    backends: Box<[B]>,
-    /// What each backend served, beside `backends`.
-    served: Box<[Served]>,
-}
-
-impl<B: Backend> Active<B> {
-    fn new(backends: Vec<B>) -> Arc<Self> {
-        let served = backends.iter().map(|_| Served::default()).collect();
-        Arc::new(Active { backends: backends.into(), served })
-    }
 }
 
 /// What one request holds while it runs. Fields drop in declaration order: the file (and its
@@ -110,7 +98,7 @@ impl<B: Backend> Active<B> {
 /// for the backends to be let go, nothing of the request is left.
 struct InFlight<B> {
     file: Arc<FileHandle>,
-    active: Arc<Active<B>>,
+    dispatcher: Arc<Dispatcher<B>>,
     registered: Option<BufferInfo>,
 }
 
@@ -121,20 +109,20 @@ impl<B: Backend> Open<B> {
     /// are left alone: their threads are not in this process, and their rings are shared with
     /// it.
     fn retire(self) {
-        let Open { files, active, fds, buffers, generation, config: _ } = self;
+        let Open { files, dispatcher, fds, buffers, generation, config: _ } = self;
         drop((fds, buffers));
         if generation != crate::fork::generation() {
             drop(files);
-            std::mem::forget(active);
+            std::mem::forget(dispatcher);
             return;
         }
         let mut pause = std::time::Duration::from_micros(50);
-        while Arc::strong_count(&active) > 1 {
+        while Arc::strong_count(&dispatcher) > 1 {
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(5));
         }
         drop(files);
-        drop(active);
+        drop(dispatcher);
     }
 }
 
@@ -202,10 +190,10 @@ impl<P: Platform> Driver<P> {
         if state.open.is_none() {
             let generation = crate::fork::generation();
             let config = Config::from_lookup(&self.env)?;
-            let active = Active::new(self.build_backends(&config)?);
+            let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&config)?));
             state.open = Some(Open {
                 config,
-                active,
+                dispatcher,
                 files: HashMap::new(),
                 fds: HashMap::new(),
                 buffers: HashMap::new(),
@@ -239,8 +227,8 @@ impl<P: Platform> Driver<P> {
         if open.generation == generation {
             return Ok(()); // another thread renewed them
         }
-        let active = Active::new(self.build_backends(&open.config)?);
-        std::mem::forget(std::mem::replace(&mut open.active, active));
+        let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&open.config)?));
+        std::mem::forget(std::mem::replace(&mut open.dispatcher, dispatcher));
         open.generation = generation;
         Ok(())
     }
@@ -284,7 +272,7 @@ impl<P: Platform> Driver<P> {
     /// Names of the backends the driver opened with, in order.
     pub fn backend_names(&self) -> Vec<&'static str> {
         let state = self.read_state();
-        state.open.as_ref().map_or_else(Vec::new, |o| o.active.backends.iter().map(|b| b.name()).collect())
+        state.open.as_ref().map_or_else(Vec::new, |o| o.dispatcher.backends().iter().map(|b| b.name()).collect())
     }
 
     /// Each open backend's name and counters, in order: what the driver saw it serve
@@ -292,17 +280,7 @@ impl<P: Platform> Driver<P> {
     /// a fallback: `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
     pub fn backend_counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
         let state = self.read_state();
-        let Some(open) = state.open.as_ref() else { return Vec::new() };
-        open.active
-            .backends
-            .iter()
-            .zip(open.active.served.iter())
-            .map(|(b, served)| {
-                let mut counters = served.counters(b.kind());
-                counters.extend(b.counters());
-                (b.name(), counters)
-            })
-            .collect()
+        state.open.as_ref().map_or_else(Vec::new, |open| open.dispatcher.counters())
     }
 
     /// The capability report: every backend the platform knows of under the configuration
@@ -319,18 +297,13 @@ impl<P: Platform> Driver<P> {
     /// each one's name and its answer (empty when none is open; see
     /// [`capabilities`](Self::capabilities) for why).
     pub fn direct_verdict(&self, handle: HandleId) -> Result<Vec<(&'static str, std::result::Result<(), Declined>)>> {
-        let (file, active) = {
+        let (file, dispatcher) = {
             let state = self.read_state();
             let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
-            (Arc::clone(file), Arc::clone(&open.active))
+            (Arc::clone(file), Arc::clone(&open.dispatcher))
         };
-        Ok(active
-            .backends
-            .iter()
-            .filter(|b| b.kind() == BackendKind::Fastpath)
-            .map(|b| (b.name(), b.accepts_file(&file)))
-            .collect())
+        Ok(dispatcher.direct_verdicts(&file))
     }
 
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
@@ -388,7 +361,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipPointerRangeError.into());
         }
         open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
-        open.active.backends.iter().for_each(|b| b.buffer_registered(base, len));
+        open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len));
         Ok(())
     }
 
@@ -401,7 +374,7 @@ impl<P: Platform> Driver<P> {
         }
         let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
         open.buffers.remove(&base).ok_or(OpError::MemoryNotRegistered)?;
-        open.active.backends.iter().for_each(|b| b.buffer_deregistered(base));
+        open.dispatcher.backends().iter().for_each(|b| b.buffer_deregistered(base));
         Ok(())
     }
 
@@ -460,9 +433,8 @@ impl<P: Platform> Driver<P> {
             }
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             let registered = open.buffers.get(&buffer_base).copied();
-            break InFlight { file: Arc::clone(file), active: Arc::clone(&open.active), registered };
+            break InFlight { file: Arc::clone(file), dispatcher: Arc::clone(&open.dispatcher), registered };
         };
-        let (file, Active { backends, served }) = (&flight.file, &*flight.active);
         let (buffer_len, device) = match flight.registered {
             Some(b) => (b.len, b.device),
             None => self.unregistered_buffer(buffer_base)?,
@@ -475,47 +447,9 @@ impl<P: Platform> Driver<P> {
         // is either registered device memory (checked against its allocation at
         // registration) or the rest of the device allocation the runtime reported just now;
         // the size is capped at max_rw_count().
-        let req = unsafe { IoRequest::new(direction, file, plan.device_addr, device, plan.size, plan.file_offset) };
-        // The best score (ties keep the first, as upstream), and the first direct backend that
-        // declined, with its reason.
-        let mut best: Option<(u32, usize)> = None;
-        let mut declined: Option<(usize, Declined)> = None;
-        for (i, b) in backends.iter().enumerate() {
-            match b.score(&req) {
-                Ok(s) if best.is_none_or(|(bs, _)| s > bs) => best = Some((s, i)),
-                Ok(_) => {}
-                Err(why) if b.kind() == BackendKind::Fastpath && declined.is_none() => declined = Some((i, why)),
-                Err(_) => {}
-            }
-        }
-        let (_, chosen) = best.ok_or(OpError::InternalError)?;
-        let result = match backends[chosen].transfer(&req) {
-            Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
-                let fallback = (0..backends.len())
-                    .filter(|&i| backends[i].kind() == BackendKind::Fallback)
-                    .find(|&i| backends[i].score(&req).is_ok());
-                let Some(fallback) = fallback else { return Err(e) };
-                served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
-                log_once_keyed(&e.to_string(), || {
-                    let (direct, fallback) = (backends[chosen].name(), backends[fallback].name());
-                    format!("{direct} has no path to the device ({e}); requests it cannot serve go to {fallback}")
-                });
-                (fallback, backends[fallback].transfer(&req))
-            }
-            result => (chosen, result),
-        };
-        let (used, result) = result;
-        if let Ok(n) = result {
-            served[used].requests.fetch_add(1, Ordering::Relaxed);
-            served[used].bytes.fetch_add(n as u64, Ordering::Relaxed);
-            if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
-                served[i].declined.fetch_add(1, Ordering::Relaxed);
-                log_once_keyed(&why.0, || {
-                    format!("{} did not serve a request: {why}; {} did", backends[i].name(), backends[used].name())
-                });
-            }
-        }
-        result
+        let req =
+            unsafe { IoRequest::new(direction, &flight.file, plan.device_addr, device, plan.size, plan.file_offset) };
+        flight.dispatcher.dispatch(&req)
     }
 
     /// Length and device of an unregistered buffer (or a pointer into a registered one): the
@@ -529,27 +463,5 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipMemoryTypeInvalid.into());
         }
         Ok((info.bytes_after(addr), info.device))
-    }
-}
-
-/// What the driver saw one backend serve.
-#[derive(Debug, Default)]
-struct Served {
-    requests: AtomicU64,
-    bytes: AtomicU64,
-    /// Requests this (direct) backend declined that a fallback served.
-    declined: AtomicU64,
-    /// Requests this (direct) backend found no path for, retried on a fallback.
-    no_path: AtomicU64,
-}
-
-impl Served {
-    fn counters(&self, kind: BackendKind) -> Vec<(&'static str, u64)> {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut counters = vec![("served_requests", get(&self.requests)), ("served_bytes", get(&self.bytes))];
-        if kind == BackendKind::Fastpath {
-            counters.extend([("declined", get(&self.declined)), ("no_path", get(&self.no_path))]);
-        }
-        counters
     }
 }

@@ -42,6 +42,7 @@
 pub mod api;
 pub mod backend;
 pub mod config;
+mod dispatch;
 pub mod driver;
 pub mod error;
 pub mod file;

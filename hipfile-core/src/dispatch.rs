@@ -1,0 +1,122 @@
+//! The dispatcher between the driver and the backends (semantics §6): it owns the backends of
+//! an open driver and what each served, and runs one request: choose the best-scoring
+//! backend, let it transfer, and fall back when a direct backend finds no path to the device
+//! (upstream's `BackendWithFallback`). It counts what it did and logs each reason once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::backend::{Backend, BackendKind, Declined, IoRequest, is_no_path};
+use crate::error::{OpError, Result};
+use crate::file::FileHandle;
+use crate::log::log_once_keyed;
+
+/// The backends of an open driver, fastpaths first, and what each served.
+pub(crate) struct Dispatcher<B> {
+    backends: Box<[B]>,
+    served: Box<[Served]>,
+}
+
+impl<B: Backend> Dispatcher<B> {
+    pub(crate) fn new(backends: Vec<B>) -> Self {
+        let served = backends.iter().map(|_| Served::default()).collect();
+        Dispatcher { backends: backends.into(), served }
+    }
+
+    pub(crate) fn backends(&self) -> &[B] {
+        &self.backends
+    }
+
+    /// Moves the bytes of `req` with the best backend (ties keep the first, as upstream).
+    /// With none able to serve it: `hipFileInternalError`, as upstream.
+    pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let backends = &self.backends;
+        // The best score, and the first direct backend that declined, with its reason.
+        let mut best: Option<(u32, usize)> = None;
+        let mut declined: Option<(usize, Declined)> = None;
+        for (i, b) in backends.iter().enumerate() {
+            match b.score(req) {
+                Ok(s) if best.is_none_or(|(bs, _)| s > bs) => best = Some((s, i)),
+                Ok(_) => {}
+                Err(why) if b.kind() == BackendKind::Fastpath && declined.is_none() => declined = Some((i, why)),
+                Err(_) => {}
+            }
+        }
+        let (_, chosen) = best.ok_or(OpError::InternalError)?;
+        let (used, result) = match backends[chosen].transfer(req) {
+            Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
+                let Some(fallback) = self.fallback_for(req) else { return Err(e) };
+                self.served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
+                log_once_keyed(&e.to_string(), || {
+                    let (direct, fallback) = (backends[chosen].name(), backends[fallback].name());
+                    format!("{direct} has no path to the device ({e}); requests it cannot serve go to {fallback}")
+                });
+                (fallback, backends[fallback].transfer(req))
+            }
+            result => (chosen, result),
+        };
+        if let Ok(n) = result {
+            self.served[used].requests.fetch_add(1, Ordering::Relaxed);
+            self.served[used].bytes.fetch_add(n as u64, Ordering::Relaxed);
+            if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
+                self.served[i].declined.fetch_add(1, Ordering::Relaxed);
+                log_once_keyed(&why.0, || {
+                    format!("{} did not serve a request: {why}; {} did", backends[i].name(), backends[used].name())
+                });
+            }
+        }
+        result
+    }
+
+    /// The first fallback backend that would serve `req`.
+    fn fallback_for(&self, req: &IoRequest<'_>) -> Option<usize> {
+        (0..self.backends.len())
+            .filter(|&i| self.backends[i].kind() == BackendKind::Fallback)
+            .find(|&i| self.backends[i].score(req).is_ok())
+    }
+
+    /// Each backend's name and counters: what the dispatcher saw it serve (`served_requests`,
+    /// `served_bytes`, and for a direct backend the requests it passed to a fallback:
+    /// `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
+    pub(crate) fn counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
+        self.backends
+            .iter()
+            .zip(self.served.iter())
+            .map(|(b, served)| {
+                let mut counters = served.counters(b.kind());
+                counters.extend(b.counters());
+                (b.name(), counters)
+            })
+            .collect()
+    }
+
+    /// Whether each direct backend would serve `file`, or why not.
+    pub(crate) fn direct_verdicts(&self, file: &FileHandle) -> Vec<(&'static str, std::result::Result<(), Declined>)> {
+        self.backends
+            .iter()
+            .filter(|b| b.kind() == BackendKind::Fastpath)
+            .map(|b| (b.name(), b.accepts_file(file)))
+            .collect()
+    }
+}
+
+/// What the dispatcher saw one backend serve.
+#[derive(Debug, Default)]
+struct Served {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    /// Requests this (direct) backend declined that a fallback served.
+    declined: AtomicU64,
+    /// Requests this (direct) backend found no path for, retried on a fallback.
+    no_path: AtomicU64,
+}
+
+impl Served {
+    fn counters(&self, kind: BackendKind) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut counters = vec![("served_requests", get(&self.requests)), ("served_bytes", get(&self.bytes))];
+        if kind == BackendKind::Fastpath {
+            counters.extend([("declined", get(&self.declined)), ("no_path", get(&self.no_path))]);
+        }
+        counters
+    }
+}
