@@ -1,5 +1,5 @@
 //! The driver: use count, registries, and the I/O path (semantics §2-§6): a request is looked
-//! up, planned against its buffer, and handed to the dispatcher ([`crate::dispatch`]). A
+//! up, planned against its buffer, and handed to the dispatcher (`dispatch.rs`). A
 //! `Driver` is an ordinary value: tests make and drop their own; the C ABI keeps one per
 //! process.
 
