@@ -37,6 +37,7 @@ static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = O
 fn driver() -> Result<&'static Driver<SystemPlatform>> {
     DRIVER
         .get_or_init(|| {
+            hipfile_core::log::install(|| hipfile_core::log::Sink::Off);
             let driver = LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip)));
             // SAFETY: the handlers only take and release the driver's lock (see below).
             unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };

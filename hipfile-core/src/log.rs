@@ -1,34 +1,39 @@
-//! Diagnostics, for the asking. A library must not write to a descriptor it was not given: the
-//! application may have closed stderr and reused descriptor 2 for a data file, or made it a
-//! pipe nobody reads. So nothing is written unless `HIPFILE_LOG` asks (read once, at the first
-//! message):
-//! - unset, empty, `0`, `off`, `false`, `none`: nothing (the default for the library);
-//! - `1`, `on`, `true`, `stderr`: standard error;
-//! - anything else: a file path, appended to (created if missing).
+//! Diagnostics, for the asking (semantics §8). The library reports through `tracing` events
+//! (target `hipfile`), each distinct message once: a loop hitting the same condition should not
+//! flood the log. With no subscriber listening, nothing is written anywhere, which is what a
+//! library owes an application whose descriptor 2 may be a data file or a pipe nobody reads.
 //!
-//! Each distinct message is written once: a loop hitting the same condition should not flood
-//! the log. A write that fails (a closed pipe, a full disk) is dropped: a log line never fails
-//! I/O, and a closed pipe never raises `SIGPIPE` in the application.
+//! A Rust program installs its own subscriber. The C ABI and the `hipfile` tool call
+//! [`install`], which listens when `HIPFILE_LOG` asks (read once):
+//! - unset, empty, `0`, `off`, `false`, `none`: nothing (the library's default);
+//! - `1`, `on`, `true`, `stderr`: standard error, at level `info`;
+//! - `error`, `warn`, `info`, `debug`, `trace`: standard error, at that level;
+//! - anything else: a file path, appended to (created if missing), at level `info`.
+//!
+//! A write that fails (a closed pipe, a full disk) is dropped: a log line never fails I/O, and a
+//! closed pipe never raises `SIGPIPE` in the application.
 
 use std::collections::HashSet;
 use std::ffi::CString;
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
+
+use tracing::Level;
 
 use crate::sync::{read, write};
 
 static SEEN: RwLock<Option<HashSet<String>>> = RwLock::new(None);
-static SINK: OnceLock<Sink> = OnceLock::new();
 
 /// Where diagnostics go.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Sink {
     /// Nowhere.
     Off,
-    /// Standard error (descriptor 2).
-    Stderr,
-    /// A file the library opened itself.
-    File(OwnedFd),
+    /// Standard error (descriptor 2), at a level.
+    Stderr(Level),
+    /// A file the library opened itself, at `info`.
+    File(Arc<OwnedFd>),
 }
 
 impl Sink {
@@ -37,55 +42,87 @@ impl Sink {
         let Some(value) = value else { return default() };
         match value.trim().to_ascii_lowercase().as_str() {
             "" | "0" | "off" | "false" | "none" => Sink::Off,
-            "1" | "on" | "true" | "stderr" => Sink::Stderr,
-            _ => open_append(value.trim()).map_or(Sink::Off, Sink::File),
+            "1" | "on" | "true" | "stderr" | "info" => Sink::Stderr(Level::INFO),
+            "error" => Sink::Stderr(Level::ERROR),
+            "warn" => Sink::Stderr(Level::WARN),
+            "debug" => Sink::Stderr(Level::DEBUG),
+            "trace" => Sink::Stderr(Level::TRACE),
+            _ => open_append(value.trim()).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd))),
         }
     }
 
     fn fd(&self) -> Option<RawFd> {
         match self {
             Sink::Off => None,
-            Sink::Stderr => Some(2),
+            Sink::Stderr(_) => Some(2),
             Sink::File(fd) => Some(fd.as_raw_fd()),
+        }
+    }
+
+    fn level(&self) -> Level {
+        match self {
+            Sink::Stderr(level) => *level,
+            _ => Level::INFO,
         }
     }
 }
 
-/// Chooses the sink from `HIPFILE_LOG`, with `default` when it is unset (a command-line tool
-/// passes `|| Sink::Stderr`). Only the first choice counts; the library's own default, chosen
-/// at its first message, is [`Sink::Off`].
-pub fn init(default: fn() -> Sink) {
-    SINK.get_or_init(|| Sink::from_setting(std::env::var("HIPFILE_LOG").ok().as_deref(), default));
+/// Listens to the library's events where `HIPFILE_LOG` asks, with `default` when it is unset
+/// (the `hipfile` tool passes `|| Sink::Stderr(Level::INFO)`; the C ABI, `|| Sink::Off`).
+/// Only the first call counts; an application's own global subscriber takes precedence.
+pub fn install(default: fn() -> Sink) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let sink = Sink::from_setting(std::env::var("HIPFILE_LOG").ok().as_deref(), default);
+        if sink.fd().is_none() {
+            return;
+        }
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(sink.level())
+            .without_time()
+            .with_level(false)
+            .with_target(true)
+            .with_ansi(false)
+            .with_writer(move || QuietWriter(sink.clone()))
+            .finish();
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
 }
 
-/// Whether diagnostics are written anywhere.
-pub fn enabled() -> bool {
-    init(|| Sink::Off);
-    SINK.get().is_some_and(|s| s.fd().is_some())
-}
-
-/// Writes `hipfile: <message>` the first time this process sees `message` (when asked to).
+/// Reports `message` (target `hipfile`, level `info`) the first time this process sees it.
 pub fn log_once(message: &str) {
     log_once_keyed(message, || message.to_owned());
 }
 
-/// Writes `hipfile: <message()>` the first time this process sees `key` (when asked to). Seen
-/// keys cost a shared lock and a lookup, and `message` is only built the first time: cheap
-/// enough for an I/O path that keeps meeting the same condition. With logging off it costs
-/// one load.
+/// Reports `message()` the first time this process sees `key`. With nobody listening it costs
+/// one check; then seen keys cost a shared lock and a lookup, and `message` is only built the
+/// first time: cheap enough for an I/O path that keeps meeting the same condition.
 pub fn log_once_keyed(key: &str, message: impl FnOnce() -> String) {
-    if !enabled() {
+    if !tracing::enabled!(target: "hipfile", Level::INFO) {
         return;
     }
     let seen = |s: &Option<HashSet<String>>| s.as_ref().is_some_and(|s| s.contains(key));
     if seen(&read(&SEEN)) {
         return;
     }
-    let mut all = write(&SEEN);
-    if all.get_or_insert_with(HashSet::new).insert(key.to_owned())
-        && let Some(fd) = SINK.get().and_then(Sink::fd)
-    {
-        write_quietly(fd, format!("hipfile: {}\n", message()).as_bytes());
+    if write(&SEEN).get_or_insert_with(HashSet::new).insert(key.to_owned()) {
+        tracing::info!(target: "hipfile", "{}", message());
+    }
+}
+
+/// The formatter's writer: [`write_quietly`] to the sink's descriptor.
+struct QuietWriter(Sink);
+
+impl io::Write for QuietWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(fd) = self.0.fd() {
+            write_quietly(fd, buf);
+        }
+        Ok(buf.len()) // a lost line is not the application's error
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -119,9 +156,9 @@ fn write_quietly(fd: RawFd, bytes: &[u8]) {
         let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
         match n {
             n if n > 0 => rest = &rest[n as usize..],
-            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+            _ if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
             _ => {
-                broke = std::io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE);
+                broke = io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE);
                 break;
             }
         }
@@ -146,20 +183,21 @@ mod tests {
     #[test]
     fn settings() {
         assert!(matches!(Sink::from_setting(None, || Sink::Off), Sink::Off));
-        assert!(matches!(Sink::from_setting(None, || Sink::Stderr), Sink::Stderr));
+        assert!(matches!(Sink::from_setting(None, || Sink::Stderr(Level::INFO)), Sink::Stderr(Level::INFO)));
         for off in ["", "0", "off", "OFF", "false", "none"] {
-            assert!(matches!(Sink::from_setting(Some(off), || Sink::Stderr), Sink::Off), "{off}");
+            assert!(matches!(Sink::from_setting(Some(off), || Sink::Stderr(Level::INFO)), Sink::Off), "{off}");
         }
-        for on in ["1", "on", "true", "stderr", "Stderr"] {
-            assert!(matches!(Sink::from_setting(Some(on), || Sink::Off), Sink::Stderr), "{on}");
+        for on in ["1", "on", "true", "stderr", "Stderr", "info"] {
+            assert!(matches!(Sink::from_setting(Some(on), || Sink::Off), Sink::Stderr(Level::INFO)), "{on}");
         }
+        assert!(matches!(Sink::from_setting(Some("debug"), || Sink::Off), Sink::Stderr(Level::DEBUG)));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
         let sink = Sink::from_setting(path.to_str(), || Sink::Off);
         write_quietly(sink.fd().unwrap(), b"one\n");
         assert_eq!(std::fs::read(&path).unwrap(), b"one\n");
         let missing = dir.path().join("no/such/dir/log");
-        assert!(matches!(Sink::from_setting(missing.to_str(), || Sink::Stderr), Sink::Off));
+        assert!(matches!(Sink::from_setting(missing.to_str(), || Sink::Stderr(Level::INFO)), Sink::Off));
     }
 
     #[test]
