@@ -15,7 +15,6 @@
 #![allow(non_snake_case)]
 
 pub mod ffi;
-mod platform;
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
@@ -26,7 +25,7 @@ use hipfile_core::{Driver, Error, HandleId, LoadedRuntime, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
-pub use platform::{SystemBackend, SystemPlatform};
+use hipfile::{SystemBackend, SystemPlatform};
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
 pub const VERSION: (u32, u32, u32) = (0, 2, 0);
@@ -44,7 +43,7 @@ fn driver() -> Result<&'static Driver<SystemPlatform>> {
             driver.map_err(|e| e.0)
         })
         .as_ref()
-        .map_err(|why| platform::unavailable(why.clone()))
+        .map_err(|why| hipfile::unavailable(why.clone()))
 }
 
 thread_local! {

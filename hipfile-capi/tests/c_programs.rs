@@ -47,7 +47,7 @@ fn build(name: &str, flavour: Flavour, defines: &[String]) -> PathBuf {
     cmd.arg("-L").arg(&lib).arg(format!("-Wl,-rpath,{}", lib.display()));
     match flavour {
         // What `--print native-static-libs` lists for a Rust staticlib on Linux.
-        Flavour::Static => cmd.arg(deps_dir().join("libhipfile.a")).args([
+        Flavour::Static => cmd.arg(deps_dir().join("libhipfile_capi.a")).args([
             "-lhipfile_mockhip",
             "-lgcc_s",
             "-lutil",

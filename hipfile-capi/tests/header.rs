@@ -146,9 +146,9 @@ fn exported(args: &[&str], lib: &Path) -> BTreeSet<String> {
 #[test]
 fn the_library_exports_exactly_what_the_header_declares() {
     let deps = deps_dir();
-    let shared = exported(&["-D", "--defined-only"], &deps.join("libhipfile.so"));
+    let shared = exported(&["-D", "--defined-only"], &deps.join("libhipfile_capi.so"));
     assert_eq!(shared, header_functions(), "libhipfile.so exports");
-    let archive = deps.join("libhipfile.a");
+    let archive = deps.join("libhipfile_capi.a");
     let from_archive: BTreeSet<_> =
         exported(&["--defined-only"], &archive).into_iter().filter(|s| s.starts_with("hipFile")).collect();
     assert_eq!(from_archive, header_functions(), "libhipfile.a defines");
@@ -156,7 +156,7 @@ fn the_library_exports_exactly_what_the_header_declares() {
 
 #[test]
 fn the_shared_library_has_its_soname_and_no_link_time_gpu_runtime() {
-    let out = run_ok(Command::new("readelf").arg("-d").arg(deps_dir().join("libhipfile.so")));
+    let out = run_ok(Command::new("readelf").arg("-d").arg(deps_dir().join("libhipfile_capi.so")));
     let dynamic = String::from_utf8_lossy(&out.stdout);
     assert!(dynamic.contains("Library soname: [libhipfile.so.0]"), "{dynamic}");
     // One build for every machine: the GPU runtime is found at run time.

@@ -145,7 +145,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let copies = [
         (root.join("target/release/hipfile"), "hipfile"),
-        (root.join("target/release/libhipfile.so"), "libhipfile.so.0"),
+        (root.join("target/release/libhipfile_capi.so"), "libhipfile.so.0"),
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),

@@ -12,7 +12,7 @@ pub const HIP_HEADER: &str = "/usr/include/hip/hip_runtime_api.h";
 pub fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps directory").to_path_buf();
-    for lib in ["libhipfile.so", "libhipfile_mockhip.so"] {
+    for lib in ["libhipfile_capi.so", "libhipfile_mockhip.so"] {
         assert!(deps.join(lib).exists(), "{lib} not built in {}", deps.display());
     }
     deps
@@ -26,8 +26,8 @@ pub fn lib_dir() -> PathBuf {
     let profile = deps.parent().and_then(Path::file_name).expect("profile directory");
     let lib = scratch(&format!("lib-{}", profile.to_string_lossy()));
     for (link, target) in [
-        ("libhipfile.so", "libhipfile.so"),
-        ("libhipfile.so.0", "libhipfile.so"),
+        ("libhipfile.so", "libhipfile_capi.so"),
+        ("libhipfile.so.0", "libhipfile_capi.so"),
         ("libhipfile_mockhip.so", "libhipfile_mockhip.so"),
     ] {
         match std::os::unix::fs::symlink(deps.join(target), lib.join(link)) {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hipfile::*;
+use hipfile_capi::*;
 
 const BASE: i32 = 5000;
 const MIB: usize = 1 << 20;

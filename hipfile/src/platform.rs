@@ -180,8 +180,9 @@ impl Platform for SystemPlatform {
     }
 }
 
-/// Reports why the driver cannot open (C callers only see the code) and gives the code.
-pub(crate) fn unavailable(why: String) -> Error {
+/// Reports why the driver cannot open (C callers only see the code) and gives the code,
+/// `hipFilePlatformNotSupported`.
+pub fn unavailable(why: String) -> Error {
     hipfile_core::log::log_once(&why);
     OpError::PlatformNotSupported.into()
 }
