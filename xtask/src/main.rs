@@ -149,6 +149,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),
+        (root.join("xtask/gpu-bench/ab.sh"), "ab.sh"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
         (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
         // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
