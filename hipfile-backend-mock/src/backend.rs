@@ -17,6 +17,8 @@ use hipfile_core::{
     Result, Score,
 };
 
+use hipfile_backend_p2p::eligibility;
+
 use crate::faults::Faults;
 use crate::gpu::MockGpu;
 
@@ -78,12 +80,12 @@ impl Backend for MockDirect {
 
     fn score(&self, req: &IoRequest<'_>) -> Score {
         self.accepts_file(req.file())?;
-        req.file().direct_alignment(req.file_offset(), req.size(), req.device_addr())?;
+        eligibility::alignment(req.file(), req.file_offset(), req.size(), req.device_addr())?;
         Ok(100)
     }
 
     fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        file.direct_rule(self.unsupported_file_systems)
+        eligibility::file_rule(file, self.unsupported_file_systems)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {

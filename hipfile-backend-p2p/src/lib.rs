@@ -16,6 +16,7 @@
 //! the platform puts that in the capability report.
 
 pub mod ais;
+pub mod eligibility;
 pub mod gds;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,12 +116,12 @@ impl<E: Engine> Backend for P2p<E> {
 
     fn score(&self, req: &IoRequest<'_>) -> Score {
         self.accepts_file(req.file())?;
-        req.file().direct_alignment(req.file_offset(), req.size(), req.device_addr())?;
+        eligibility::alignment(req.file(), req.file_offset(), req.size(), req.device_addr())?;
         Ok(100)
     }
 
     fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        file.direct_rule(self.unsupported_file_systems)?;
+        eligibility::file_rule(file, self.unsupported_file_systems)?;
         self.engine.accepts_file(file)
     }
 

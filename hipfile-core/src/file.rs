@@ -8,7 +8,6 @@ use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
-use crate::backend::Declined;
 use crate::error::{Error, OpError, Result};
 
 /// Direct-I/O alignment used when `statx` does not report one (upstream's choice).
@@ -184,57 +183,10 @@ impl FileHandle {
         self.dio_offset_align
     }
 
-    /// Whether the direct path may serve this file, or why not in words. Upstream's rule: a
-    /// direct descriptor, and a block device or a regular file on xfs or ext4 `data=ordered`,
-    /// or on any file system when `unsupported_file_systems` is set.
-    pub fn direct_rule(&self, unsupported_file_systems: bool) -> std::result::Result<(), Declined> {
-        if self.direct.is_none() {
-            return Err(format!("the file system ({}) refuses O_DIRECT", self.fs).into());
-        }
-        match self.kind {
-            FileKind::BlockDevice => Ok(()),
-            FileKind::Regular
-                if unsupported_file_systems || matches!(self.fs, FsType::Xfs | FsType::Ext4(Ext4DataMode::Ordered)) =>
-            {
-                Ok(())
-            }
-            FileKind::Regular => Err(format!(
-                "file system {} not supported for P2P (xfs and ext4 data=ordered are; \
-                 HIPFILE_UNSUPPORTED_FILE_SYSTEMS=true allows any)",
-                self.fs
-            )
-            .into()),
-        }
-    }
-
     /// The state a direct backend keeps for this file, made by `make` on first use (a
     /// concurrent first use waits for it).
     pub fn backend_state(&self, make: impl FnOnce() -> FileState) -> &FileState {
         self.backend_state.get_or_init(make)
-    }
-
-    /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
-    /// alignment rules, or why not in words.
-    pub fn direct_alignment(&self, file_offset: u64, size: usize, addr: usize) -> std::result::Result<(), Declined> {
-        if self.direct_aligned(file_offset, size, addr) {
-            return Ok(());
-        }
-        Err(Declined::fixed(
-            "not aligned for direct I/O: the file offset and size must be multiples of the file's \
-             direct-I/O offset alignment and the GPU address of its memory alignment (statx; \
-             4 KiB where statx does not say)",
-        ))
-    }
-
-    /// Whether a transfer of `size` bytes at `file_offset` to or from `addr` meets the direct
-    /// alignment rules.
-    pub fn direct_aligned(&self, file_offset: u64, size: usize, addr: usize) -> bool {
-        let (mem, off) = (self.dio_mem_align as u64, self.dio_offset_align as u64);
-        mem != 0
-            && off != 0
-            && file_offset.is_multiple_of(off)
-            && (size as u64).is_multiple_of(off)
-            && (addr as u64).is_multiple_of(mem)
     }
 }
 
@@ -460,44 +412,5 @@ mod tests {
         };
         let h = FileHandle::open(dev.as_raw_fd()).unwrap();
         assert_eq!((h.kind(), h.fs_type()), (FileKind::BlockDevice, &FsType::None));
-        assert_eq!(h.direct_rule(false).is_ok(), h.direct_fd().is_some());
-    }
-
-    #[test]
-    fn alignment_rule() {
-        let file = tempfile::tempfile().unwrap();
-        let mut h = FileHandle::open(file.as_raw_fd()).unwrap();
-        h.dio_mem_align = 512;
-        h.dio_offset_align = 4096;
-        assert!(h.direct_aligned(8192, 4096, 512));
-        assert!(!h.direct_aligned(8192, 4096, 256));
-        assert!(!h.direct_aligned(8192 + 512, 4096, 512));
-        assert!(!h.direct_aligned(8192, 100, 512));
-        h.dio_offset_align = 0;
-        assert!(!h.direct_aligned(0, 0, 0));
-    }
-
-    #[test]
-    fn file_system_rule() {
-        let file = tempfile::tempfile().unwrap();
-        let mut h = FileHandle::open(file.as_raw_fd()).unwrap();
-        if h.direct_fd().is_none() {
-            return;
-        }
-        for (fs, allowed) in [
-            (FsType::Xfs, true),
-            (FsType::Ext4(Ext4DataMode::Ordered), true),
-            (FsType::Ext4(Ext4DataMode::Journal), false),
-            (FsType::Tmpfs, false),
-            (FsType::Other("nfs".into()), false),
-        ] {
-            h.fs = fs.clone();
-            assert_eq!(h.direct_rule(false).is_ok(), allowed, "{fs:?}");
-            if !allowed {
-                let why = h.direct_rule(false).unwrap_err().0;
-                assert!(why.starts_with(&format!("file system {fs} not supported for P2P")), "{why}");
-            }
-            assert!(h.direct_rule(true).is_ok(), "{fs:?}");
-        }
     }
 }
