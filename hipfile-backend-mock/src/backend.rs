@@ -1,23 +1,21 @@
 //! The mock data paths and the platform that offers them.
 //!
-//! - [`MockDirect`] is shaped like a direct (P2P) path: it serves a request only where a real
-//!   direct path could (upstream's fastpath eligibility and alignment rules) and moves the
-//!   bytes with `pread`/`pwrite` straight into emulated device memory. It uses the buffered
-//!   descriptor, so a page-cached file is read from the cache, and benchmarks measure the
-//!   library rather than the disk.
+//! - [`MockDirect`] is the real direct backend ([`P2p`]) over [`MockEngine`]: it serves a
+//!   request only where a real direct path could (the same eligibility code as AIS and GDS)
+//!   and the engine moves the bytes with `pread`/`pwrite` straight into emulated device
+//!   memory. It uses the buffered descriptor, so a page-cached file is read from the cache,
+//!   and benchmarks measure the library rather than the disk.
 //! - [`MockStaged`] is shaped like the fallback: it serves any device memory by staging through
 //!   a host buffer and the runtime's copies, so it works over any [`GpuRuntime`] (including a
 //!   mockall mock) and exercises copy failures.
 
 use std::sync::Arc;
 
+use hipfile_backend_p2p::{Engine, P2p};
 use hipfile_core::io::{fdatasync, pread, pwrite, transfer_loop};
 use hipfile_core::{
-    Backend, BackendChoice, BackendKind, Config, Declined, Direction, FileHandle, GpuRuntime, IoRequest, Platform,
-    Result, Score,
+    Backend, BackendChoice, BackendKind, Config, Direction, GpuRuntime, IoRequest, Platform, Result, Score,
 };
-
-use hipfile_backend_p2p::eligibility;
 
 use crate::faults::Faults;
 use crate::gpu::MockGpu;
@@ -43,49 +41,39 @@ unsafe fn file_io(
     }
 }
 
-/// The direct-shaped mock path (see the module docs).
+/// The engine of the direct-shaped mock path: `pread`/`pwrite` straight into emulated device
+/// memory, under the real direct backend ([`P2p`]), so the mock path is scored, declined and
+/// counted by the same code as AIS and GDS.
 #[derive(Debug)]
-pub struct MockDirect {
+pub struct MockEngine {
     faults: Arc<Faults>,
-    unsupported_file_systems: bool,
 }
 
-impl MockDirect {
-    /// A direct path into `gpu`'s memory, applying upstream's file-system rule unless
-    /// `unsupported_file_systems` (`HIPFILE_UNSUPPORTED_FILE_SYSTEMS`) lifts it.
-    pub fn new(gpu: &MockGpu, unsupported_file_systems: bool) -> Self {
+/// The direct-shaped mock path (see the module docs): the real direct backend over
+/// [`MockEngine`].
+pub type MockDirect = P2p<MockEngine>;
+
+impl MockEngine {
+    /// An engine moving bytes into `gpu`'s memory.
+    pub fn new(gpu: &MockGpu) -> Self {
         // SAFETY: MockGpu device memory is host memory.
-        unsafe { Self::host_addressable(Arc::clone(gpu.faults()), unsupported_file_systems) }
+        unsafe { Self::host_addressable(Arc::clone(gpu.faults())) }
     }
 
-    /// A direct path for a platform whose device memory the host can address (the mock HIP
+    /// An engine for a platform whose device memory the host can address (the mock HIP
     /// runtime seen through the HIP loader), with file faults from `faults`.
     ///
     /// # Safety
-    /// Every device range in a request this backend is given must be host memory, valid for
+    /// Every device range in a request this engine is given must be host memory, valid for
     /// the request's length while the request runs.
-    pub unsafe fn host_addressable(faults: Arc<Faults>, unsupported_file_systems: bool) -> Self {
-        MockDirect { faults, unsupported_file_systems }
+    pub unsafe fn host_addressable(faults: Arc<Faults>) -> Self {
+        MockEngine { faults }
     }
 }
 
-impl Backend for MockDirect {
+impl Engine for MockEngine {
     fn name(&self) -> &'static str {
         "mock-direct"
-    }
-
-    fn kind(&self) -> BackendKind {
-        BackendKind::Fastpath
-    }
-
-    fn score(&self, req: &IoRequest<'_>) -> Score {
-        self.accepts_file(req.file())?;
-        eligibility::alignment(req.file(), req.file_offset(), req.size(), req.device_addr())?;
-        Ok(100)
-    }
-
-    fn accepts_file(&self, file: &FileHandle) -> std::result::Result<(), Declined> {
-        eligibility::file_rule(file, self.unsupported_file_systems)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
@@ -217,7 +205,7 @@ impl Platform for MockPlatform {
     }
 
     fn backends(&self, config: &Config) -> Result<Vec<MockBackend>> {
-        let direct = || MockBackend::Direct(MockDirect::new(&self.gpu, config.unsupported_file_systems));
+        let direct = || MockBackend::Direct(P2p::new(MockEngine::new(&self.gpu), config.unsupported_file_systems));
         let staged = || MockBackend::Staged(MockStaged::new(Arc::clone(&self.gpu), Arc::clone(self.gpu.faults())));
         Ok(match config.backend {
             BackendChoice::Auto | BackendChoice::Mock => vec![direct(), staged()],

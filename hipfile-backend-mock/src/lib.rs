@@ -17,7 +17,7 @@ mod backend;
 mod faults;
 mod gpu;
 
-pub use backend::{MockBackend, MockDirect, MockPlatform, MockStaged, STAGE_SIZE};
+pub use backend::{MockBackend, MockDirect, MockEngine, MockPlatform, MockStaged, STAGE_SIZE};
 pub use faults::Faults;
 pub use gpu::{CopyKind, MOCK_ALIGN, MockGpu};
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_backend_bounce::Bounce;
-use hipfile_backend_mock::{Faults, MockDirect, MockGpu};
+use hipfile_backend_mock::{Faults, MockDirect, MockEngine, MockGpu};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
 use hipfile_backend_p2p::gds::{Gds, LibCuFile, Session};
@@ -98,7 +98,8 @@ impl SystemPlatform {
         let Some(runtime) = &self.loaded else {
             // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
             // gives a backend ranges inside device allocations.
-            let direct = unsafe { MockDirect::host_addressable(Arc::new(Faults::default()), unsupported_fs) };
+            let engine = unsafe { MockEngine::host_addressable(Arc::new(Faults::default())) };
+            let direct = P2p::new(engine, unsupported_fs);
             return Ok(SystemBackend::MockDirect(direct));
         };
         match runtime.vendor() {
