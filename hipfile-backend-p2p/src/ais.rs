@@ -7,8 +7,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use hipfile_core::runtime::{AmdFileHandle, AmdFileIo};
-use hipfile_core::{Direction, Error, HipError, IoRequest, LoadedRuntime, Result};
+use hipfile_core::{Direction, Error, HipError, IoRequest, Result};
+use hipfile_sys::{AmdFileHandle, AmdFileIo, LoadedRuntime};
 
 use crate::Engine;
 

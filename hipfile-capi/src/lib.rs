@@ -3,7 +3,7 @@
 //!
 //! Invariants:
 //! - one process-wide driver, created at the first call that needs it, over the HIP runtime
-//!   the application uses (found by [`hipfile_core::LoadedRuntime::discover`]); it is the only
+//!   the application uses (found by [`hipfile_sys::LoadedRuntime::discover`]); it is the only
 //!   global state of hipfile-rs;
 //! - no panic crosses the boundary: every export runs in [`ffi::boundary`], and a panic
 //!   becomes `hipFileInternalError` in the export's convention;
@@ -21,7 +21,8 @@ use std::sync::OnceLock;
 
 use hipfile_core::error::op_error_cstr;
 use hipfile_core::log::log_once;
-use hipfile_core::{Driver, Error, HandleId, LoadedRuntime, OpError, Result};
+use hipfile_core::{Driver, Error, HandleId, OpError, Result};
+use hipfile_sys::LoadedRuntime;
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};

@@ -6,7 +6,7 @@ mod common;
 
 use std::ffi::CString;
 
-use hipfile_core::LoadedRuntime;
+use hipfile_sys::LoadedRuntime;
 
 use common::*;
 

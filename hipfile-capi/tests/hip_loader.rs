@@ -6,8 +6,8 @@ mod common;
 
 use std::sync::mpsc;
 
-use hipfile_core::runtime::{Abi, LoadedRuntime, Vendor, memcpy_kind};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+use hipfile_sys::{Abi, LoadedRuntime, Vendor, memcpy_kind};
 
 use common::*;
 

@@ -4,7 +4,8 @@
 //! conventions ([`error`]), the configuration read at driver open ([`config`]), registered
 //! files ([`file`](mod@file)), the driver's use count, registries and I/O path ([`driver`]), the
 //! backend interface ([`backend`]) and the GPU runtime interface ([`gpu`]). Backends, the C
-//! ABI and the tools build on it; this crate exports no C symbols and holds no global state.
+//! ABI and the tools build on it; this crate exports no C symbols, loads no library (the GPU
+//! runtimes are `hipfile-sys`'s) and holds no global state.
 //!
 //! Invariants it keeps:
 //! - a handle is an opaque key: garbage or stale keys are `hipFileHandleNotRegistered`;
@@ -50,7 +51,6 @@ pub mod fork;
 pub mod gpu;
 pub mod io;
 pub mod log;
-pub mod runtime;
 pub mod sync;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
@@ -63,4 +63,3 @@ pub use file::FileHandle;
 pub use gpu::MockGpuRuntime;
 pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;
-pub use runtime::LoadedRuntime;

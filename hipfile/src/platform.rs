@@ -9,10 +9,8 @@ use hipfile_backend_mock::{Faults, MockDirect, MockEngine, MockGpu};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
 use hipfile_backend_p2p::gds::{Gds, LibCuFile, Session};
-use hipfile_core::runtime::Vendor;
-use hipfile_core::{
-    BackendChoice, BackendKind, Capability, Config, Error, GpuRuntime, LoadedRuntime, OpError, Platform, Result,
-};
+use hipfile_core::{BackendChoice, BackendKind, Capability, Config, Error, GpuRuntime, OpError, Platform, Result};
+use hipfile_sys::{LoadedRuntime, Vendor};
 
 hipfile_core::backend_set! {
     /// The backends of a real process.

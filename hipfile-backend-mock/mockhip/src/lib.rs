@@ -18,8 +18,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::{CopyKind, MockGpu};
-use hipfile_core::runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+use hipfile_sys::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
 pub const MOCK_HIP_VERSION: c_int = 50_221_153;

@@ -1,3 +1,6 @@
+//! hipfile-sys: the foreign libraries of hipfile-rs, loaded at run time; the rest of the
+//! workspace loads nothing.
+//!
 //! GPU runtimes found at run time: HIP on AMD GPUs (and the mock HIP runtime library,
 //! `libhipfile_mockhip.so`), and CUDA's runtime on NVIDIA GPUs, the way HIP itself runs there:
 //! CUDA's runtime API has the same functions as HIP's, under other names, so one
@@ -25,8 +28,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 
-use crate::error::HipError;
-use crate::gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 /// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
 pub const HIP_LIBRARY_NAMES: [&str; 4] = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
