@@ -1,5 +1,5 @@
 //! hipfile-sys: the foreign libraries of hipfile-rs, loaded at run time; the rest of the
-//! workspace loads nothing.
+//! workspace loads nothing. The GPU runtimes are this module's; cuFile is [`cufile`]'s.
 //!
 //! GPU runtimes found at run time: HIP on AMD GPUs (and the mock HIP runtime library,
 //! `libhipfile_mockhip.so`), and CUDA's runtime on NVIDIA GPUs, the way HIP itself runs there:
@@ -23,6 +23,8 @@
 //!
 //! Every symbol is resolved once, when the runtime is loaded; a missing one fails the load
 //! with its name, never later in an I/O call.
+
+pub mod cufile;
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt;

@@ -1,0 +1,211 @@
+//! cuFile (NVIDIA GPUDirect Storage, `libcufile.so.0`), loaded at run time: its ABI and the
+//! entry points hipfile-rs uses, resolved once.
+
+use std::ffi::{CStr, c_int, c_void};
+
+use hipfile_core::{Direction, OpError};
+
+/// `CUfileError_t`: a cuFile status (`CU_FILE_SUCCESS` = 0, else 5000 + n, as hipFile's) and
+/// a CUDA driver result.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CuFileError {
+    /// `CUfileOpError`.
+    pub err: c_int,
+    /// `CUresult`, when `err` is a CUDA driver error.
+    pub cu_err: c_int,
+}
+
+impl CuFileError {
+    /// `Ok` for `CU_FILE_SUCCESS`, else the error.
+    pub fn check(self) -> std::result::Result<(), CuFileError> {
+        if self.err == 0 { Ok(()) } else { Err(self) }
+    }
+}
+
+impl std::fmt::Display for CuFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // cuFile's codes are hipFile's (hipFile copied them), so hipFile's texts describe them.
+        match OpError::from_code(self.err) {
+            Some(op) => write!(f, "cuFile error {} ({})", self.err, op.message())?,
+            None => write!(f, "cuFile error {}", self.err)?,
+        }
+        if self.cu_err != 0 { write!(f, ", CUDA driver error {}", self.cu_err) } else { Ok(()) }
+    }
+}
+
+/// A registered cuFile handle (`CUfileHandle_t`, an opaque pointer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CuHandle(pub usize);
+
+/// `CUfileDescr_t`: `{ CUfileFileHandleType type; union { int fd; void *handle; }; const
+/// CUfileFSOps_t *fs_ops; }`.
+#[repr(C)]
+struct CuFileDescr {
+    kind: c_int,
+    handle: usize,
+    fs_ops: *const c_void,
+}
+
+const CU_FILE_HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+const CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE: c_int = 1;
+const CUFILE_PARAM_FORCE_COMPAT_MODE: c_int = 2;
+
+type Status0 = unsafe extern "C" fn() -> CuFileError;
+type SetBool = unsafe extern "C" fn(c_int, bool) -> CuFileError;
+type HandleRegister = unsafe extern "C" fn(*mut *mut c_void, *mut CuFileDescr) -> CuFileError;
+type HandleDeregister = unsafe extern "C" fn(*mut c_void);
+type BufRegister = unsafe extern "C" fn(*const c_void, usize, c_int) -> CuFileError;
+type BufDeregister = unsafe extern "C" fn(*const c_void) -> CuFileError;
+type Io = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+
+/// libcufile, loaded with `dlopen`.
+pub struct LibCuFile {
+    set_bool: SetBool,
+    driver_open: Status0,
+    driver_close: Status0,
+    handle_register: HandleRegister,
+    handle_deregister: HandleDeregister,
+    buf_register: BufRegister,
+    buf_deregister: BufDeregister,
+    read: Io,
+    write: Io,
+}
+
+/// Where cuFile is looked for.
+const LIBRARY_NAMES: [&str; 2] = ["libcufile.so.0", "/usr/local/cuda/lib64/libcufile.so.0"];
+
+impl LibCuFile {
+    /// Loads libcufile and resolves its entry points, or says why not.
+    pub fn load() -> std::result::Result<LibCuFile, String> {
+        let mut tried = Vec::new();
+        for name in LIBRARY_NAMES {
+            let c_name = std::ffi::CString::new(name).expect("no NUL in the names above");
+            // SAFETY: a NUL-terminated name; loading cuFile runs only its initialisers.
+            let lib = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            if lib.is_null() {
+                tried.push(dl_error(name));
+                continue;
+            }
+            return Self::resolve(lib).map_err(|missing| format!("{name} has no {missing}"));
+        }
+        Err(format!("no cuFile library ({})", tried.join("; ")))
+    }
+
+    fn resolve(lib: *mut c_void) -> std::result::Result<LibCuFile, &'static str> {
+        let sym = |name: &'static CStr| {
+            // SAFETY: `lib` is a live handle from dlopen and the name is NUL-terminated.
+            let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
+            if p.is_null() { Err(name.to_str().unwrap_or("a symbol")) } else { Ok(p) }
+        };
+        macro_rules! get {
+            ($name:literal as $ty:ty) => {{
+                let p = sym($name)?;
+                // SAFETY: the symbol is cuFile's function of that name, whose C signature
+                // (cufile.h) is `$ty`; function and data pointers have one size.
+                unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
+            }};
+        }
+        // Newer headers map cuFileDriverClose to _v2; the library has both.
+        let driver_close = match sym(c"cuFileDriverClose_v2") {
+            Ok(_) => get!(c"cuFileDriverClose_v2" as Status0),
+            Err(_) => get!(c"cuFileDriverClose" as Status0),
+        };
+        Ok(LibCuFile {
+            set_bool: get!(c"cuFileSetParameterBool" as SetBool),
+            driver_open: get!(c"cuFileDriverOpen" as Status0),
+            driver_close,
+            handle_register: get!(c"cuFileHandleRegister" as HandleRegister),
+            handle_deregister: get!(c"cuFileHandleDeregister" as HandleDeregister),
+            buf_register: get!(c"cuFileBufRegister" as BufRegister),
+            buf_deregister: get!(c"cuFileBufDeregister" as BufDeregister),
+            read: get!(c"cuFileRead" as Io),
+            write: get!(c"cuFileWrite" as Io),
+        })
+    }
+}
+
+fn dl_error(name: &str) -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        return format!("{name}: not found");
+    }
+    // SAFETY: non-null, NUL-terminated (above).
+    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+}
+
+// SAFETY (all calls below): the function pointers were resolved from libcufile with these
+// signatures; arguments are plain values, or pointers to locals valid for the call.
+impl LibCuFile {
+    /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
+    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false (only real direct I/O).
+    pub fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.set_bool)(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false) }.check()?;
+        // SAFETY: see above.
+        unsafe { (self.set_bool)(CUFILE_PARAM_FORCE_COMPAT_MODE, false) }.check()
+    }
+
+    /// `cuFileDriverOpen`.
+    pub fn driver_open(&self) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.driver_open)() }.check()
+    }
+
+    /// `cuFileDriverClose` (`_v2` where the library has it).
+    pub fn driver_close(&self) {
+        // SAFETY: see above.
+        let _ = unsafe { (self.driver_close)() };
+    }
+
+    /// `cuFileHandleRegister` of an `O_DIRECT` descriptor.
+    pub fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
+        let mut descr =
+            CuFileDescr { kind: CU_FILE_HANDLE_TYPE_OPAQUE_FD, handle: fd as usize, fs_ops: std::ptr::null() };
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: see above.
+        unsafe { (self.handle_register)(&mut handle, &mut descr) }.check()?;
+        Ok(CuHandle(handle as usize))
+    }
+
+    /// `cuFileHandleDeregister`.
+    pub fn handle_deregister(&self, handle: CuHandle) {
+        // SAFETY: see above; the handle came from `handle_register`.
+        unsafe { (self.handle_deregister)(handle.0 as *mut c_void) }
+    }
+
+    /// `cuFileBufRegister` of device memory `[base, base + len)`.
+    pub fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above; cuFile checks the range itself.
+        unsafe { (self.buf_register)(base as *const c_void, len, 0) }.check()
+    }
+
+    /// `cuFileBufDeregister`.
+    pub fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError> {
+        // SAFETY: see above.
+        unsafe { (self.buf_deregister)(base as *const c_void) }.check()
+    }
+
+    /// `cuFileRead` or `cuFileWrite`.
+    ///
+    /// # Safety
+    /// `[base + buf_offset, base + buf_offset + size)` must be device memory valid for the call,
+    /// and `handle` a registered handle.
+    pub unsafe fn io(
+        &self,
+        direction: Direction,
+        handle: CuHandle,
+        base: usize,
+        size: usize,
+        file_offset: i64,
+        buf_offset: i64,
+    ) -> isize {
+        let f = match direction {
+            Direction::Read => self.read,
+            Direction::Write => self.write,
+        };
+        // SAFETY: see above; the caller guarantees the device range.
+        unsafe { f(handle.0 as *mut c_void, base as *mut c_void, size, file_offset, buf_offset) }
+    }
+}
