@@ -1,9 +1,11 @@
 //! cuFile (NVIDIA GPUDirect Storage, `libcufile.so.0`), loaded at run time: its ABI and the
 //! entry points hipfile-rs uses, resolved once.
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{c_int, c_void};
 
 use hipfile_core::{Direction, OpError};
+
+use crate::Library;
 
 /// `CUfileError_t`: a cuFile status (`CU_FILE_SUCCESS` = 0, else 5000 + n, as hipFile's) and
 /// a CUDA driver result.
@@ -59,7 +61,7 @@ type BufRegister = unsafe extern "C" fn(*const c_void, usize, c_int) -> CuFileEr
 type BufDeregister = unsafe extern "C" fn(*const c_void) -> CuFileError;
 type Io = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
 
-/// libcufile, loaded with `dlopen`.
+/// libcufile, loaded with the crate's one loader.
 pub struct LibCuFile {
     set_bool: SetBool,
     driver_open: Status0,
@@ -80,24 +82,16 @@ impl LibCuFile {
     pub fn load() -> std::result::Result<LibCuFile, String> {
         let mut tried = Vec::new();
         for name in LIBRARY_NAMES {
-            let c_name = std::ffi::CString::new(name).expect("no NUL in the names above");
-            // SAFETY: a NUL-terminated name; loading cuFile runs only its initialisers.
-            let lib = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-            if lib.is_null() {
-                tried.push(dl_error(name));
-                continue;
+            match Library::open(name, libc::RTLD_NOW | libc::RTLD_LOCAL) {
+                Ok(lib) => return Self::resolve(lib).map_err(|missing| format!("{name} has no {missing}")),
+                Err(why) => tried.push(why),
             }
-            return Self::resolve(lib).map_err(|missing| format!("{name} has no {missing}"));
         }
         Err(format!("no cuFile library ({})", tried.join("; ")))
     }
 
-    fn resolve(lib: *mut c_void) -> std::result::Result<LibCuFile, &'static str> {
-        let sym = |name: &'static CStr| {
-            // SAFETY: `lib` is a live handle from dlopen and the name is NUL-terminated.
-            let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
-            if p.is_null() { Err(name.to_str().unwrap_or("a symbol")) } else { Ok(p) }
-        };
+    fn resolve(lib: Library) -> std::result::Result<LibCuFile, &'static str> {
+        let sym = |name: &'static str| lib.symbol(name).ok_or(name);
         macro_rules! get {
             ($name:literal as $ty:ty) => {{
                 let p = sym($name)?;
@@ -107,32 +101,22 @@ impl LibCuFile {
             }};
         }
         // Newer headers map cuFileDriverClose to _v2; the library has both.
-        let driver_close = match sym(c"cuFileDriverClose_v2") {
-            Ok(_) => get!(c"cuFileDriverClose_v2" as Status0),
-            Err(_) => get!(c"cuFileDriverClose" as Status0),
+        let driver_close = match sym("cuFileDriverClose_v2") {
+            Ok(_) => get!("cuFileDriverClose_v2" as Status0),
+            Err(_) => get!("cuFileDriverClose" as Status0),
         };
         Ok(LibCuFile {
-            set_bool: get!(c"cuFileSetParameterBool" as SetBool),
-            driver_open: get!(c"cuFileDriverOpen" as Status0),
+            set_bool: get!("cuFileSetParameterBool" as SetBool),
+            driver_open: get!("cuFileDriverOpen" as Status0),
             driver_close,
-            handle_register: get!(c"cuFileHandleRegister" as HandleRegister),
-            handle_deregister: get!(c"cuFileHandleDeregister" as HandleDeregister),
-            buf_register: get!(c"cuFileBufRegister" as BufRegister),
-            buf_deregister: get!(c"cuFileBufDeregister" as BufDeregister),
-            read: get!(c"cuFileRead" as Io),
-            write: get!(c"cuFileWrite" as Io),
+            handle_register: get!("cuFileHandleRegister" as HandleRegister),
+            handle_deregister: get!("cuFileHandleDeregister" as HandleDeregister),
+            buf_register: get!("cuFileBufRegister" as BufRegister),
+            buf_deregister: get!("cuFileBufDeregister" as BufDeregister),
+            read: get!("cuFileRead" as Io),
+            write: get!("cuFileWrite" as Io),
         })
     }
-}
-
-fn dl_error(name: &str) -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        return format!("{name}: not found");
-    }
-    // SAFETY: non-null, NUL-terminated (above).
-    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
 }
 
 // SAFETY (all calls below): the function pointers were resolved from libcufile with these

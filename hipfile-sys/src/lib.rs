@@ -221,41 +221,35 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// A `dlopen` handle kept for the life of the process: unloading a GPU runtime that
-/// callbacks or other threads may still use is never safe, so it is never closed.
-#[derive(Clone, Copy, Debug)]
-struct Library(*mut c_void);
-
-// SAFETY: a dlopen handle is a process-wide token; dlsym may be called from any thread.
-unsafe impl Send for Library {}
-// SAFETY: as above.
-unsafe impl Sync for Library {}
-
-fn dlerror_text() -> String {
-    // SAFETY: dlerror returns null or a thread-local C string valid until the next dl* call
-    // on this thread, which is after we copy it.
-    let msg = unsafe { libc::dlerror() };
-    if msg.is_null() {
-        return "unknown dlopen error".into();
-    }
-    // SAFETY: non-null, NUL-terminated (see above).
-    unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
-}
+/// A loaded library (libloading's handle), kept for the life of the process: a GPU runtime is
+/// never unloaded. `dladdr` and `RTLD_NOLOAD`, which libloading does not wrap, find the library
+/// of a runtime already in the process ([`Library::defining`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Library(&'static libloading::os::unix::Library);
 
 impl Library {
-    fn open(name: &str, flags: c_int) -> Result<Library, String> {
-        let cname = CString::new(name).map_err(|_| format!("{name}: NUL in library name"))?;
-        // SAFETY: a NUL-terminated name; loading runs the library's initialisers, which is
-        // what loading a GPU runtime means.
-        let handle = unsafe { libc::dlopen(cname.as_ptr(), flags) };
-        if handle.is_null() { Err(dlerror_text()) } else { Ok(Library(handle)) }
+    /// `dlopen(name, flags)`, or the loader's reason.
+    pub(crate) fn open(name: &str, flags: c_int) -> Result<Library, String> {
+        // SAFETY: loading runs the library's initialisers, which is what loading a GPU runtime
+        // (or cuFile) means.
+        let lib = unsafe { libloading::os::unix::Library::open(Some(name), flags) }.map_err(|e| e.to_string())?;
+        Ok(Library(Box::leak(Box::new(lib))))
     }
 
-    fn symbol(self, name: &str) -> Option<*mut c_void> {
-        let cname = CString::new(name).ok()?;
-        // SAFETY: a valid handle (or RTLD_DEFAULT) and a NUL-terminated name.
-        let sym = unsafe { libc::dlsym(self.0, cname.as_ptr()) };
-        (!sym.is_null()).then_some(sym)
+    /// The symbols of the process: the program, what it loaded at startup, and what was loaded
+    /// with `RTLD_GLOBAL` since (as `RTLD_DEFAULT` sees them).
+    pub(crate) fn process() -> Library {
+        static PROCESS: std::sync::OnceLock<libloading::os::unix::Library> = std::sync::OnceLock::new();
+        Library(PROCESS.get_or_init(libloading::os::unix::Library::this))
+    }
+
+    /// The address of `name`, if the library defines it.
+    pub(crate) fn symbol(self, name: &str) -> Option<*mut c_void> {
+        // SAFETY: only the symbol's address is read (a `*mut c_void` "symbol" is the address);
+        // nothing is called or dereferenced here.
+        let sym = unsafe { self.0.get::<*mut c_void>(name.as_bytes()) }.ok()?;
+        let addr = *sym;
+        (!addr.is_null()).then_some(addr)
     }
 
     /// The file that defines `sym`, reopened so that every symbol comes from that one library.
@@ -411,9 +405,9 @@ impl LoadedRuntime {
     /// Finds the runtime the application uses, else one with a device (see the module docs).
     pub fn discover() -> Result<LoadedRuntime, LoadError> {
         for vendor in [Vendor::Hip, Vendor::Cuda] {
-            if let Some(sym) = Library(libc::RTLD_DEFAULT).symbol(vendor.version_symbol()) {
-                let (lib, path) = Library::defining(sym)
-                    .unwrap_or_else(|| (Library(libc::RTLD_DEFAULT), "symbols in the process".into()));
+            if let Some(sym) = Library::process().symbol(vendor.version_symbol()) {
+                let (lib, path) =
+                    Library::defining(sym).unwrap_or_else(|| (Library::process(), "symbols in the process".into()));
                 return Self::from_library(lib, path).map_err(LoadError);
             }
         }
