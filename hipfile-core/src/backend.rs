@@ -166,7 +166,8 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 /// Declares a closed set of backends as an enum that implements [`Backend`] by matching on
 /// its variants: static dispatch that works across crates (where `enum_dispatch` silently
 /// does not: its trait impls are generated where the trait is declared, so an enum in
-/// another crate gets none).
+/// another crate gets none). A variant written `@cfg(predicate) Name(Type)` exists only where
+/// the predicate holds (a backend behind a cargo feature).
 ///
 /// ```
 /// # use hipfile_core::{Backend, BackendKind, IoRequest, Result};
@@ -185,34 +186,34 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 /// ```
 #[macro_export]
 macro_rules! backend_set {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident($ty:ty)),+ $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $(@cfg($cfg:meta))? $variant:ident($ty:ty)),+ $(,)? }) => {
         $(#[$meta])*
-        $vis enum $name { $($(#[$vmeta])* $variant($ty)),+ }
+        $vis enum $name { $($(#[$vmeta])* $(#[cfg($cfg)])? $variant($ty)),+ }
 
         impl $crate::Backend for $name {
             fn name(&self) -> &'static str {
-                match self { $(Self::$variant(b) => $crate::Backend::name(b)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::name(b),)+ }
             }
             fn kind(&self) -> $crate::BackendKind {
-                match self { $(Self::$variant(b) => $crate::Backend::kind(b)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::kind(b),)+ }
             }
             fn score(&self, req: &$crate::IoRequest<'_>) -> $crate::backend::Score {
-                match self { $(Self::$variant(b) => $crate::Backend::score(b, req)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::score(b, req),)+ }
             }
             fn accepts_file(&self, file: &$crate::FileHandle) -> ::std::result::Result<(), $crate::backend::Declined> {
-                match self { $(Self::$variant(b) => $crate::Backend::accepts_file(b, file)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::accepts_file(b, file),)+ }
             }
             fn buffer_registered(&self, base: usize, len: usize) {
-                match self { $(Self::$variant(b) => $crate::Backend::buffer_registered(b, base, len)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::buffer_registered(b, base, len),)+ }
             }
             fn buffer_deregistered(&self, base: usize) {
-                match self { $(Self::$variant(b) => $crate::Backend::buffer_deregistered(b, base)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::buffer_deregistered(b, base),)+ }
             }
             fn transfer(&self, req: &$crate::IoRequest<'_>) -> $crate::Result<usize> {
-                match self { $(Self::$variant(b) => $crate::Backend::transfer(b, req)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::transfer(b, req),)+ }
             }
             fn counters(&self) -> Vec<(&'static str, u64)> {
-                match self { $(Self::$variant(b) => $crate::Backend::counters(b)),+ }
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::counters(b),)+ }
             }
         }
     };

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_backend_bounce::Bounce;
+#[cfg(feature = "mock")]
 use hipfile_backend_mock::{Faults, MockDirect, MockEngine, MockGpu};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
@@ -20,7 +21,7 @@ hipfile_core::backend_set! {
         /// NVIDIA GPUDirect Storage, over the CUDA runtime, where cuFile can do direct I/O.
         Gds(P2p<Gds<LibCuFile>>),
         /// The direct-shaped mock path, over the in-process mock GPU.
-        MockDirect(MockDirect),
+        @cfg(feature = "mock") MockDirect(MockDirect),
         /// The staged path, over any runtime.
         Bounce(Bounce<dyn GpuRuntime>),
     }
@@ -58,6 +59,7 @@ impl SystemPlatform {
     }
 
     /// The platform over a mock GPU in this process.
+    #[cfg(feature = "mock")]
     pub fn over_mock(gpu: Arc<MockGpu>) -> Self {
         SystemPlatform {
             gpu,
@@ -68,6 +70,7 @@ impl SystemPlatform {
     }
 
     /// The runtime found by [`LoadedRuntime::discover`], else the mock GPU and why.
+    #[cfg(feature = "mock")]
     pub fn discover_or_mock() -> (Self, Option<String>) {
         match LoadedRuntime::discover() {
             Ok(runtime) => (Self::over_runtime(runtime), None),
@@ -94,11 +97,7 @@ impl SystemPlatform {
     fn direct(&self, config: &Config) -> std::result::Result<SystemBackend, (&'static str, String)> {
         let unsupported_fs = config.unsupported_file_systems;
         let Some(runtime) = &self.loaded else {
-            // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
-            // gives a backend ranges inside device allocations.
-            let engine = unsafe { MockEngine::host_addressable(Arc::new(Faults::default())) };
-            let direct = P2p::new(engine, unsupported_fs);
-            return Ok(SystemBackend::MockDirect(direct));
+            return self.mock_direct(unsupported_fs);
         };
         match runtime.vendor() {
             Vendor::Hip => HipAis::lookup(runtime)
@@ -108,6 +107,20 @@ impl SystemPlatform {
                 .map(|session| SystemBackend::Gds(P2p::new(Gds::new(session), unsupported_fs)))
                 .map_err(|why| ("p2p (GDS)", why)),
         }
+    }
+
+    /// The direct path of the in-process mock GPU (only it has no loaded runtime).
+    #[cfg(feature = "mock")]
+    fn mock_direct(&self, unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
+        // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
+        // gives a backend ranges inside device allocations.
+        let engine = unsafe { MockEngine::host_addressable(Arc::new(Faults::default())) };
+        Ok(SystemBackend::MockDirect(P2p::new(engine, unsupported_fs)))
+    }
+
+    #[cfg(not(feature = "mock"))]
+    fn mock_direct(&self, _unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
+        Err(("mock-direct", "built without the mock GPU (cargo feature `mock`)".to_owned()))
     }
 
     fn bounce(&self, config: &Config) -> SystemBackend {

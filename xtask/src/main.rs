@@ -140,7 +140,9 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     };
     let root = workspace_root();
     install_packages()?; // HIP headers, for the C ABI check program
-    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools", "-p", "hipfile-capi"], &[])?;
+    // Apart: built with the tool, the C library would get the tool's features (the mock GPU).
+    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-capi"], &[])?;
+    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools"], &[])?;
     let bundle = root.join("target/gpu-bench");
     std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let copies = [
