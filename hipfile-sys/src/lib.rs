@@ -221,11 +221,17 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// A loaded library (libloading's handle), kept for the life of the process: a GPU runtime is
-/// never unloaded. `dladdr` and `RTLD_NOLOAD`, which libloading does not wrap, find the library
-/// of a runtime already in the process ([`Library::defining`]).
+/// A loaded library, kept for the life of the process (a GPU runtime is never unloaded): the
+/// raw handle of a libloading `Library` that is never dropped. `dladdr` and `RTLD_NOLOAD`, which
+/// libloading does not wrap, find the library of a runtime already in the process
+/// ([`Library::defining`]).
 #[derive(Clone, Copy)]
-pub(crate) struct Library(&'static libloading::os::unix::Library);
+pub(crate) struct Library(*mut c_void);
+
+// SAFETY: a dlopen handle is a process-wide token; dlsym may be called from any thread.
+unsafe impl Send for Library {}
+// SAFETY: as above.
+unsafe impl Sync for Library {}
 
 impl Library {
     /// `dlopen(name, flags)`, or the loader's reason.
@@ -233,21 +239,23 @@ impl Library {
         // SAFETY: loading runs the library's initialisers, which is what loading a GPU runtime
         // (or cuFile) means.
         let lib = unsafe { libloading::os::unix::Library::open(Some(name), flags) }.map_err(|e| e.to_string())?;
-        Ok(Library(Box::leak(Box::new(lib))))
+        Ok(Library(lib.into_raw()))
     }
 
     /// The symbols of the process: the program, what it loaded at startup, and what was loaded
     /// with `RTLD_GLOBAL` since (as `RTLD_DEFAULT` sees them).
     pub(crate) fn process() -> Library {
-        static PROCESS: std::sync::OnceLock<libloading::os::unix::Library> = std::sync::OnceLock::new();
-        Library(PROCESS.get_or_init(libloading::os::unix::Library::this))
+        Library(libloading::os::unix::Library::this().into_raw())
     }
 
     /// The address of `name`, if the library defines it.
     pub(crate) fn symbol(self, name: &str) -> Option<*mut c_void> {
+        // SAFETY: `self.0` came from `into_raw` of a library that stays loaded; the
+        // ManuallyDrop keeps this view from closing it.
+        let lib = std::mem::ManuallyDrop::new(unsafe { libloading::os::unix::Library::from_raw(self.0) });
         // SAFETY: only the symbol's address is read (a `*mut c_void` "symbol" is the address);
         // nothing is called or dereferenced here.
-        let sym = unsafe { self.0.get::<*mut c_void>(name.as_bytes()) }.ok()?;
+        let sym = unsafe { lib.get::<*mut c_void>(name.as_bytes()) }.ok()?;
         let addr = *sym;
         (!addr.is_null()).then_some(addr)
     }

@@ -30,10 +30,16 @@ pub fn lib_dir() -> PathBuf {
         ("libhipfile.so.0", "libhipfile_capi.so"),
         ("libhipfile_mockhip.so", "libhipfile_mockhip.so"),
     ] {
-        match std::os::unix::fs::symlink(deps.join(target), lib.join(link)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => panic!("cannot link {link}: {e}"),
+        let (target, link) = (deps.join(target), lib.join(link));
+        // A link left by an older layout of the build would run the tests on a stale
+        // library: replace any link that points elsewhere, atomically (tests run in parallel
+        // processes).
+        if std::fs::read_link(&link).ok().as_deref() != Some(target.as_path()) {
+            let fresh = lib.join(format!(".{}.{}", link.file_name().unwrap().to_string_lossy(), std::process::id()));
+            let _ = std::fs::remove_file(&fresh);
+            std::os::unix::fs::symlink(&target, &fresh)
+                .unwrap_or_else(|e| panic!("cannot link {}: {e}", fresh.display()));
+            std::fs::rename(&fresh, &link).unwrap_or_else(|e| panic!("cannot link {}: {e}", link.display()));
         }
     }
     lib
