@@ -9,94 +9,15 @@
 //! and kept until it deregisters them.
 
 use std::collections::BTreeMap;
-use std::ffi::c_int;
 use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_core::log::log_once;
 use hipfile_core::sync::lock;
-use hipfile_core::{Declined, Direction, Error, FileHandle, IoRequest, OpError, Result};
+use hipfile_core::{Declined, Error, FileHandle, IoRequest, OpError, Result};
 
 use crate::Engine;
 
-pub use hipfile_sys::cufile::{CuFileError, CuHandle, LibCuFile};
-
-/// The cuFile functions the engine uses (a seam for tests).
-#[cfg_attr(test, mockall::automock)]
-pub trait CuFileApi: Send + Sync {
-    /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
-    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false.
-    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError>;
-    /// `cuFileDriverOpen`.
-    fn driver_open(&self) -> std::result::Result<(), CuFileError>;
-    /// `cuFileDriverClose`.
-    fn driver_close(&self);
-    /// `cuFileHandleRegister` of an `O_DIRECT` descriptor (`CU_FILE_HANDLE_TYPE_OPAQUE_FD`).
-    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError>;
-    /// `cuFileHandleDeregister`.
-    fn handle_deregister(&self, handle: CuHandle);
-    /// `cuFileBufRegister(base, len, 0)`.
-    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError>;
-    /// `cuFileBufDeregister`.
-    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError>;
-    /// `cuFileRead` (read) or `cuFileWrite` (write): bytes moved, `-1` with `errno`, or
-    /// `-CUfileOpError`.
-    ///
-    /// # Safety
-    /// `[base + buf_offset, base + buf_offset + size)` must be device memory valid for the call.
-    unsafe fn io(
-        &self,
-        direction: Direction,
-        handle: CuHandle,
-        base: usize,
-        size: usize,
-        file_offset: i64,
-        buf_offset: i64,
-    ) -> isize;
-}
-
-// The cuFile library, loaded by hipfile-sys; the engine's seam forwards to it.
-impl CuFileApi for LibCuFile {
-    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
-        LibCuFile::disable_compat_mode(self)
-    }
-
-    fn driver_open(&self) -> std::result::Result<(), CuFileError> {
-        LibCuFile::driver_open(self)
-    }
-
-    fn driver_close(&self) {
-        LibCuFile::driver_close(self)
-    }
-
-    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
-        LibCuFile::handle_register(self, fd)
-    }
-
-    fn handle_deregister(&self, handle: CuHandle) {
-        LibCuFile::handle_deregister(self, handle)
-    }
-
-    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError> {
-        LibCuFile::buf_register(self, base, len)
-    }
-
-    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError> {
-        LibCuFile::buf_deregister(self, base)
-    }
-
-    unsafe fn io(
-        &self,
-        direction: Direction,
-        handle: CuHandle,
-        base: usize,
-        size: usize,
-        file_offset: i64,
-        buf_offset: i64,
-    ) -> isize {
-        // SAFETY: forwarded (the trait's contract is the library's).
-        unsafe { LibCuFile::io(self, direction, handle, base, size, file_offset, buf_offset) }
-    }
-}
+pub use hipfile_sys::cufile::{CuFileApi, CuFileError, CuHandle, LibCuFile};
 
 /// What the machine lacks for GPUDirect, as far as files in `/proc`, `/sys` and `/boot` say.
 pub fn machine_hints() -> String {
@@ -261,7 +182,8 @@ mod tests {
     use super::*;
     use crate::P2p;
     use crate::tests::file;
-    use hipfile_core::{Backend, FileHandle};
+    use hipfile_core::{Backend, Direction, FileHandle};
+    use hipfile_sys::cufile::MockCuFileApi;
     use mockall::Sequence;
 
     fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {

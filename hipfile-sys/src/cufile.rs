@@ -119,32 +119,62 @@ impl LibCuFile {
     }
 }
 
+/// The cuFile functions the GDS engine uses: [`LibCuFile`], or a mock (feature `mock`) in
+/// tests.
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait CuFileApi: Send + Sync {
+    /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
+    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false.
+    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError>;
+    /// `cuFileDriverOpen`.
+    fn driver_open(&self) -> std::result::Result<(), CuFileError>;
+    /// `cuFileDriverClose`.
+    fn driver_close(&self);
+    /// `cuFileHandleRegister` of an `O_DIRECT` descriptor (`CU_FILE_HANDLE_TYPE_OPAQUE_FD`).
+    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError>;
+    /// `cuFileHandleDeregister`.
+    fn handle_deregister(&self, handle: CuHandle);
+    /// `cuFileBufRegister(base, len, 0)`.
+    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError>;
+    /// `cuFileBufDeregister`.
+    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError>;
+    /// `cuFileRead` (read) or `cuFileWrite` (write): bytes moved, `-1` with `errno`, or
+    /// `-CUfileOpError`.
+    ///
+    /// # Safety
+    /// `[base + buf_offset, base + buf_offset + size)` must be device memory valid for the call.
+    unsafe fn io(
+        &self,
+        direction: Direction,
+        handle: CuHandle,
+        base: usize,
+        size: usize,
+        file_offset: i64,
+        buf_offset: i64,
+    ) -> isize;
+}
+
 // SAFETY (all calls below): the function pointers were resolved from libcufile with these
 // signatures; arguments are plain values, or pointers to locals valid for the call.
-impl LibCuFile {
-    /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
-    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false (only real direct I/O).
-    pub fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
+impl CuFileApi for LibCuFile {
+    fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
         // SAFETY: see above.
         unsafe { (self.set_bool)(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false) }.check()?;
         // SAFETY: see above.
         unsafe { (self.set_bool)(CUFILE_PARAM_FORCE_COMPAT_MODE, false) }.check()
     }
 
-    /// `cuFileDriverOpen`.
-    pub fn driver_open(&self) -> std::result::Result<(), CuFileError> {
+    fn driver_open(&self) -> std::result::Result<(), CuFileError> {
         // SAFETY: see above.
         unsafe { (self.driver_open)() }.check()
     }
 
-    /// `cuFileDriverClose` (`_v2` where the library has it).
-    pub fn driver_close(&self) {
+    fn driver_close(&self) {
         // SAFETY: see above.
         let _ = unsafe { (self.driver_close)() };
     }
 
-    /// `cuFileHandleRegister` of an `O_DIRECT` descriptor.
-    pub fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
+    fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
         let mut descr =
             CuFileDescr { kind: CU_FILE_HANDLE_TYPE_OPAQUE_FD, handle: fd as usize, fs_ops: std::ptr::null() };
         let mut handle: *mut c_void = std::ptr::null_mut();
@@ -153,30 +183,22 @@ impl LibCuFile {
         Ok(CuHandle(handle as usize))
     }
 
-    /// `cuFileHandleDeregister`.
-    pub fn handle_deregister(&self, handle: CuHandle) {
+    fn handle_deregister(&self, handle: CuHandle) {
         // SAFETY: see above; the handle came from `handle_register`.
         unsafe { (self.handle_deregister)(handle.0 as *mut c_void) }
     }
 
-    /// `cuFileBufRegister` of device memory `[base, base + len)`.
-    pub fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError> {
+    fn buf_register(&self, base: usize, len: usize) -> std::result::Result<(), CuFileError> {
         // SAFETY: see above; cuFile checks the range itself.
         unsafe { (self.buf_register)(base as *const c_void, len, 0) }.check()
     }
 
-    /// `cuFileBufDeregister`.
-    pub fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError> {
+    fn buf_deregister(&self, base: usize) -> std::result::Result<(), CuFileError> {
         // SAFETY: see above.
         unsafe { (self.buf_deregister)(base as *const c_void) }.check()
     }
 
-    /// `cuFileRead` or `cuFileWrite`.
-    ///
-    /// # Safety
-    /// `[base + buf_offset, base + buf_offset + size)` must be device memory valid for the call,
-    /// and `handle` a registered handle.
-    pub unsafe fn io(
+    unsafe fn io(
         &self,
         direction: Direction,
         handle: CuHandle,
