@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <hipfile.h>
 
 #define CHECK(cond)                                                                    \
     do {                                                                               \
@@ -29,5 +32,51 @@
 #define EXPECT_OK(call) EXPECT_ERR(call, hipFileSuccess)
 
 #define HIP_OK(call) CHECK((call) == hipSuccess)
+
+/* Registers descriptor `fd`, which must succeed. */
+static inline hipFileHandle_t register_fd(int fd)
+{
+    hipFileDescr_t descr;
+    memset(&descr, 0, sizeof descr);
+    descr.type = hipFileHandleTypeOpaqueFD;
+    descr.handle.fd = fd;
+    hipFileHandle_t fh = NULL;
+    EXPECT_OK(hipFileHandleRegister(&fh, &descr));
+    return fh;
+}
+
+/* Byte i of the test data with `seed`: not periodic at any power of two below 2^32. */
+static inline unsigned char byte_at(unsigned long long i, unsigned seed)
+{
+    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ (unsigned long long)seed * 0xBF58476D1CE4E5B9ull;
+    return (unsigned char)(x >> 29);
+}
+
+/* pread/pwrite in full, whatever signals do to them. */
+static inline void full_pread(int fd, void *buf, size_t len, off_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (char *)buf + done, len - done, offset + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        CHECK(n > 0);
+        done += (size_t)n;
+    }
+}
+
+static inline void full_pwrite(int fd, const void *buf, size_t len, off_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const char *)buf + done, len - done, offset + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        CHECK(n > 0);
+        done += (size_t)n;
+    }
+}
 
 #endif

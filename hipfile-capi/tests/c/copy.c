@@ -13,17 +13,6 @@
 #define CHUNK (1 << 20)
 #define BUF_OFFSET 4096
 
-static hipFileHandle_t register_fd(int fd)
-{
-    hipFileDescr_t descr;
-    memset(&descr, 0, sizeof descr);
-    descr.type = hipFileHandleTypeOpaqueFD;
-    descr.handle.fd = fd;
-    hipFileHandle_t fh = NULL;
-    EXPECT_OK(hipFileHandleRegister(&fh, &descr));
-    return fh;
-}
-
 static unsigned char *read_whole(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

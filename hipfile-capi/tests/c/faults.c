@@ -30,30 +30,6 @@ void hipfileMockFailCopy(uint64_t nth, int error);
 static void (*faultfs_set)(int);
 static unsigned long (*faultfs_injected)(void);
 
-static unsigned char byte_at(unsigned long long i, unsigned seed)
-{
-    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ (unsigned long long)seed * 0xBF58476D1CE4E5B9ull;
-    return (unsigned char)(x >> 29);
-}
-
-static void put(int fd, const unsigned char *p, size_t len, off_t at)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pwrite(fd, p + done, len - done, at + (off_t)done);
-        CHECK(n > 0);
-        done += (size_t)n;
-    }
-}
-
-static void get(int fd, unsigned char *p, size_t len, off_t at)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pread(fd, p + done, len - done, at + (off_t)done);
-        CHECK(n > 0);
-        done += (size_t)n;
-    }
-}
-
 /* Whether `n` (with errno) is what EXPECT says. */
 static int as_expected(const char *expect, ssize_t n, size_t len, int err)
 {
@@ -101,17 +77,12 @@ int main(int argc, char **argv)
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     CHECK(fd >= 0);
     size_t initial_len = fsize ? off : file_len;
-    put(fd, host, initial_len, 0);
+    full_pwrite(fd, host, initial_len, 0);
     CHECK(fsync(fd) == 0);
     CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0); /* cold: direct reads where aligned */
 
     EXPECT_OK(hipFileDriverOpen());
-    hipFileDescr_t descr;
-    memset(&descr, 0, sizeof descr);
-    descr.type = hipFileHandleTypeOpaqueFD;
-    descr.handle.fd = fd;
-    hipFileHandle_t fh = NULL;
-    EXPECT_OK(hipFileHandleRegister(&fh, &descr));
+    hipFileHandle_t fh = register_fd(fd);
     unsigned char *dev = NULL, *dev_host = malloc(dev_len);
     CHECK(dev_host != NULL);
     HIP_OK(hipMalloc((void **)&dev, dev_len));
@@ -168,7 +139,7 @@ int main(int argc, char **argv)
         CHECK(fstat(fd, &st) == 0);
         size_t now_len = (size_t)st.st_size;
         CHECK(now_len <= (fsize ? off + len : file_len));
-        get(fd, check, now_len, 0);
+        full_pread(fd, check, now_len, 0);
         for (size_t i = 0; i < now_len; i++) {
             int inside = i >= off && i < off + len;
             if (!inside) {

@@ -65,44 +65,10 @@ static void gpu_init(void) {}
 #define CANARY 0xA5
 #define FILE_CANARY 0x5A
 
-/* Byte i of the test data with `seed`: not periodic at any power of two below 2^32. */
-static unsigned char byte_at(unsigned long long i, unsigned seed)
-{
-    unsigned long long x = (i + 1) * 0x9E3779B97F4A7C15ull ^ (unsigned long long)seed * 0xBF58476D1CE4E5B9ull;
-    return (unsigned char)(x >> 29);
-}
-
 static void fill(unsigned char *p, size_t len, unsigned long long offset, unsigned seed)
 {
     for (size_t i = 0; i < len; i++) {
         p[i] = byte_at(offset + i, seed);
-    }
-}
-
-/* pread/pwrite in full, whatever signals do to them. */
-static void full_pread(int fd, void *buf, size_t len, off_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (char *)buf + done, len - done, offset + (off_t)done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        CHECK(n > 0);
-        done += (size_t)n;
-    }
-}
-
-static void full_pwrite(int fd, const void *buf, size_t len, off_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pwrite(fd, (const char *)buf + done, len - done, offset + (off_t)done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        CHECK(n > 0);
-        done += (size_t)n;
     }
 }
 
@@ -117,17 +83,6 @@ static void make_file(const char *path, size_t len, unsigned seed)
     CHECK(fsync(fd) == 0);
     free(data);
     CHECK(close(fd) == 0);
-}
-
-static hipFileHandle_t register_fd(int fd)
-{
-    hipFileDescr_t descr;
-    memset(&descr, 0, sizeof descr);
-    descr.type = hipFileHandleTypeOpaqueFD;
-    descr.handle.fd = fd;
-    hipFileHandle_t fh = NULL;
-    EXPECT_OK(hipFileHandleRegister(&fh, &descr));
-    return fh;
 }
 
 /* Checks that `len` bytes of device memory at `dev` hold file bytes from `offset` (seed). */
