@@ -72,9 +72,7 @@ impl<E: Engine> P2p<E> {
     pub fn engine(&self) -> &E {
         &self.engine
     }
-}
 
-impl<E: Engine> P2p<E> {
     /// The whole request, in as many engine calls as it takes (semantics §5): a short count
     /// that keeps the direct alignment (a signal, a partial transfer) is continued, `EINTR` is
     /// retried; a short read that breaks it is the end of the file, the only place `O_DIRECT`

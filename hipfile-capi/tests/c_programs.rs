@@ -446,6 +446,9 @@ fn fault_scenario_as(
     extra: &[&str],
     paths: &[&str],
 ) -> usize {
+    if !scratch_has_o_direct() {
+        return 0;
+    }
     let exe = build("faults", flavour, &[]);
     let mut ran = 0;
     for (name, env) in PATHS.iter().filter(|(name, _)| paths.contains(name)) {
@@ -486,18 +489,12 @@ const SEEN_PATHS: &[&str] = &["bounce-syscalls", "auto", "p2p"];
 
 #[test]
 fn faults_eintr_and_eagain_storms_are_waited_out() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     fault_scenario("eintr", [Some("ok"), Some("ok")], &[], ALL_PATHS);
     fault_scenario("eagain", [Some("ok"), Some("ok")], &[], ALL_PATHS);
 }
 
 #[test]
 fn faults_short_transfers_are_continued() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     // 1000 bytes: short direct transfers leave the rest unaligned.
     fault_scenario("short:1000", [Some("ok"), Some("ok")], &[], ALL_PATHS);
     fault_scenario("short:65536", [Some("ok"), Some("ok")], &[], ALL_PATHS);
@@ -505,35 +502,23 @@ fn faults_short_transfers_are_continued() {
 
 #[test]
 fn faults_eio_in_the_middle_is_reported() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     // Seven MiB in: inside every request's range, aligned or not.
     fault_scenario("eio_at:7340032", [Some("errno=5"), Some("errno=5")], &[], SEEN_PATHS);
 }
 
 #[test]
 fn faults_a_full_disk_is_reported() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     fault_scenario("enospc_at:7340032", [Some("ok"), Some("errno=28")], &[], SEEN_PATHS);
 }
 
 #[test]
 fn faults_the_file_size_limit_is_reported() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     // RLIMIT_FSIZE is the kernel's own fault: every path sees it (writes only).
     fault_scenario("none", [None, Some("errno=27")], &["fsize"], ALL_PATHS);
 }
 
 #[test]
 fn faults_a_failing_gpu_copy_is_reported() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     // The staged path copies; the direct path does not (its reads land in device memory).
     fault_scenario(
         "none",
@@ -545,9 +530,6 @@ fn faults_a_failing_gpu_copy_is_reported() {
 
 #[test]
 fn faults_under_sanitizers() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     let short = [Some("ok"), Some("ok")];
     fault_scenario_as(Flavour::Sanitized, "short:1000", short, &[], &["bounce-syscalls", "auto"]);
     let eio = [Some("errno=5"), Some("errno=5")];
@@ -562,8 +544,5 @@ fn asan_runtime() -> String {
 
 #[test]
 fn faults_slow_io_still_completes() {
-    if !scratch_has_o_direct() {
-        return;
-    }
     fault_scenario("slow:300", [Some("ok"), Some("ok")], &[], &["bounce-syscalls", "p2p"]);
 }
