@@ -19,6 +19,41 @@ use hipfile_core::{Error, FileHandle, Result};
 
 use crate::uring::{LaneRing, UringState};
 
+/// The memory side of one file transfer: filled by a read, sent by a write.
+pub(crate) enum IoBuf<'a> {
+    Read(&'a mut [u8]),
+    Write(&'a [u8]),
+}
+
+impl IoBuf<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            IoBuf::Read(b) => b.len(),
+            IoBuf::Write(b) => b.len(),
+        }
+    }
+
+    fn is_write(&self) -> bool {
+        matches!(self, IoBuf::Write(_))
+    }
+
+    /// Bytes `[from, to)` of the buffer, the same way round.
+    fn part(&mut self, from: usize, to: usize) -> IoBuf<'_> {
+        match self {
+            IoBuf::Read(b) => IoBuf::Read(&mut b[from..to]),
+            IoBuf::Write(b) => IoBuf::Write(&b[from..to]),
+        }
+    }
+
+    /// One `pread` or `pwrite` of the whole buffer at `offset`.
+    fn syscall(self, fd: i32, offset: u64) -> Result<usize> {
+        match self {
+            IoBuf::Read(b) => pread(fd, b, offset),
+            IoBuf::Write(b) => pwrite(fd, b, offset),
+        }
+    }
+}
+
 /// How a lane does direct I/O: through its io_uring with registered buffers, else syscalls.
 pub(crate) struct DirectIo<'a> {
     pub(crate) ring: Option<&'a mut LaneRing>,
@@ -26,22 +61,13 @@ pub(crate) struct DirectIo<'a> {
 }
 
 impl DirectIo<'_> {
-    /// # Safety
-    /// `[ptr, ptr + len)` must be valid for the transfer.
-    unsafe fn transfer(&mut self, write: bool, fd: i32, ptr: *mut u8, len: usize, offset: u64) -> Result<usize> {
+    fn transfer(&mut self, fd: i32, mut buf: IoBuf<'_>, offset: u64) -> Result<usize> {
         if let Some(ring) = self.ring.as_deref_mut()
-            // SAFETY: forwarded.
-            && let Some(result) = unsafe { ring.transfer(self.state, write, fd, ptr, len, offset) }
+            && let Some(result) = ring.transfer(self.state, fd, &mut buf, offset)
         {
             return result;
         }
-        if write {
-            // SAFETY: forwarded.
-            unsafe { pwrite(fd, ptr, len, offset) }
-        } else {
-            // SAFETY: forwarded.
-            unsafe { pread(fd, ptr, len, offset) }
-        }
+        buf.syscall(fd, offset)
     }
 }
 
@@ -73,33 +99,29 @@ impl FileSide {
         self.buffered
     }
 
-    /// Reads `[offset, offset + len)` into `buf`; fewer bytes only at end of file.
-    ///
-    /// # Safety
-    /// `buf` must be valid for writes of `len` bytes and satisfy the layout rule of the module
-    /// docs (`buf as u64 % PAGE == offset % PAGE`).
-    pub(crate) unsafe fn read(
+    /// Reads `[offset, offset + buf.len())` into `buf`; fewer bytes only at end of file.
+    /// `buf` follows the layout rule of the module docs (`buf as u64 % PAGE == offset %
+    /// PAGE`), or direct reads fall back to the buffered descriptor.
+    pub(crate) fn read(
         &self,
         policy: &ReadPolicy,
         io: &mut DirectIo<'_>,
-        buf: *mut u8,
-        len: usize,
+        buf: &mut [u8],
         offset: u64,
     ) -> Result<usize> {
-        let (start, end) = (offset, offset + len as u64);
+        let (start, end) = (offset, offset + buf.len() as u64);
         let direct = self.direct.filter(|_| policy.cache.none_cached(self.buffered, start, end));
         let Some((direct_fd, align)) = direct else {
             policy.cached_chunks.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: forwarded; the buffered descriptor needs no alignment.
-            return unsafe { self.piece(io, false, self.buffered, buf, len, offset) };
+            return self.piece(io, self.buffered, IoBuf::Read(buf), offset);
         };
         policy.direct_chunks.fetch_add(1, Ordering::Relaxed);
         let _stream = policy.direct_streams.acquire();
         let mut done = 0;
         for (fd, from, to) in self.pieces(start, end, Some((direct_fd, align))) {
-            let want = (to - from) as usize;
-            // SAFETY: a piece of `buf` (layout rule kept).
-            let got = unsafe { self.piece(io, false, fd, buf.wrapping_add((from - offset) as usize), want, from) }?;
+            let piece = &mut buf[(from - offset) as usize..(to - offset) as usize];
+            let want = piece.len();
+            let got = self.piece(io, fd, IoBuf::Read(piece), from)?;
             done += got;
             if got < want {
                 break; // end of file
@@ -122,64 +144,32 @@ impl FileSide {
 
     /// Moves one piece in full (a read stops early only at end of file): through `io` on the
     /// direct descriptor, with syscalls on the buffered one.
-    ///
-    /// # Safety
-    /// `buf` must be valid for `len` bytes (written by a read, read by a write) and, for the
-    /// direct descriptor, aligned as the piece's file offset is (layout rule).
-    unsafe fn piece(
-        &self,
-        io: &mut DirectIo<'_>,
-        write: bool,
-        fd: i32,
-        buf: *mut u8,
-        len: usize,
-        offset: u64,
-    ) -> Result<usize> {
+    fn piece(&self, io: &mut DirectIo<'_>, fd: i32, mut buf: IoBuf<'_>, offset: u64) -> Result<usize> {
         // The buffered descriptor takes what the direct one cannot: the rest after a short
         // direct transfer that left it unaligned, and a transfer the direct descriptor refuses
-        // (`EINVAL`: for example a write the file size limit cuts at an unaligned length). It
-        // is the same file; durable writes are flushed by the call's fdatasync.
+        // (`EINVAL`: for example a write the file size limit cuts at an unaligned length, or
+        // memory off the layout rule). It is the same file; durable writes are flushed by the
+        // call's fdatasync.
         let align = self.direct.map_or(PAGE, |(_, align)| align);
-        let buffered = |at: *mut u8, r: usize, off: u64| {
-            if write {
-                // SAFETY: a sub-range of `buf` (caller).
-                unsafe { pwrite(self.buffered, at, r, off) }
-            } else {
-                // SAFETY: a sub-range of `buf` (caller).
-                unsafe { pread(self.buffered, at, r, off) }
-            }
-        };
-        transfer_loop(len, !write, |d, r| {
-            let (at, off) = (buf.wrapping_add(d), offset + d as u64);
+        transfer_loop(buf.len(), !buf.is_write(), |d, r| {
+            let off = offset + d as u64;
             if fd == self.buffered || !(d as u64).is_multiple_of(align) {
-                return buffered(at, r, off);
+                return buf.part(d, d + r).syscall(self.buffered, off);
             }
-            // SAFETY: a sub-range of `buf`, aligned for direct I/O (caller).
-            match unsafe { io.transfer(write, fd, at, r, off) } {
-                Err(Error::Os(libc::EINVAL)) => buffered(at, r, off),
+            match io.transfer(fd, buf.part(d, d + r), off) {
+                Err(Error::Os(libc::EINVAL)) => buf.part(d, d + r).syscall(self.buffered, off),
                 moved => moved,
             }
         })
     }
 
-    /// Writes `[offset, offset + len)` from `buf`, all of it or an error. `direct` sends the
-    /// aligned interior through the `O_DIRECT` descriptor.
-    ///
-    /// # Safety
-    /// `buf` must be valid for reads of `len` bytes and follow the layout rule.
-    pub(crate) unsafe fn write(
-        &self,
-        io: &mut DirectIo<'_>,
-        buf: *const u8,
-        len: usize,
-        offset: u64,
-        direct: bool,
-    ) -> Result<()> {
+    /// Writes `buf` at `offset`, all of it or an error. `direct` sends the aligned interior
+    /// through the `O_DIRECT` descriptor.
+    pub(crate) fn write(&self, io: &mut DirectIo<'_>, buf: &[u8], offset: u64, direct: bool) -> Result<()> {
         let direct = self.direct.filter(|_| direct);
-        for (fd, from, to) in self.pieces(offset, offset + len as u64, direct) {
-            let at = buf.wrapping_add((from - offset) as usize).cast_mut();
-            // SAFETY: a piece of `buf` (layout rule kept); a write only reads it.
-            unsafe { self.piece(io, true, fd, at, (to - from) as usize, from) }?;
+        for (fd, from, to) in self.pieces(offset, offset + buf.len() as u64, direct) {
+            let piece = &buf[(from - offset) as usize..(to - offset) as usize];
+            self.piece(io, fd, IoBuf::Write(piece), from)?;
         }
         Ok(())
     }

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
-use hipfile_core::{GpuRuntime, HipError, Stream};
+use hipfile_core::{DeviceCopy, DeviceSpan, GpuRuntime, HipError, Stream};
 
 use hipfile_core::sync::{lock, wait};
 
@@ -37,34 +37,107 @@ enum Pinned {
     Allocated(*mut u8),
 }
 
-/// One pinned staging buffer.
+/// One pinned staging buffer: `usable` bytes from a page-aligned `base`, owned by the stage
+/// until [`LanePool::release`] frees it.
 #[derive(Debug)]
 pub(crate) struct Stage {
     pinned: Pinned,
-    /// Page-aligned start.
     base: *mut u8,
+    usable: usize,
 }
 
 impl Stage {
-    /// Where file offset `offset` of a chunk starting there is staged (the layout rule).
-    pub(crate) fn at(&self, offset: u64) -> *mut u8 {
-        // SAFETY: `offset % PAGE < PAGE`, inside the `PAGE` slack of the allocation.
-        unsafe { self.base.add((offset % PAGE) as usize) }
+    /// The window a chunk of `len` bytes at file offset `offset` is staged in (the layout
+    /// rule): it starts `offset % PAGE` bytes in.
+    fn window(&mut self, offset: u64, len: usize) -> &mut [u8] {
+        let at = (offset % PAGE) as usize;
+        // SAFETY: the stage owns `usable` initialised bytes from `base` (zero-filled when made)
+        // and hands out one window at a time (`&mut self`).
+        let bytes = unsafe { std::slice::from_raw_parts_mut(self.base, self.usable) };
+        &mut bytes[at..at + len]
+    }
+
+    /// The buffer as the io_uring registration sees it.
+    fn extent(&self) -> (usize, usize) {
+        (self.base as usize, self.usable)
     }
 }
 
 /// A stream and two staging buffers on one device, and an io_uring with the buffers registered
-/// where the kernel allows.
+/// where the kernel allows. The lane knows which stages a queued copy may still use, and waits
+/// for the stream before handing such a stage out again: the staged path's only `unsafe`
+/// (queuing a copy whose host side outlives the call) is kept here.
 #[derive(Debug)]
 pub(crate) struct Lane {
-    pub(crate) stream: Stream,
-    pub(crate) stages: [Stage; 2],
-    pub(crate) ring: Option<LaneRing>,
+    stream: Stream,
+    stages: [Stage; 2],
+    /// A copy queued on the stream may still use this stage.
+    queued: [bool; 2],
+    ring: Option<LaneRing>,
 }
 
 // SAFETY: the staging buffers are owned by the lane, which one thread uses at a time (the pool
 // hands it out exclusively); raw pointers only stop the automatic impl.
 unsafe impl Send for Lane {}
+
+impl Lane {
+    /// Waits for the copies queued on the lane's stream; then no stage is in use.
+    pub(crate) fn synchronize<G: GpuRuntime + ?Sized>(&mut self, gpu: &G) -> Result<(), HipError> {
+        gpu.stream_synchronize(self.stream)?;
+        self.queued = [false; 2];
+        Ok(())
+    }
+
+    /// Stage `k`'s window for a chunk of `len` bytes at file offset `offset`, and the lane's
+    /// ring for the file I/O on it. Waits for the stream first if a queued copy may still use
+    /// the stage.
+    pub(crate) fn host_side<G: GpuRuntime + ?Sized>(
+        &mut self,
+        gpu: &G,
+        k: usize,
+        offset: u64,
+        len: usize,
+    ) -> Result<(&mut [u8], Option<&mut LaneRing>), HipError> {
+        if self.queued[k] {
+            self.synchronize(gpu)?;
+        }
+        Ok((self.stages[k].window(offset, len), self.ring.as_mut()))
+    }
+
+    /// Queues the copy of stage `k`'s window (a chunk of `len` bytes at file offset `offset`)
+    /// to `dst`.
+    pub(crate) fn upload<G: GpuRuntime + ?Sized>(
+        &mut self,
+        gpu: &G,
+        k: usize,
+        offset: u64,
+        len: usize,
+        dst: DeviceSpan,
+    ) -> Result<(), HipError> {
+        self.queued[k] = true;
+        // SAFETY: the stage belongs to the lane and is marked queued, so nothing touches it
+        // (`host_side` waits first) before the stream is synchronised, and the lane's stages
+        // are freed only after a synchronisation (`release`).
+        unsafe { gpu.copy_to_device_async(dst, self.stages[k].window(offset, len), self.stream) }
+    }
+
+    /// Queues the copy of `src` into stage `k`'s window for a chunk of `src.len()` bytes at
+    /// file offset `offset`.
+    pub(crate) fn download<G: GpuRuntime + ?Sized>(
+        &mut self,
+        gpu: &G,
+        k: usize,
+        offset: u64,
+        src: DeviceSpan,
+    ) -> Result<(), HipError> {
+        if self.queued[k] {
+            self.synchronize(gpu)?;
+        }
+        self.queued[k] = true;
+        // SAFETY: as in `upload`.
+        unsafe { gpu.copy_from_device_async(self.stages[k].window(offset, src.len()), src, self.stream) }
+    }
+}
 
 /// The lanes of one device.
 #[derive(Debug)]
@@ -137,7 +210,7 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         }
     }
 
-    /// Gives a lane back. Its stream must have no work pending.
+    /// Gives a lane back (a copy still queued on it is waited for by its next user).
     pub(crate) fn put(&self, device: i32, lane: Lane) {
         lock(&self.devices).get_mut(&device).expect("lanes are taken before they are returned").free.push(lane);
         self.returned.notify_one();
@@ -155,21 +228,27 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
                 }
             }
         }
-        let [a, b] = <[Stage; 2]>::try_from(stages).expect("two stages");
-        let usable = self.chunk + PAGE as usize;
-        let ring = self.uring.ring_for([(a.base as usize, usable), (b.base as usize, usable)]);
-        Ok(Lane { stream, stages: [a, b], ring })
+        let stages = <[Stage; 2]>::try_from(stages).expect("two stages");
+        let ring = self.uring.ring_for(stages.each_ref().map(Stage::extent));
+        Ok(Lane { stream, stages, queued: [false; 2], ring })
+    }
+
+    /// Bytes of a stage in use: a chunk placed up to a page in (the layout rule).
+    fn usable(&self) -> usize {
+        self.chunk + PAGE as usize
     }
 
     fn stage(&self) -> Result<Stage, HipError> {
         if let Some(stage) = self.huge_page_stage() {
             return Ok(stage);
         }
-        let alloc = self.gpu.host_alloc(self.chunk + 2 * PAGE as usize)?;
+        let len = self.chunk + 2 * PAGE as usize;
+        let alloc = self.gpu.host_alloc(len)?;
+        // SAFETY: `len` bytes the runtime just allocated; initialised once, so that windows of
+        // it are plain byte slices.
+        unsafe { alloc.write_bytes(0, len) };
         let pad = (alloc as usize).next_multiple_of(PAGE as usize) - alloc as usize;
-        // SAFETY: `pad < PAGE`, inside the allocation.
-        let base = unsafe { alloc.add(pad) };
-        Ok(Stage { pinned: Pinned::Allocated(alloc), base })
+        Ok(Stage { pinned: Pinned::Allocated(alloc), base: alloc.wrapping_add(pad), usable: self.usable() })
     }
 
     /// A buffer of `chunk + PAGE` bytes (whole pages) mapped at a huge-page boundary, advised
@@ -180,7 +259,7 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         let base = map_huge_page_aligned(len)?;
         // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
         if unsafe { self.gpu.host_register(base, len) }.is_ok() {
-            return Some(Stage { pinned: Pinned::Mapped { len }, base });
+            return Some(Stage { pinned: Pinned::Mapped { len }, base, usable: self.usable() });
         }
         // SAFETY: mapped above and unused.
         unsafe { unmap(base, len) };
@@ -295,6 +374,32 @@ mod tests {
         gpu.faults().refuse_host_register(HipError::OUT_OF_MEMORY);
         let lane = pool.take(0).unwrap();
         assert!(lane.stages.iter().all(|s| matches!(s.pinned, Pinned::Allocated(_))));
+        pool.put(0, lane);
+    }
+
+    #[test]
+    fn a_stage_with_a_queued_copy_is_handed_out_only_after_the_copy() {
+        let gpu = MockGpu::new(1);
+        let pool = LanePool::new(Arc::clone(&gpu), 64 << 10, 64 << 20, false);
+        let mut lane = pool.take(0).unwrap();
+        let dev = gpu.malloc(4096).unwrap();
+        // SAFETY: the allocation above, alive until `gpu` goes.
+        let span = unsafe { DeviceSpan::new(dev, 4096) };
+        let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();
+        window.fill(1);
+        gpu.faults().delay_copies(std::time::Duration::from_millis(50));
+        lane.upload(&*gpu, 0, 0, 4096, span).unwrap();
+        // The other stage is free at once; this one only once the copy has read it.
+        lane.host_side(&*gpu, 1, 0, 4096).unwrap().0.fill(3);
+        let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();
+        window.fill(2);
+        let mut device = vec![0u8; 4096];
+        gpu.read_device(dev, &mut device).unwrap();
+        assert!(device.iter().all(|&b| b == 1), "the copy saw the bytes as they were when it was queued");
+        // Downloads likewise: the window is not the caller's until the stream has run.
+        lane.download(&*gpu, 0, 0, span).unwrap();
+        assert!(lane.host_side(&*gpu, 0, 0, 4096).unwrap().0.iter().all(|&b| b == 1));
+        gpu.faults().clear();
         pool.put(0, lane);
     }
 }

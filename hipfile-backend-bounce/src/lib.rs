@@ -33,10 +33,10 @@ use std::time::Instant;
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::lock;
 use hipfile_core::{
-    Backend, BackendKind, BounceSettings, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
+    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
 
-use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
+use fileio::{DirectIo, FileSide, ReadPolicy};
 use lanes::{Lane, LanePool};
 use pool::WorkerPool;
 
@@ -82,19 +82,22 @@ struct Request {
     direction: Direction,
     file: FileSide,
     device: i32,
-    device_addr: usize,
+    memory: DeviceSpan,
     file_offset: u64,
-    len: usize,
     chunk: usize,
 }
 
 impl Request {
+    fn len(&self) -> usize {
+        self.memory.len()
+    }
+
     fn first_len(&self) -> usize {
-        (self.chunk - (self.file_offset % self.chunk as u64) as usize).min(self.len)
+        (self.chunk - (self.file_offset % self.chunk as u64) as usize).min(self.len())
     }
 
     fn chunk_count(&self) -> usize {
-        1 + (self.len - self.first_len()).div_ceil(self.chunk)
+        1 + (self.len() - self.first_len()).div_ceil(self.chunk)
     }
 
     /// Chunk `i`: its offset in the request and its length.
@@ -103,7 +106,7 @@ impl Request {
             0 => (0, self.first_len()),
             _ => {
                 let skip = self.first_len() + (i - 1) * self.chunk;
-                (skip, self.chunk.min(self.len - skip))
+                (skip, self.chunk.min(self.len() - skip))
             }
         }
     }
@@ -194,9 +197,10 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                     Direction::Read => self.read(&mut lane, work),
                     Direction::Write => self.write(&mut lane, work),
                 };
-                // The lane's buffers are reused by its next user: nothing may still be copying.
+                // The request's device memory is the caller's again when the call returns:
+                // nothing may still be copying.
                 let waited = Instant::now();
-                let drained = gpu.stream_synchronize(lane.stream);
+                let drained = lane.synchronize(&**gpu);
                 charge(&self.profile.copy_wait_ns, waited);
                 self.lanes.put(device, lane);
                 if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
@@ -214,28 +218,23 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
     /// took before.
     fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (self.lanes.gpu(), &work.req);
-        let mut io = DirectIo { ring: lane.ring.as_mut(), state: self.lanes.uring() };
+        let (gpu, req) = (&**self.lanes.gpu(), &work.req);
         let mut k = 0; // chunks this lane has taken
         while let Some(i) = work.take() {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
-            let staged = lane.stages[k % 2].at(offset);
             let started = Instant::now();
-            // SAFETY: the stage holds `chunk + PAGE` bytes past its page-aligned base, enough
-            // for `len <= chunk` at the layout rule's position; the copy that last used this
-            // stage finished at the previous synchronisation.
-            let n = unsafe { req.file.read(&self.reads, &mut io, staged, len, offset) }?;
+            let (staged, ring) = lane.host_side(gpu, k % 2, offset, len)?;
+            let mut io = DirectIo { ring, state: self.lanes.uring() };
+            let n = req.file.read(&self.reads, &mut io, staged, offset)?;
             charge(&self.profile.file_ns, started);
             if k > 0 {
                 let waited = Instant::now();
-                gpu.stream_synchronize(lane.stream)?;
+                lane.synchronize(gpu)?;
                 charge(&self.profile.copy_wait_ns, waited);
             }
             if n > 0 {
-                // SAFETY: the device range lies inside the request's checked range; the stage
-                // stays untouched until the copy is synchronised (next chunk, or `work`).
-                unsafe { gpu.copy_to_device_async(req.device_addr + skip, staged, n, lane.stream) }?;
+                lane.upload(gpu, k % 2, offset, n, req.memory.part(skip, n))?;
             }
             work.done(i, n);
             k += 1;
@@ -245,42 +244,37 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
     fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (self.lanes.gpu(), &work.req);
-        let direct = self.durable_writes;
-        let (stream, stages) = (lane.stream, [lane.stages[0].at(0), lane.stages[1].at(0)]);
-        let mut io = DirectIo { ring: lane.ring.as_mut(), state: self.lanes.uring() };
-        let mut put = |stage: usize, i: usize| -> Result<()> {
-            let (skip, len) = req.chunk_at(i);
-            let offset = req.file_offset + skip as u64;
-            let staged = stages[stage].wrapping_add((offset % PAGE) as usize);
-            let started = Instant::now();
-            // SAFETY: the copy into this stage finished at the last synchronisation.
-            unsafe { req.file.write(&mut io, staged, len, offset, direct) }?;
-            charge(&self.profile.file_ns, started);
-            work.done(i, len);
-            Ok(())
-        };
+        let (gpu, req) = (&**self.lanes.gpu(), &work.req);
         let mut staged: Option<(usize, usize)> = None; // (stage, chunk)
         let mut k = 0;
         while let Some(i) = work.take() {
             let (skip, len) = req.chunk_at(i);
-            let offset = req.file_offset + skip as u64;
-            let target = stages[k % 2].wrapping_add((offset % PAGE) as usize);
-            // SAFETY: as in `read`; this stage's previous chunk was written to the file
-            // (synchronously) before the last synchronisation.
-            unsafe { gpu.copy_from_device_async(target, req.device_addr + skip, len, stream) }?;
+            lane.download(gpu, k % 2, req.file_offset + skip as u64, req.memory.part(skip, len))?;
             if let Some((s, j)) = staged.take() {
-                put(s, j)?;
+                self.put(lane, work, s, j)?;
             }
             let waited = Instant::now();
-            gpu.stream_synchronize(stream)?;
+            lane.synchronize(gpu)?;
             charge(&self.profile.copy_wait_ns, waited);
             staged = Some((k % 2, i));
             k += 1;
         }
         if let Some((s, j)) = staged {
-            put(s, j)?;
+            self.put(lane, work, s, j)?;
         }
+        Ok(())
+    }
+
+    /// Writes chunk `i` of `work` to the file from stage `k` of `lane`, where it was copied.
+    fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<()> {
+        let (skip, len) = work.req.chunk_at(i);
+        let offset = work.req.file_offset + skip as u64;
+        let started = Instant::now();
+        let (staged, ring) = lane.host_side(&**self.lanes.gpu(), k, offset, len)?;
+        let mut io = DirectIo { ring, state: self.lanes.uring() };
+        work.req.file.write(&mut io, staged, offset, self.durable_writes)?;
+        charge(&self.profile.file_ns, started);
+        work.done(i, len);
         Ok(())
     }
 }
@@ -318,9 +312,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             direction: req.direction(),
             file: FileSide::new(req.file()),
             device: req.device(),
-            device_addr: req.device_addr(),
+            memory: req.memory(),
             file_offset: req.file_offset(),
-            len: req.size(),
             chunk: self.inner.lanes.chunk(),
         };
         let chunks = request.chunk_count();
@@ -385,8 +378,9 @@ mod tests {
     fn chunks_tile_the_request_at_chunk_multiples_of_the_file_offset() {
         for (file_offset, len) in [(0u64, 10usize), (1, 5), (1, 300), (99, 100), (100, 250), (5, 95), (0, 300)] {
             let file = FileSide::for_tests();
-            let req =
-                Request { direction: Direction::Read, file, device: 0, device_addr: 0, file_offset, len, chunk: 100 };
+            // SAFETY: the span is only cut into chunks here, never copied to or from.
+            let memory = unsafe { DeviceSpan::new(0x1000, len) };
+            let req = Request { direction: Direction::Read, file, device: 0, memory, file_offset, chunk: 100 };
             let mut at = 0;
             for i in 0..req.chunk_count() {
                 let (skip, n) = req.chunk_at(i);

@@ -8,6 +8,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hipfile_core::{Error, Result};
+
+use crate::fileio::IoBuf;
 use io_uring::{IoUring, Probe, opcode, types};
 
 /// A small ring whose fixed buffers are a lane's two stages.
@@ -113,30 +115,33 @@ impl LaneRing {
     /// caller that took that as done would reuse the buffer while the kernel still fills or
     /// drains it, and read the late completion as its next request's.
     ///
-    /// # Safety
-    /// `[ptr, ptr + len)` must be valid for the transfer (written by a read, read by a write).
-    pub(crate) unsafe fn transfer(
+    /// The buffer is borrowed for the whole call, which returns only once the kernel is done
+    /// with it.
+    pub(crate) fn transfer(
         &mut self,
         state: &UringState,
-        write: bool,
         fd: i32,
-        ptr: *mut u8,
-        len: usize,
+        buf: &mut IoBuf<'_>,
         offset: u64,
     ) -> Option<Result<usize>> {
         if self.broken {
             return None;
         }
-        let index = self.index_of(ptr, len)?;
+        let len = buf.len();
         let len32 = u32::try_from(len).ok()?;
+        let entry = match buf {
+            IoBuf::Read(b) => {
+                let index = self.index_of(b.as_ptr(), len)?;
+                opcode::ReadFixed::new(types::Fd(fd), b.as_mut_ptr(), len32, index).offset(offset).build()
+            }
+            IoBuf::Write(b) => {
+                let index = self.index_of(b.as_ptr(), len)?;
+                opcode::WriteFixed::new(types::Fd(fd), b.as_ptr(), len32, index).offset(offset).build()
+            }
+        };
         self.tag = self.tag.wrapping_add(1);
-        let entry = if write {
-            opcode::WriteFixed::new(types::Fd(fd), ptr, len32, index).offset(offset).build()
-        } else {
-            opcode::ReadFixed::new(types::Fd(fd), ptr, len32, index).offset(offset).build()
-        }
-        .user_data(self.tag);
-        // SAFETY: the entry names a registered buffer range that stays valid until its
+        let entry = entry.user_data(self.tag);
+        // SAFETY: the entry names a range of a registered buffer, borrowed (`buf`) until its
         // completion is reaped below, before returning.
         if unsafe { self.ring.submission().push(&entry) }.is_err() {
             return None; // the queue is empty between calls; a full one means misuse: use a syscall

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
-    Backend, BounceSettings, Config, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest, OpError,
-    Platform, Result,
+    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest,
+    OpError, Platform, Result,
 };
 use proptest::prelude::*;
 
@@ -349,7 +349,8 @@ proptest! {
 fn transfer(bounce: &Bounce<MockGpu>, direction: Direction, file: &File, dev: usize, len: usize, offset: u64) -> usize {
     let handle = FileHandle::open(file.as_raw_fd()).unwrap();
     // SAFETY: `dev` is a mock device allocation of at least `len` bytes, alive for the call.
-    let req = unsafe { IoRequest::new(direction, &handle, dev, 0, len, offset) };
+    let memory = unsafe { DeviceSpan::new(dev, len) };
+    let req = IoRequest::new(direction, &handle, memory, 0, offset);
     bounce.transfer(&req).unwrap()
 }
 

@@ -14,30 +14,20 @@ use std::sync::Arc;
 use hipfile_backend_p2p::{Engine, P2p};
 use hipfile_core::io::{fdatasync, pread, pwrite, transfer_loop};
 use hipfile_core::{
-    Backend, BackendChoice, BackendKind, Config, Direction, GpuRuntime, IoRequest, Platform, Result, Score,
+    Backend, BackendChoice, BackendKind, Config, DeviceCopy, Direction, GpuRuntime, IoRequest, Platform, Result, Score,
 };
 
 use crate::faults::Faults;
 use crate::gpu::MockGpu;
 
-/// A file system call of the mock data paths, with the armed faults applied.
-///
-/// # Safety
-/// `buf` must be valid for `len` bytes (writes for a read, reads for a write).
-unsafe fn file_io(
-    faults: &Faults,
-    direction: Direction,
-    fd: i32,
-    buf: *mut u8,
-    len: usize,
-    offset: u64,
-) -> Result<usize> {
-    let len = faults.before_file_io(offset, len)?;
+/// A file system call of the mock data paths on `buf` (filled by a read, sent by a write),
+/// with the armed faults applied (which may shorten it).
+fn file_io(faults: &Faults, direction: Direction, fd: i32, buf: &mut [u8], offset: u64) -> Result<usize> {
+    let len = faults.before_file_io(offset, buf.len())?;
+    let buf = &mut buf[..len];
     match direction {
-        // SAFETY: forwarded from the caller.
-        Direction::Read => unsafe { pread(fd, buf, len, offset) },
-        // SAFETY: forwarded from the caller.
-        Direction::Write => unsafe { pwrite(fd, buf, len, offset) },
+        Direction::Read => pread(fd, buf, offset),
+        Direction::Write => pwrite(fd, buf, offset),
     }
 }
 
@@ -80,20 +70,12 @@ impl Engine for MockEngine {
         let faults = &self.faults;
         faults.before_direct()?;
         let fd = req.file().buffered_fd();
+        // SAFETY: the request's span lies in a device allocation, which is host memory here
+        // (the constructors' contract), valid while the request runs; the caller does not
+        // touch it meanwhile.
+        let memory = unsafe { std::slice::from_raw_parts_mut(req.device_addr() as *mut u8, req.size()) };
         transfer_loop(req.size(), req.direction() == Direction::Read, |done, remaining| {
-            // SAFETY: the IoRequest guarantees [device_addr, device_addr + size) lies in a
-            // device allocation, which is host memory (the constructors' contract), and
-            // `done + remaining == size`.
-            unsafe {
-                file_io(
-                    faults,
-                    req.direction(),
-                    fd,
-                    (req.device_addr() + done) as *mut u8,
-                    remaining,
-                    req.file_offset() + done as u64,
-                )
-            }
+            file_io(faults, req.direction(), fd, &mut memory[done..done + remaining], req.file_offset() + done as u64)
         })
     }
 }
@@ -134,26 +116,23 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
         let mut done = 0;
         while done < req.size() {
             let len = (req.size() - done).min(stage.len());
-            let (addr, offset) = (req.device_addr() + done, req.file_offset() + done as u64);
-            // The file side of one chunk, in either direction, through `stage[..len]`.
+            let (memory, offset) = (req.memory().part(done, len), req.file_offset() + done as u64);
+            let stage = &mut stage[..len];
+            // The file side of one chunk, in either direction, through `stage`.
             let file_part = |stage: &mut [u8], direction| {
                 transfer_loop(len, direction == Direction::Read, |d, r| {
-                    // SAFETY: `stage[d..d + r]` is in bounds (d + r == len <= stage.len()).
-                    unsafe { file_io(&self.faults, direction, fd, stage[d..].as_mut_ptr(), r, offset + d as u64) }
+                    file_io(&self.faults, direction, fd, &mut stage[d..d + r], offset + d as u64)
                 })
             };
             let moved = match req.direction() {
                 Direction::Read => {
-                    let n = file_part(&mut stage, Direction::Read)?;
-                    // SAFETY: `stage` holds `n` bytes; the IoRequest guarantees the device range.
-                    unsafe { self.gpu.copy_to_device(addr, stage.as_ptr(), n) }?;
+                    let n = file_part(stage, Direction::Read)?;
+                    self.gpu.copy_to_device(memory, &stage[..n])?;
                     n
                 }
                 Direction::Write => {
-                    // SAFETY: `stage` has room for `len` bytes; the IoRequest guarantees the
-                    // device range.
-                    unsafe { self.gpu.copy_from_device(stage.as_mut_ptr(), addr, len) }?;
-                    file_part(&mut stage, Direction::Write)?
+                    self.gpu.copy_from_device(stage, memory)?;
+                    file_part(stage, Direction::Write)?
                 }
             };
             done += moved;

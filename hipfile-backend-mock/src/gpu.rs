@@ -10,13 +10,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 use hipfile_core::sync::{lock, wait};
-use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::faults::Faults;
 
 /// Which sides of a copy are device memory (`hipMemcpyKind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CopyKind {
+pub enum MemcpyKind {
     /// `hipMemcpyHostToHost`.
     HostToHost,
     /// `hipMemcpyHostToDevice`.
@@ -234,23 +234,23 @@ impl MockGpu {
 
     /// `hipMemcpyAsync` (on the null stream, `hipMemcpy`): the sides that `kind` names as
     /// device memory must lie inside device allocations (`hipErrorInvalidValue` otherwise);
-    /// `CopyKind::Default` accepts any memory, as unified addressing does.
+    /// `MemcpyKind::Default` accepts any memory, as unified addressing does.
     ///
     /// # Safety
     /// Host sides must be valid for `len` bytes until the stream has run the copy.
-    pub unsafe fn memcpy(
+    pub unsafe fn hip_memcpy(
         &self,
         dst: usize,
         src: usize,
         len: usize,
-        kind: CopyKind,
+        kind: MemcpyKind,
         stream: Stream,
     ) -> Result<(), HipError> {
         let (dst_device, src_device) = match kind {
-            CopyKind::HostToHost | CopyKind::Default => (false, false),
-            CopyKind::HostToDevice => (true, false),
-            CopyKind::DeviceToHost => (false, true),
-            CopyKind::DeviceToDevice => (true, true),
+            MemcpyKind::HostToHost | MemcpyKind::Default => (false, false),
+            MemcpyKind::HostToDevice => (true, false),
+            MemcpyKind::DeviceToHost => (false, true),
+            MemcpyKind::DeviceToDevice => (true, true),
         };
         if dst_device {
             self.check_device_range(dst, len)?;
@@ -343,36 +343,20 @@ impl GpuRuntime for MockGpu {
         })
     }
 
-    unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller; the null stream runs the copy now.
-        unsafe { self.copy_to_device_async(dst, src, len, Stream::NULL) }
-    }
-
-    unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller; the null stream runs the copy now.
-        unsafe { self.copy_from_device_async(dst, src, len, Stream::NULL) }
-    }
-
-    unsafe fn copy_to_device_async(
+    unsafe fn memcpy(
         &self,
+        kind: CopyKind,
         dst: usize,
-        src: *const u8,
-        len: usize,
-        stream: Stream,
-    ) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy(dst, src as usize, len, CopyKind::HostToDevice, stream) }
-    }
-
-    unsafe fn copy_from_device_async(
-        &self,
-        dst: *mut u8,
         src: usize,
         len: usize,
-        stream: Stream,
+        stream: Option<Stream>,
     ) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy(dst as usize, src, len, CopyKind::DeviceToHost, stream) }
+        let kind = match kind {
+            CopyKind::HostToDevice => MemcpyKind::HostToDevice,
+            CopyKind::DeviceToHost => MemcpyKind::DeviceToHost,
+        };
+        // SAFETY: the trait's contract; without a stream the null stream runs the copy now.
+        unsafe { self.hip_memcpy(dst, src, len, kind, stream.unwrap_or(Stream::NULL)) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {
@@ -461,6 +445,7 @@ impl GpuRuntime for MockGpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hipfile_core::{DeviceCopy, DeviceSpan};
 
     #[test]
     fn pointer_queries_know_only_the_mocks_allocations() {
@@ -497,20 +482,20 @@ mod tests {
     fn copies_check_ranges_and_obey_injected_faults() {
         let gpu = MockGpu::new(1);
         let dev = gpu.malloc(4096).unwrap();
+        // SAFETY: the allocation above, freed only when `gpu` goes.
+        let span = unsafe { DeviceSpan::new(dev, 4096) };
         let src = vec![5u8; 4096];
-        // SAFETY: `src` is 4096 readable bytes.
-        unsafe { gpu.copy_to_device(dev, src.as_ptr(), 4096) }.unwrap();
-        // SAFETY: as above; the device range is out of bounds, which must be refused.
-        assert_eq!(unsafe { gpu.copy_to_device(dev + 1, src.as_ptr(), 4096) }, Err(HipError::INVALID_VALUE));
+        gpu.copy_to_device(span, &src).unwrap();
+        assert_eq!(gpu.copy_to_device(span.part(1, 4095), &src), Err(HipError::INVALID_VALUE), "longer than the span");
+        // SAFETY: a range the mock checks and refuses (it runs past the allocation).
+        let past = unsafe { gpu.memcpy(CopyKind::HostToDevice, dev + 1, src.as_ptr() as usize, 4096, None) };
+        assert_eq!(past, Err(HipError::INVALID_VALUE));
         gpu.faults().fail_copy(2, HipError::LAUNCH_FAILURE);
         let mut out = vec![0u8; 4096];
-        // SAFETY: `out` is 4096 writable bytes.
-        unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }.unwrap();
+        gpu.copy_from_device(&mut out, span).unwrap();
         assert_eq!(out, src);
-        // SAFETY: as above.
-        assert_eq!(unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }, Err(HipError::LAUNCH_FAILURE));
-        // SAFETY: as above.
-        unsafe { gpu.copy_from_device(out.as_mut_ptr(), dev, 4096) }.unwrap();
+        assert_eq!(gpu.copy_from_device(&mut out, span), Err(HipError::LAUNCH_FAILURE));
+        gpu.copy_from_device(&mut out, span).unwrap();
     }
 
     #[test]
@@ -518,12 +503,14 @@ mod tests {
         let gpu = MockGpu::new(1);
         let s = gpu.stream_create().unwrap();
         let dev = gpu.malloc(1 << 20).unwrap();
+        // SAFETY: the allocation above, alive until `gpu` goes.
+        let span = unsafe { DeviceSpan::new(dev, 1 << 20) };
         let src: Vec<u8> = (0..1 << 20).map(|i| i as u8).collect();
         let order = Arc::new(Mutex::new(Vec::new()));
         gpu.faults().delay_copies(std::time::Duration::from_millis(5));
         for i in 0..4 {
             // SAFETY: `src` outlives the synchronize below.
-            unsafe { gpu.copy_to_device_async(dev + i * 4096, src[i * 4096..].as_ptr(), 4096, s) }.unwrap();
+            unsafe { gpu.copy_to_device_async(span.part(i * 4096, 4096), &src[i * 4096..][..4096], s) }.unwrap();
             let o = Arc::clone(&order);
             gpu.launch_host_func(s, Box::new(move || lock(&o).push(i))).unwrap();
         }
@@ -535,7 +522,7 @@ mod tests {
         gpu.faults().clear();
         gpu.faults().fail_copy(1, HipError::UNKNOWN);
         // SAFETY: as above.
-        unsafe { gpu.copy_to_device_async(dev, src.as_ptr(), 4096, s) }.unwrap();
+        unsafe { gpu.copy_to_device_async(span, &src[..4096], s) }.unwrap();
         assert_eq!(gpu.stream_synchronize(s), Err(HipError::UNKNOWN));
         gpu.stream_destroy(s).unwrap();
         assert_eq!(gpu.stream_synchronize(s), Err(HipError::INVALID_HANDLE));

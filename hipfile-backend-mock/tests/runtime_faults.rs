@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use hipfile_backend_mock::{Faults, MockStaged};
 use hipfile_core::{
-    Config, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo, Result,
+    Config, CopyKind, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo,
+    Result,
 };
 
 const BASE: usize = 0x7f00_0000_0000;
@@ -41,11 +42,16 @@ fn runtime() -> MockGpuRuntime {
 #[test]
 fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
     let mut rt = runtime();
-    rt.expect_copy_to_device()
-        .withf(|dst, _, len| *dst == BASE + 8 && *len == 4000)
+    rt.expect_memcpy()
+        .withf(|kind, dst, _, len, stream| {
+            (*kind, *dst, *len, *stream) == (CopyKind::HostToDevice, BASE + 8, 4000, None)
+        })
         .times(1)
-        .returning(|_, _, _| Err(HipError::LAUNCH_FAILURE));
-    rt.expect_copy_from_device().times(1).returning(|_, _, _| Err(HipError(98_765)));
+        .returning(|_, _, _, _, _| Err(HipError::LAUNCH_FAILURE));
+    rt.expect_memcpy()
+        .withf(|kind, _, src, _, _| (*kind, *src) == (CopyKind::DeviceToHost, BASE))
+        .times(1)
+        .returning(|_, _, _, _, _| Err(HipError(98_765)));
     let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
     let (_dir, f) = common::file_with(&[1; 8192]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();

@@ -150,7 +150,7 @@ mod tests {
 
     fn request(file: &FileHandle, direction: Direction, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {
         // SAFETY: the mocked API never touches the address.
-        unsafe { IoRequest::new(direction, file, addr, 0, size, offset) }
+        IoRequest::new(direction, file, unsafe { hipfile_core::DeviceSpan::new(addr, size) }, 0, offset)
     }
 
     #[test]

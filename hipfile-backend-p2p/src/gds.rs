@@ -188,7 +188,7 @@ mod tests {
 
     fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {
         // SAFETY: the mocked API never touches the address.
-        unsafe { IoRequest::new(Direction::Read, file, addr, 0, size, offset) }
+        IoRequest::new(Direction::Read, file, unsafe { hipfile_core::DeviceSpan::new(addr, size) }, 0, offset)
     }
 
     /// A cuFile whose driver opens with compatibility mode off, in that order.

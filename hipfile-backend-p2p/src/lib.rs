@@ -85,17 +85,7 @@ impl<E: Engine> P2p<E> {
             if stop {
                 return Ok(0);
             }
-            // SAFETY: the rest of a checked request: a sub-range of its device range.
-            let part = unsafe {
-                IoRequest::new(
-                    req.direction(),
-                    req.file(),
-                    req.device_addr() + done,
-                    req.device(),
-                    rest,
-                    req.file_offset() + done as u64,
-                )
-            };
+            let part = req.rest(done);
             let n = self.engine.transfer(&part)?;
             stop = read && n < rest && !(n as u64).is_multiple_of(align);
             Ok(n)

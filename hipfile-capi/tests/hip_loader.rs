@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::mpsc;
 
-use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+use hipfile_core::{CopyKind, DeviceCopy, DeviceSpan, GpuRuntime, HipError, MemoryType, Stream};
 use hipfile_sys::{Abi, LoadedRuntime, Vendor, memcpy_kind};
 
 use common::*;
@@ -59,26 +59,23 @@ fn pointer_queries_read_hip_5_attributes() {
 fn copies_round_trip_and_check_device_ranges() {
     let hip = mock();
     let dev = hip.device_alloc(8192).unwrap();
+    // SAFETY: the allocation above, freed at the end.
+    let span = unsafe { DeviceSpan::new(dev, 8192) };
     let data = pattern(8192, 5);
     let mut back = vec![0u8; 8192];
-    // SAFETY: both host buffers hold 8192 bytes; `dev` is an 8192-byte allocation.
-    unsafe {
-        hip.copy_to_device(dev, data.as_ptr(), 8192).unwrap();
-    }
-    // SAFETY: as above.
-    unsafe { hip.copy_from_device(back.as_mut_ptr(), dev, 8192) }.unwrap();
+    hip.copy_to_device(span, &data).unwrap();
+    hip.copy_from_device(&mut back, span).unwrap();
     assert_eq!(back, data);
     // A device range past the allocation is the runtime's error, passed through unchanged.
     // SAFETY: the runtime refuses the range before touching memory.
-    let past = unsafe { hip.copy_to_device(dev + 4096, data.as_ptr(), 8192) };
+    let past = unsafe { hip.memcpy(CopyKind::HostToDevice, dev + 4096, data.as_ptr() as usize, 8192, None) };
     assert_eq!(past, Err(HipError::INVALID_VALUE));
     // SAFETY: `back` holds 8192 bytes and `dev` is device memory.
-    let bad_kind = unsafe { hip.memcpy(back.as_mut_ptr() as usize, dev, 8, 9) };
+    let bad_kind = unsafe { hip.memcpy_raw(back.as_mut_ptr() as usize, dev, 8, 9, None) };
     assert_eq!(bad_kind, Err(HipError(21)));
     // SAFETY: device to device inside one allocation.
-    unsafe { hip.memcpy(dev, dev + 4096, 4096, memcpy_kind::DEVICE_TO_DEVICE) }.unwrap();
-    // SAFETY: as above.
-    unsafe { hip.copy_from_device(back.as_mut_ptr(), dev, 4096) }.unwrap();
+    unsafe { hip.memcpy_raw(dev, dev + 4096, 4096, memcpy_kind::DEVICE_TO_DEVICE, None) }.unwrap();
+    hip.copy_from_device(&mut back[..4096], span).unwrap();
     assert_eq!(back[..4096], data[4096..]);
     // SAFETY: allocated above, not used afterwards.
     unsafe { hip.device_free(dev) }.unwrap();
@@ -90,15 +87,15 @@ fn streams_run_copies_and_host_functions_in_order() {
     let stream = hip.stream_create().unwrap();
     assert_ne!(stream, Stream::NULL);
     let dev = hip.device_alloc(4096).unwrap();
+    // SAFETY: the allocation above, freed at the end.
+    let span = unsafe { DeviceSpan::new(dev, 4096) };
     let data = pattern(4096, 9);
     let mut back = vec![0u8; 4096];
     let (tx, rx) = mpsc::channel();
     // SAFETY: `data` and `back` outlive the stream synchronisation below.
-    unsafe {
-        hip.copy_to_device_async(dev, data.as_ptr(), 4096, stream).unwrap();
-    }
+    unsafe { hip.copy_to_device_async(span, &data, stream) }.unwrap();
     // SAFETY: as above.
-    unsafe { hip.copy_from_device_async(back.as_mut_ptr(), dev, 4096, stream) }.unwrap();
+    unsafe { hip.copy_from_device_async(&mut back, span, stream) }.unwrap();
     hip.launch_host_func(stream, Box::new(move || tx.send("ran after the copies").unwrap())).unwrap();
     hip.stream_synchronize(stream).unwrap();
     assert_eq!(rx.try_recv(), Ok("ran after the copies"));

@@ -7,6 +7,7 @@ use std::fmt;
 
 use crate::error::Result;
 use crate::file::FileHandle;
+use crate::gpu::DeviceSpan;
 
 /// Why a backend does not serve a request or a file, in words a user can act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,35 +65,33 @@ pub enum BackendKind {
     Fallback,
 }
 
-/// One validated transfer: at most `max_rw_count()` bytes between the file and a range of
+/// One validated transfer: at most `max_rw_count()` bytes between the file and a span of
 /// device memory that the driver has checked.
 #[derive(Debug)]
 pub struct IoRequest<'a> {
     direction: Direction,
     file: &'a FileHandle,
-    device_addr: usize,
+    memory: DeviceSpan,
     device: i32,
-    size: usize,
     file_offset: u64,
 }
 
 impl<'a> IoRequest<'a> {
-    /// A request to move `size` bytes between `file` at `file_offset` and device memory at
-    /// `device_addr` on `device`.
+    /// A request to move the bytes of `memory` (on `device`) to or from `file` at
+    /// `file_offset`. The span carries the guarantee backends rely on to write into it.
     ///
-    /// # Safety
-    /// `[device_addr, device_addr + size)` must lie inside one device allocation of the GPU
-    /// runtime the backends use, valid for the whole transfer, and `size` must not exceed
-    /// `max_rw_count()`. Backends rely on this to write into that range.
-    pub unsafe fn new(
-        direction: Direction,
-        file: &'a FileHandle,
-        device_addr: usize,
-        device: i32,
-        size: usize,
-        file_offset: u64,
-    ) -> IoRequest<'a> {
-        IoRequest { direction, file, device_addr, device, size, file_offset }
+    /// # Panics
+    /// When `memory` is longer than `max_rw_count()` (the driver caps every call).
+    pub fn new(direction: Direction, file: &'a FileHandle, memory: DeviceSpan, device: i32, file_offset: u64) -> Self {
+        assert!(memory.len() <= crate::io::max_rw_count(), "one request moves at most max_rw_count() bytes");
+        IoRequest { direction, file, memory, device, file_offset }
+    }
+
+    /// The part of this request that starts `done` bytes in: the same file and device, the
+    /// rest of the span (what a backend continues with after a short transfer).
+    pub fn rest(&self, done: usize) -> IoRequest<'a> {
+        let memory = self.memory.part(done, self.memory.len() - done);
+        IoRequest { memory, file_offset: self.file_offset + done as u64, ..*self }
     }
 
     /// Which way the bytes go.
@@ -103,9 +102,13 @@ impl<'a> IoRequest<'a> {
     pub fn file(&self) -> &'a FileHandle {
         self.file
     }
+    /// The device memory of the transfer.
+    pub fn memory(&self) -> DeviceSpan {
+        self.memory
+    }
     /// The first device address of the transfer (`buffer_base + buffer_offset`).
     pub fn device_addr(&self) -> usize {
-        self.device_addr
+        self.memory.addr()
     }
     /// The device that owns the memory.
     pub fn device(&self) -> i32 {
@@ -113,7 +116,7 @@ impl<'a> IoRequest<'a> {
     }
     /// Bytes to move.
     pub fn size(&self) -> usize {
-        self.size
+        self.memory.len()
     }
     /// Where in the file.
     pub fn file_offset(&self) -> u64 {

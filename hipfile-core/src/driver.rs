@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::dispatch::Dispatcher;
 use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
-use crate::gpu::{GpuRuntime, MemoryType};
+use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
 use crate::sync::{read, write};
 
@@ -445,10 +445,9 @@ impl<P: Platform> Driver<P> {
         }
         // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
         // is either registered device memory (checked against its allocation at
-        // registration) or the rest of the device allocation the runtime reported just now;
-        // the size is capped at max_rw_count().
-        let req =
-            unsafe { IoRequest::new(direction, &flight.file, plan.device_addr, device, plan.size, plan.file_offset) };
+        // registration) or the rest of the device allocation the runtime reported just now.
+        let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
+        let req = IoRequest::new(direction, &flight.file, memory, device, plan.file_offset);
         flight.dispatcher.dispatch(&req)
     }
 

@@ -373,8 +373,7 @@ mod tests {
             assert_eq!(flags & (libc::O_APPEND | libc::O_NONBLOCK), 0, "{flags:#x}");
             assert_eq!(flags & libc::O_ACCMODE, libc::O_WRONLY);
         }
-        // SAFETY: a valid buffer of 2 bytes.
-        assert_eq!(unsafe { crate::io::pwrite(h.buffered_fd(), b"ab".as_ptr(), 2, 3) }, Ok(2));
+        assert_eq!(crate::io::pwrite(h.buffered_fd(), b"ab", 3), Ok(2));
         std::fs::File::create(dir.path().join("other")).unwrap().write_all(b"x").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"012ab56789", "written at its offset, not appended");
     }

@@ -48,6 +48,59 @@ impl Stream {
     pub const NULL: Stream = Stream(0);
 }
 
+/// Which way a copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// Host memory to device memory.
+    HostToDevice,
+    /// Device memory to host memory.
+    DeviceToHost,
+}
+
+/// A range of device memory known to lie inside one device allocation: what the driver hands
+/// a backend after checking a call's buffer (semantics §5). Copies to and from a span need no
+/// `unsafe` on the device side; its parts are spans too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceSpan {
+    addr: usize,
+    len: usize,
+}
+
+impl DeviceSpan {
+    /// The span `[addr, addr + len)`.
+    ///
+    /// # Safety
+    /// The range must lie inside one device allocation of the runtime it is used with, and that
+    /// allocation must stay allocated while the span (or a part of it) is used.
+    pub unsafe fn new(addr: usize, len: usize) -> Self {
+        DeviceSpan { addr, len }
+    }
+
+    /// The first address.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the span is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The part `[from, from + len)` of this span.
+    ///
+    /// # Panics
+    /// When the part does not lie inside the span.
+    pub fn part(&self, from: usize, len: usize) -> DeviceSpan {
+        assert!(from <= self.len && len <= self.len - from, "{from}+{len} outside a span of {}", self.len);
+        DeviceSpan { addr: self.addr + from, len }
+    }
+}
+
 /// A host function queued on a stream: runs once all earlier work on the stream has finished.
 pub type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
@@ -59,42 +112,22 @@ pub trait GpuRuntime: Send + Sync {
     /// `MemoryType::Unregistered`, not an error.
     fn pointer_info(&self, addr: usize) -> Result<PointerInfo, HipError>;
 
-    /// Copies `len` bytes from host memory to device memory and waits for the copy.
+    /// The one copy primitive: `len` bytes from `src` to `dst` in the direction `kind` says,
+    /// queued on `stream` (`Some`) or done and waited for (`None`). The typed copies of
+    /// [`DeviceCopy`] are built on it.
     ///
     /// # Safety
-    /// `src` must be valid for reads of `len` bytes, and `[dst, dst + len)` must lie inside a
-    /// device allocation of this runtime that nothing else accesses during the copy.
-    unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError>;
-
-    /// Copies `len` bytes from device memory to host memory and waits for the copy.
-    ///
-    /// # Safety
-    /// `dst` must be valid for writes of `len` bytes, and `[src, src + len)` must lie inside a
-    /// device allocation of this runtime.
-    unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError>;
-
-    /// Queues a host-to-device copy on `stream`.
-    ///
-    /// # Safety
-    /// As `copy_to_device`, and both ranges must stay valid until the stream has run the copy.
-    unsafe fn copy_to_device_async(
+    /// The host range must be valid host memory (for reads when copying to the device, for
+    /// writes when copying from it), and the device range must lie inside a device allocation
+    /// of this runtime; both must stay valid, and the host range otherwise untouched, until the
+    /// copy has run (when it returns for `None`, when the stream reaches it for `Some`).
+    unsafe fn memcpy(
         &self,
+        kind: CopyKind,
         dst: usize,
-        src: *const u8,
-        len: usize,
-        stream: Stream,
-    ) -> Result<(), HipError>;
-
-    /// Queues a device-to-host copy on `stream`.
-    ///
-    /// # Safety
-    /// As `copy_from_device`, and both ranges must stay valid until the stream has run the copy.
-    unsafe fn copy_from_device_async(
-        &self,
-        dst: *mut u8,
         src: usize,
         len: usize,
-        stream: Stream,
+        stream: Option<Stream>,
     ) -> Result<(), HipError>;
 
     /// Creates a stream on the current device.
@@ -147,4 +180,78 @@ pub trait GpuRuntime: Send + Sync {
 
     /// Makes `device` the calling thread's current device.
     fn set_device(&self, device: i32) -> Result<(), HipError>;
+}
+
+/// Typed copies between host slices and device spans, built on [`GpuRuntime::memcpy`] for every
+/// runtime. A copy longer than its destination is refused with `hipErrorInvalidValue`.
+pub trait DeviceCopy: GpuRuntime {
+    /// Copies `src` to the start of `dst` and waits for the copy.
+    fn copy_to_device(&self, dst: DeviceSpan, src: &[u8]) -> Result<(), HipError> {
+        fits(src.len(), dst.len())?;
+        // SAFETY: `src` is borrowed for the whole (waited) copy; the span's contract covers
+        // the device side.
+        unsafe { self.memcpy(CopyKind::HostToDevice, dst.addr(), src.as_ptr() as usize, src.len(), None) }
+    }
+
+    /// Copies the start of `src` into all of `dst` and waits for the copy.
+    fn copy_from_device(&self, dst: &mut [u8], src: DeviceSpan) -> Result<(), HipError> {
+        fits(dst.len(), src.len())?;
+        // SAFETY: `dst` is borrowed mutably for the whole (waited) copy; the span's contract
+        // covers the device side.
+        unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as usize, src.addr(), dst.len(), None) }
+    }
+
+    /// Queues a copy of `src` to the start of `dst` on `stream`.
+    ///
+    /// # Safety
+    /// `src` must stay valid and unmodified until the stream has run the copy (a
+    /// synchronisation of the stream says so).
+    unsafe fn copy_to_device_async(&self, dst: DeviceSpan, src: &[u8], stream: Stream) -> Result<(), HipError> {
+        fits(src.len(), dst.len())?;
+        // SAFETY: the caller keeps `src` until the copy has run; the span covers the device.
+        unsafe { self.memcpy(CopyKind::HostToDevice, dst.addr(), src.as_ptr() as usize, src.len(), Some(stream)) }
+    }
+
+    /// Queues a copy of the start of `src` into all of `dst` on `stream`.
+    ///
+    /// # Safety
+    /// `dst` must stay valid, and be neither read nor written, until the stream has run the
+    /// copy.
+    unsafe fn copy_from_device_async(&self, dst: &mut [u8], src: DeviceSpan, stream: Stream) -> Result<(), HipError> {
+        fits(dst.len(), src.len())?;
+        // SAFETY: the caller keeps `dst` until the copy has run; the span covers the device.
+        unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as usize, src.addr(), dst.len(), Some(stream)) }
+    }
+}
+
+impl<G: GpuRuntime + ?Sized> DeviceCopy for G {}
+
+/// A copy of `len` bytes into a destination of `room` bytes: refused when it does not fit.
+fn fits(len: usize, room: usize) -> Result<(), HipError> {
+    if len <= room { Ok(()) } else { Err(HipError::INVALID_VALUE) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_of_a_span_stay_inside_it() {
+        // SAFETY: never copied to or from.
+        let span = unsafe { DeviceSpan::new(0x1000, 100) };
+        assert_eq!((span.part(10, 90).addr(), span.part(10, 90).len()), (0x100a, 90));
+        assert!(span.part(100, 0).is_empty());
+        for (from, len) in [(0, 101), (101, 0), (50, 51), (usize::MAX, 2)] {
+            assert!(std::panic::catch_unwind(|| span.part(from, len)).is_err(), "{from}+{len}");
+        }
+    }
+
+    #[test]
+    fn typed_copies_refuse_what_does_not_fit_before_reaching_the_runtime() {
+        let gpu = MockGpuRuntime::new(); // no expectations: any call to the runtime fails the test
+        // SAFETY: never reached (refused first).
+        let span = unsafe { DeviceSpan::new(0x1000, 8) };
+        assert_eq!(gpu.copy_to_device(span, &[0; 9]), Err(HipError::INVALID_VALUE));
+        assert_eq!(gpu.copy_from_device(&mut [0; 9], span), Err(HipError::INVALID_VALUE));
+    }
 }

@@ -84,23 +84,19 @@ pub fn transfer_loop(size: usize, is_read: bool, mut step: impl FnMut(usize, usi
     Ok(done)
 }
 
-/// `pread` that reports failure as `Error`.
-///
-/// # Safety
-/// `buf` must be valid for writes of `len` bytes.
-pub unsafe fn pread(fd: i32, buf: *mut u8, len: usize, offset: u64) -> Result<usize> {
-    // SAFETY: the caller guarantees `buf`; offsets past i64 were rejected by `plan_io`.
-    let n = unsafe { libc::pread(fd, buf.cast(), len, offset as libc::off_t) };
+/// `pread` into `buf` that reports failure as `Error`.
+pub fn pread(fd: i32, buf: &mut [u8], offset: u64) -> Result<usize> {
+    let offset = libc::off_t::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
+    // SAFETY: `buf` is valid for writes of its length for the whole call.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset) };
     if n < 0 { Err(Error::last_os_error()) } else { Ok(n as usize) }
 }
 
-/// `pwrite` that reports failure as `Error`.
-///
-/// # Safety
-/// `buf` must be valid for reads of `len` bytes.
-pub unsafe fn pwrite(fd: i32, buf: *const u8, len: usize, offset: u64) -> Result<usize> {
-    // SAFETY: the caller guarantees `buf`; offsets past i64 were rejected by `plan_io`.
-    let n = unsafe { libc::pwrite(fd, buf.cast(), len, offset as libc::off_t) };
+/// `pwrite` from `buf` that reports failure as `Error`.
+pub fn pwrite(fd: i32, buf: &[u8], offset: u64) -> Result<usize> {
+    let offset = libc::off_t::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
+    // SAFETY: `buf` is valid for reads of its length for the whole call.
+    let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset) };
     if n < 0 { Err(Error::last_os_error()) } else { Ok(n as usize) }
 }
 

@@ -10,7 +10,7 @@
 //! Invariants it keeps:
 //! - a handle is an opaque key: garbage or stale keys are `hipFileHandleNotRegistered`;
 //! - a backend only ever sees device ranges checked against their allocation
-//!   ([`IoRequest::new`] is `unsafe` for that reason);
+//!   ([`DeviceSpan::new`] is `unsafe` for that reason);
 //! - one call moves at most [`max_rw_count`] bytes;
 //! - configuration is read when the driver opens, never on an I/O path.
 //!
@@ -61,5 +61,5 @@ pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
-pub use gpu::{GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;

@@ -30,7 +30,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 
-use hipfile_core::{GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 /// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
 pub const HIP_LIBRARY_NAMES: [&str; 4] = ["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"];
@@ -524,28 +524,28 @@ impl LoadedRuntime {
         unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
     }
 
-    /// `hipMemcpy` of any kind.
+    /// `hipMemcpy` (`stream` `None`) or `hipMemcpyAsync` of any `hipMemcpyKind`, the
+    /// runtime's own copy, for the trait's [`GpuRuntime::memcpy`] and for tests of kinds
+    /// hipFile does not use.
     ///
     /// # Safety
-    /// Both ranges must be valid for the copy, as the runtime defines for `kind`.
-    pub unsafe fn memcpy(&self, dst: usize, src: usize, len: usize, kind: i32) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        check(unsafe { (self.api.memcpy)(dst as *mut c_void, src as *const c_void, len, kind) })
-    }
-
-    /// # Safety
-    /// As [`LoadedRuntime::memcpy`], and the ranges stay valid until the stream runs the copy.
-    unsafe fn memcpy_async(
+    /// Both ranges must be valid for the copy, as the runtime defines for `kind`, until the
+    /// copy has run.
+    pub unsafe fn memcpy_raw(
         &self,
         dst: usize,
         src: usize,
         len: usize,
         kind: i32,
-        stream: Stream,
+        stream: Option<Stream>,
     ) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller; a stream value is the runtime's own handle.
-        check(unsafe {
-            (self.api.memcpy_async)(dst as *mut c_void, src as *const c_void, len, kind, stream.0 as RawStream)
+        let (dst, src) = (dst as *mut c_void, src as *const c_void);
+        check(match stream {
+            // SAFETY: resolved `*Memcpy`; the ranges are the caller's (see above).
+            None => unsafe { (self.api.memcpy)(dst, src, len, kind) },
+            // SAFETY: resolved `*MemcpyAsync`; as above, and a stream value is the runtime's own
+            // handle.
+            Some(stream) => unsafe { (self.api.memcpy_async)(dst, src, len, kind, stream.0 as RawStream) },
         })
     }
 }
@@ -609,36 +609,20 @@ impl GpuRuntime for LoadedRuntime {
         Ok(PointerInfo { memory_type, device: attr.device, base: base as usize, size })
     }
 
-    unsafe fn copy_to_device(&self, dst: usize, src: *const u8, len: usize) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy(dst, src as usize, len, memcpy_kind::HOST_TO_DEVICE) }
-    }
-
-    unsafe fn copy_from_device(&self, dst: *mut u8, src: usize, len: usize) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy(dst as usize, src, len, memcpy_kind::DEVICE_TO_HOST) }
-    }
-
-    unsafe fn copy_to_device_async(
+    unsafe fn memcpy(
         &self,
+        kind: CopyKind,
         dst: usize,
-        src: *const u8,
-        len: usize,
-        stream: Stream,
-    ) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy_async(dst, src as usize, len, memcpy_kind::HOST_TO_DEVICE, stream) }
-    }
-
-    unsafe fn copy_from_device_async(
-        &self,
-        dst: *mut u8,
         src: usize,
         len: usize,
-        stream: Stream,
+        stream: Option<Stream>,
     ) -> Result<(), HipError> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.memcpy_async(dst as usize, src, len, memcpy_kind::DEVICE_TO_HOST, stream) }
+        let kind = match kind {
+            CopyKind::HostToDevice => memcpy_kind::HOST_TO_DEVICE,
+            CopyKind::DeviceToHost => memcpy_kind::DEVICE_TO_HOST,
+        };
+        // SAFETY: the trait's contract, which is `memcpy_raw`'s for these kinds.
+        unsafe { self.memcpy_raw(dst, src, len, kind, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {

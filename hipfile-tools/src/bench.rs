@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use hipfile::SystemPlatform;
 use hipfile_backend_mock::MockGpu;
-use hipfile_core::{Capability, Declined, Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count};
+use hipfile_core::io::{pread, transfer_loop};
+use hipfile_core::{
+    Capability, Declined, DeviceCopy, DeviceSpan, Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{BenchArgs, Mode};
@@ -108,9 +111,10 @@ fn measure_all(
     let data = open(path, false, args.direct)?;
     let out = open(out_path, true, args.direct)?;
     let dev = DeviceBuffer::new(gpu, size)?;
-    fill_device(&**gpu, dev.addr, &data, size)?;
+    fill_device(&**gpu, dev.memory, &data)?;
     // Registrations are dropped before the memory and files they name (reverse order).
-    let buffer = guard.register_buffer(dev.addr, size).map_err(|e| format!("buffer registration: {e}"))?;
+    // Registered, so that the calls below use the registered-buffer path.
+    let _buffer = guard.register_buffer(dev.memory.addr(), size).map_err(|e| format!("buffer registration: {e}"))?;
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
     let verdicts = guard.driver().direct_verdict(input.id()).map_err(|e| e.to_string())?;
@@ -118,7 +122,7 @@ fn measure_all(
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
         let before = guard.driver().backend_counters();
-        let mut outcome = measure(args, mode, file, target, &**gpu, buffer.addr(), size)?;
+        let mut outcome = measure(args, mode, file, target, &**gpu, dev.memory)?;
         if args.profile {
             outcome.profile = growth(&before, &guard.driver().backend_counters());
         }
@@ -144,20 +148,21 @@ fn growth(
 /// Device memory for the benchmark, freed on drop.
 struct DeviceBuffer<'a> {
     gpu: &'a Arc<dyn GpuRuntime>,
-    addr: usize,
+    memory: DeviceSpan,
 }
 
 impl<'a> DeviceBuffer<'a> {
     fn new(gpu: &'a Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
         let addr = gpu.device_alloc(len).map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
-        Ok(DeviceBuffer { gpu, addr })
+        // SAFETY: the allocation just made, freed only when this buffer drops.
+        Ok(DeviceBuffer { gpu, memory: unsafe { DeviceSpan::new(addr, len) } })
     }
 }
 
 impl Drop for DeviceBuffer<'_> {
     fn drop(&mut self) {
         // SAFETY: allocated in `new`; the registration that used it is gone (dropped first).
-        let _ = unsafe { self.gpu.device_free(self.addr) };
+        let _ = unsafe { self.gpu.device_free(self.memory.addr()) };
     }
 }
 
@@ -190,18 +195,10 @@ fn ensure_data_file(path: &Path, size: u64) -> Result<(), String> {
 /// Host-side read of a file range (for setup and verification, never timed).
 fn host_read(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, String> {
     let mut buf = vec![0u8; len];
-    let mut done = 0;
-    while done < len {
-        // SAFETY: `buf[done..]` is writable for `len - done` bytes.
-        let n = unsafe {
-            libc::pread(file.as_raw_fd(), buf[done..].as_mut_ptr().cast(), len - done, (offset + done as u64) as i64)
-        };
-        match n {
-            0 => break,
-            n if n > 0 => done += n as usize,
-            _ => return Err(format!("host read: {}", std::io::Error::last_os_error())),
-        }
-    }
+    let done = transfer_loop(len, true, |done, rest| {
+        pread(file.as_raw_fd(), &mut buf[done..done + rest], offset + done as u64)
+    })
+    .map_err(|e| format!("host read: {e}"))?;
     buf.truncate(done);
     Ok(buf)
 }
@@ -212,23 +209,23 @@ fn host_view(file: &File) -> Result<File, String> {
     open(Path::new(&format!("/proc/self/fd/{}", file.as_raw_fd())), false, false)
 }
 
-fn fill_device(gpu: &dyn GpuRuntime, dev: usize, file: &File, size: usize) -> Result<(), String> {
+/// Fills `memory` with the start of `file`.
+fn fill_device(gpu: &dyn GpuRuntime, memory: DeviceSpan, file: &File) -> Result<(), String> {
     let reader = host_view(file)?;
-    for at in (0..size).step_by(PIECE) {
-        let host = host_read(&reader, at as u64, PIECE.min(size - at))?;
-        // SAFETY: `host` holds its length; the device range lies in the allocation.
-        unsafe { gpu.copy_to_device(dev + at, host.as_ptr(), host.len()) }.map_err(|e| format!("fill: {e}"))?;
+    for at in (0..memory.len()).step_by(PIECE) {
+        let host = host_read(&reader, at as u64, PIECE.min(memory.len() - at))?;
+        gpu.copy_to_device(memory.part(at, host.len()), &host).map_err(|e| format!("fill: {e}"))?;
     }
     Ok(())
 }
 
-/// Whether device `[dev + at, + len)` equals the file (read through `reader`) at `offset`.
-fn same(gpu: &dyn GpuRuntime, dev: usize, at: usize, reader: &File, offset: u64, len: usize) -> Result<bool, String> {
+/// Whether `memory` equals the file (read through `reader`) at `offset`.
+fn same(gpu: &dyn GpuRuntime, memory: DeviceSpan, reader: &File, offset: u64) -> Result<bool, String> {
+    let len = memory.len();
     for piece in (0..len).step_by(PIECE) {
         let n = PIECE.min(len - piece);
         let mut host = vec![0u8; n];
-        // SAFETY: `host` has room for `n` bytes; the device range lies in the allocation.
-        unsafe { gpu.copy_from_device(host.as_mut_ptr(), dev + at + piece, n) }.map_err(|e| format!("verify: {e}"))?;
+        gpu.copy_from_device(&mut host, memory.part(piece, n)).map_err(|e| format!("verify: {e}"))?;
         if host_read(reader, offset + piece as u64, n)? != host {
             return Ok(false);
         }
@@ -291,9 +288,9 @@ fn measure(
     file: &RegisteredFile<'_, Sys>,
     target: &File,
     gpu: &dyn GpuRuntime,
-    dev: usize,
-    size: usize,
+    memory: DeviceSpan,
 ) -> Result<Outcome, String> {
+    let (dev, size) = (memory.addr(), memory.len());
     let (io, calls) = plan(args, mode, size);
     let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum();
     let cold = args.cold && mode.is_read();
@@ -361,7 +358,7 @@ fn measure(
         let mut checked = 0;
         let mut ok = true;
         for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
-            ok &= same(gpu, dev, at, &reader, offset, len)?;
+            ok &= same(gpu, memory.part(at, len), &reader, offset)?;
             checked += 1;
         }
         (checked > 0).then_some(ok)

@@ -17,7 +17,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
-use hipfile_backend_mock::{CopyKind, MockGpu};
+use hipfile_backend_mock::{MemcpyKind, MockGpu};
 use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
 use hipfile_sys::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 
@@ -67,13 +67,13 @@ fn stream(s: *mut c_void) -> Stream {
     Stream(s as usize)
 }
 
-fn copy_kind(kind: c_int) -> Result<CopyKind, HipError> {
+fn copy_kind(kind: c_int) -> Result<MemcpyKind, HipError> {
     Ok(match kind {
-        memcpy_kind::HOST_TO_HOST => CopyKind::HostToHost,
-        memcpy_kind::HOST_TO_DEVICE => CopyKind::HostToDevice,
-        memcpy_kind::DEVICE_TO_HOST => CopyKind::DeviceToHost,
-        memcpy_kind::DEVICE_TO_DEVICE => CopyKind::DeviceToDevice,
-        memcpy_kind::DEFAULT => CopyKind::Default,
+        memcpy_kind::HOST_TO_HOST => MemcpyKind::HostToHost,
+        memcpy_kind::HOST_TO_DEVICE => MemcpyKind::HostToDevice,
+        memcpy_kind::DEVICE_TO_HOST => MemcpyKind::DeviceToHost,
+        memcpy_kind::DEVICE_TO_DEVICE => MemcpyKind::DeviceToDevice,
+        memcpy_kind::DEFAULT => MemcpyKind::Default,
         _ => return Err(HipError(21)), // hipErrorInvalidMemcpyDirection
     })
 }
@@ -217,7 +217,7 @@ pub unsafe extern "C" fn hipHostUnregister(ptr: *mut c_void) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, size: usize, kind: c_int) -> c_int {
     // SAFETY: the caller's contract; the null stream copies now.
-    call(|| unsafe { gpu().memcpy(dst as usize, src as usize, size, copy_kind(kind)?, Stream::NULL) })
+    call(|| unsafe { gpu().hip_memcpy(dst as usize, src as usize, size, copy_kind(kind)?, Stream::NULL) })
 }
 
 /// `hipMemcpyAsync`.
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn hipMemcpyAsync(
     s: *mut c_void,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    call(|| unsafe { gpu().memcpy(dst as usize, src as usize, size, copy_kind(kind)?, stream(s)) })
+    call(|| unsafe { gpu().hip_memcpy(dst as usize, src as usize, size, copy_kind(kind)?, stream(s)) })
 }
 
 /// `hipMemset` of device memory.
@@ -502,16 +502,12 @@ unsafe fn amd_file_io(
         }
         // SAFETY: the union was built with the descriptor (hipFile's AIS convention).
         let fd = unsafe { handle.fd };
+        // SAFETY: `[addr, addr + size)` is mock device memory, which is host memory owned by
+        // the mock, checked above; the caller does not touch it during the call.
+        let memory = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, size) };
         let moved = hipfile_core::io::transfer_loop(size, read, |done, left| {
-            let (at, off) = ((addr + done) as *mut u8, file_offset as u64 + done as u64);
-            if read {
-                // SAFETY: `[addr, addr + size)` is mock device memory, which is host memory
-                // owned by the mock, checked above.
-                unsafe { hipfile_core::io::pread(fd, at, left, off) }
-            } else {
-                // SAFETY: as above.
-                unsafe { hipfile_core::io::pwrite(fd, at, left, off) }
-            }
+            let (at, off) = (&mut memory[done..done + left], file_offset as u64 + done as u64);
+            if read { hipfile_core::io::pread(fd, at, off) } else { hipfile_core::io::pwrite(fd, at, off) }
         });
         match moved {
             Ok(n) => copied = n as u64,
