@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("gpu-bench") => gpu_bench(&args[1..]),
+        Some("unsafe") => unsafe_report(args.get(1).map(String::as_str)),
         _ => {
             eprintln!(
                 "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest"
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
                 "       cargo xtask gpu-bench --peer PATH  # the GPU benchmark bundle: hipfile bench beside KvikIO \
                  (PATH: the KvikIO baseline script, kvikio_baseline.py)"
             );
+            eprintln!("       cargo xtask unsafe [REV]     # unsafe blocks and unsafe fns per crate (the work tree, or a commit)");
             return ExitCode::from(2);
         }
     };
@@ -28,6 +30,47 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Counts, per crate, the `unsafe` blocks and `unsafe fn` definitions (including `unsafe
+/// extern "C" fn` items, not function-pointer types) in the `src/` trees of the work tree or of
+/// commit `rev`, and the SAFETY notes that only say "forwarded" (xtask itself is left out).
+fn unsafe_report(rev: Option<&str>) -> Result<(), String> {
+    let git = |args: &[&str]| -> Result<String, String> {
+        let out = Command::new("git").args(args).current_dir(workspace_root()).output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let files = match rev {
+        Some(rev) => git(&["ls-tree", "-r", "--name-only", rev])?,
+        None => git(&["ls-files"])?,
+    };
+    let mut crates: std::collections::BTreeMap<String, [usize; 3]> = Default::default();
+    for path in files.lines().filter(|p| p.ends_with(".rs") && p.contains("/src/") && !p.contains("fuzz") && !p.starts_with("xtask/")) {
+        let text = match rev {
+            Some(rev) => git(&["show", &format!("{rev}:{path}")])?,
+            None => std::fs::read_to_string(workspace_root().join(path)).map_err(|e| format!("{path}: {e}"))?,
+        };
+        let counts = crates.entry(path.split("/src/").next().unwrap_or(path).to_owned()).or_default();
+        for line in text.lines() {
+            counts[0] += line.matches("unsafe {").count();
+            let item = |prefix: &str| {
+                line.split(prefix).skip(1).any(|rest| rest.starts_with(|c: char| c.is_alphabetic() || c == '_'))
+            };
+            counts[1] += usize::from(item("unsafe fn ") || item("unsafe extern \"C\" fn "));
+            counts[2] += usize::from(line.contains("SAFETY: forwarded"));
+        }
+    }
+    let mut total = [0; 3];
+    println!("{:<32} {:>7} {:>11} {:>10}", "crate", "blocks", "unsafe fns", "forwarded");
+    for (name, c) in &crates {
+        println!("{name:<32} {:>7} {:>11} {:>10}", c[0], c[1], c[2]);
+        (0..3).for_each(|i| total[i] += c[i]);
+    }
+    println!("{:<32} {:>7} {:>11} {:>10}", "total", total[0], total[1], total[2]);
+    Ok(())
 }
 
 /// Runs a command from the workspace root, echoing it; fails if it fails.
