@@ -5,8 +5,8 @@
 use std::ffi::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 
-use hipfile_core::error::ssize_result;
-use hipfile_core::{OpError, Result};
+use hipfile::error::ssize_result;
+use hipfile::{OpError, Result};
 
 /// `hipFileOpError_t`: an `int`-sized enum in C, taken as an `int` and validated.
 pub type hipFileOpError_t = c_int;
@@ -133,7 +133,7 @@ pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hipfile_core::{Error, HipError};
+    use hipfile::{Error, HipError};
 
     #[test]
     fn a_panic_becomes_the_internal_error_of_each_convention() {

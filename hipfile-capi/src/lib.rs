@@ -3,14 +3,14 @@
 //!
 //! Invariants:
 //! - one process-wide driver, created at the first call that needs it, over the HIP runtime
-//!   the application uses (found by [`hipfile_sys::LoadedRuntime::discover`]); it is the only
+//!   the application uses (found by [`hipfile::LoadedRuntime::discover`]); it is the only
 //!   global state of hipfile-rs;
 //! - no panic crosses the boundary: every export runs in [`ffi::boundary`], and a panic
 //!   becomes `hipFileInternalError` in the export's convention;
 //! - pointers from C are checked for null before use; handles are registry keys, so garbage
 //!   is `hipFileHandleNotRegistered`, never a dereference; enums arrive as `int` and are
 //!   validated;
-//! - return conventions are semantics §1's, mapped in one place ([`hipfile_core::error`]);
+//! - return conventions are semantics §1's, mapped in one place ([`hipfile::error`]);
 //! - the header declares exactly the functions exported here (checked by `tests/header.rs`).
 #![allow(non_snake_case)]
 
@@ -19,10 +19,9 @@ pub mod ffi;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-use hipfile_core::error::op_error_cstr;
-use hipfile_core::log::log_once;
-use hipfile_core::{Driver, Error, HandleId, OpError, Result};
-use hipfile_sys::LoadedRuntime;
+use hipfile::error::op_error_cstr;
+use hipfile::log::log_once;
+use hipfile::{Driver, Error, HandleId, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
@@ -37,11 +36,11 @@ static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = O
 fn driver() -> Result<&'static Driver<SystemPlatform>> {
     DRIVER
         .get_or_init(|| {
-            hipfile_core::log::install(|| hipfile_core::log::Sink::Off);
-            let driver = LoadedRuntime::discover().map(|hip| Driver::new(SystemPlatform::over_runtime(hip)));
+            hipfile::log::install(|| hipfile::log::Sink::Off);
+            let driver = SystemPlatform::discover().map(Driver::new);
             // SAFETY: the handlers only take and release the driver's lock (see below).
             unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
-            driver.map_err(|e| e.0)
+            driver
         })
         .as_ref()
         .map_err(|why| hipfile::unavailable(why.clone()))
@@ -49,7 +48,7 @@ fn driver() -> Result<&'static Driver<SystemPlatform>> {
 
 thread_local! {
     /// The driver's lock, held by the thread calling `fork` from just before to just after it.
-    static FORK_HOLD: std::cell::RefCell<Option<hipfile_core::driver::ForkHold<'static, SystemBackend>>> =
+    static FORK_HOLD: std::cell::RefCell<Option<hipfile::ForkHold<'static, SystemBackend>>> =
         const { std::cell::RefCell::new(None) };
 }
 

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hipfile::SystemPlatform;
-use hipfile_backend_mock::MockGpu;
-use hipfile_core::io::{pread, transfer_loop};
-use hipfile_core::{
-    Capability, Declined, DeviceCopy, DeviceSpan, Driver, DriverGuard, GpuRuntime, RegisteredFile, max_rw_count,
+use hipfile::io::{pread, transfer_loop};
+use hipfile::mock::MockGpu;
+use hipfile::{
+    Capability, Declined, DeviceCopy, DeviceSpan, Driver, DriverGuard, GpuRuntime, RegisteredFile, SystemPlatform,
+    max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -186,7 +186,7 @@ fn ensure_data_file(path: &Path, size: u64) -> Result<(), String> {
     }
     let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     for (i, at) in (0..size as usize).step_by(PIECE).enumerate() {
-        let block = hipfile_backend_mock::pattern(PIECE.min(size as usize - at), i as u64);
+        let block = hipfile::mock::pattern(PIECE.min(size as usize - at), i as u64);
         file.write_all(&block).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     file.sync_all().map_err(|e| format!("cannot sync {}: {e}", path.display()))

@@ -39,6 +39,20 @@ pub use hipfile_core::{
 };
 pub use platform::{SystemBackend, SystemPlatform, unavailable};
 
+/// The driver's lock held across `fork` (the C library's `pthread_atfork` handlers).
+pub use hipfile_core::driver::ForkHold;
+/// hipFile's error codes and their C conventions, the system-call helpers every backend shares,
+/// and the diagnostics (`HIPFILE_LOG`): what the C boundary and the tools build on.
+pub use hipfile_core::{error, io, log};
+pub use hipfile_sys::LoadedRuntime;
+
+/// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
+/// benchmark share.
+#[cfg(feature = "mock")]
+pub mod mock {
+    pub use hipfile_backend_mock::{MockGpu, pattern};
+}
+
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeExamples;

@@ -58,6 +58,12 @@ impl SystemPlatform {
         SystemPlatform { gpu, loaded: Some(loaded), gds: Mutex::new(Weak::new()), description }
     }
 
+    /// The platform over the runtime the process uses (see [`LoadedRuntime::discover`]), or
+    /// why there is none.
+    pub fn discover() -> std::result::Result<Self, String> {
+        LoadedRuntime::discover().map(Self::over_runtime).map_err(|why| why.0)
+    }
+
     /// The platform over a mock GPU in this process.
     #[cfg(feature = "mock")]
     pub fn over_mock(gpu: Arc<MockGpu>) -> Self {
@@ -72,9 +78,9 @@ impl SystemPlatform {
     /// The runtime found by [`LoadedRuntime::discover`], else the mock GPU and why.
     #[cfg(feature = "mock")]
     pub fn discover_or_mock() -> (Self, Option<String>) {
-        match LoadedRuntime::discover() {
-            Ok(runtime) => (Self::over_runtime(runtime), None),
-            Err(why) => (Self::over_mock(MockGpu::new(1)), Some(why.0)),
+        match Self::discover() {
+            Ok(platform) => (platform, None),
+            Err(why) => (Self::over_mock(MockGpu::new(1)), Some(why)),
         }
     }
 

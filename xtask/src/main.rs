@@ -19,7 +19,9 @@ fn main() -> ExitCode {
                 "       cargo xtask gpu-bench --peer PATH  # the GPU benchmark bundle: hipfile bench beside KvikIO \
                  (PATH: the KvikIO baseline script, kvikio_baseline.py)"
             );
-            eprintln!("       cargo xtask unsafe [REV]     # unsafe blocks and unsafe fns per crate (the work tree, or a commit)");
+            eprintln!(
+                "       cargo xtask unsafe [REV]     # unsafe blocks and unsafe fns per crate (the work tree, or a commit)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -48,7 +50,10 @@ fn unsafe_report(rev: Option<&str>) -> Result<(), String> {
         None => git(&["ls-files"])?,
     };
     let mut crates: std::collections::BTreeMap<String, [usize; 3]> = Default::default();
-    for path in files.lines().filter(|p| p.ends_with(".rs") && p.contains("/src/") && !p.contains("fuzz") && !p.starts_with("xtask/")) {
+    for path in files
+        .lines()
+        .filter(|p| p.ends_with(".rs") && p.contains("/src/") && !p.contains("fuzz") && !p.starts_with("xtask/"))
+    {
         let text = match rev {
             Some(rev) => git(&["show", &format!("{rev}:{path}")])?,
             None => std::fs::read_to_string(workspace_root().join(path)).map_err(|e| format!("{path}: {e}"))?,
