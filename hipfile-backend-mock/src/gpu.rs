@@ -440,6 +440,15 @@ impl GpuRuntime for MockGpu {
         lock(&self.current).insert(std::thread::current().id(), device);
         Ok(())
     }
+
+    /// `0000:1N:00.0` for device N (a made-up address: no sysfs knows it, so the device's NUMA
+    /// node is unknown).
+    fn pci_bus_id(&self, device: i32) -> Result<String, HipError> {
+        if !(0..self.devices).contains(&device) {
+            return Err(HipError::INVALID_DEVICE);
+        }
+        Ok(format!("0000:{:02x}:00.0", 0x10 + device))
+    }
 }
 
 #[cfg(test)]

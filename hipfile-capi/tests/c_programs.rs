@@ -134,6 +134,32 @@ fn copy_with_the_static_library() {
     copy(Flavour::Static, "auto");
 }
 
+/// `devices` with two mock devices: buffers of either device, registered or not, whatever
+/// device is current, which stays current.
+fn devices(flavour: Flavour, backend: &str) {
+    let src = write_file(&format!("devices-src-{backend}-{}", flavour as u8), &pattern(3 << 20, 11));
+    let dst = src.with_extension("out");
+    let exe = build("devices", flavour, &[]);
+    let env = [("HIPFILE_MOCK_DEVICES", "2"), ("HIPFILE_BACKEND", backend), ANY_FS];
+    let out = run_ok(&mut program(&exe, &[&src, &dst], &env));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn memory_of_any_device_whatever_device_is_current_auto() {
+    devices(Flavour::Plain, "auto");
+}
+
+#[test]
+fn memory_of_any_device_whatever_device_is_current_bounce() {
+    devices(Flavour::Plain, "bounce");
+}
+
+#[test]
+fn memory_of_any_device_under_sanitizers() {
+    devices(Flavour::Sanitized, "auto");
+}
+
 /// Whether files in the scratch directory can be opened with `O_DIRECT` (the direct path
 /// needs it; the tests below lift the file-system rule with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`).
 fn scratch_has_o_direct() -> bool {

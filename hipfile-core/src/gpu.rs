@@ -180,6 +180,10 @@ pub trait GpuRuntime: Send + Sync {
 
     /// Makes `device` the calling thread's current device.
     fn set_device(&self, device: i32) -> Result<(), HipError>;
+
+    /// The PCI address of `device` (`domain:bus:device.function`, as `hipDeviceGetPCIBusId`
+    /// writes it), which says where the device sits in the machine (its NUMA node).
+    fn pci_bus_id(&self, device: i32) -> Result<String, HipError>;
 }
 
 /// Typed copies between host slices and device spans, built on [`GpuRuntime::memcpy`] for every

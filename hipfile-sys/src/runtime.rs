@@ -202,6 +202,7 @@ struct Api {
     get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
     get_device: unsafe extern "C" fn(*mut c_int) -> HipResult,
     set_device: unsafe extern "C" fn(c_int) -> HipResult,
+    device_get_pci_bus_id: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipResult,
     get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
     /// `hipGetProcAddress` (HIP 6.2 and later; not in CUDA's runtime, nor in HIP 5).
     get_proc_address: Option<GetProcAddress>,
@@ -267,6 +268,7 @@ impl Api {
             get_device_count = lib "hipGetDeviceCount" "cudaGetDeviceCount",
             get_device = lib "hipGetDevice" "cudaGetDevice",
             set_device = lib "hipSetDevice" "cudaSetDevice",
+            device_get_pci_bus_id = lib "hipDeviceGetPCIBusId" "cudaDeviceGetPCIBusId",
             get_error_string = lib "hipGetErrorString" "cudaGetErrorString",
         })
     }
@@ -483,16 +485,29 @@ impl GpuRuntime for LoadedRuntime {
             return Ok(PointerInfo { memory_type, device: attr.device, ..unknown });
         }
         let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
-        // SAFETY: resolved `hipMemGetAddressRange`; both outputs are writable.
-        let mut rc = unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) };
-        if rc == CUDA_ERROR_INVALID_CONTEXT && self.vendor == Vendor::Cuda {
-            // CUDA's range query is a driver API call: it needs a current context, which a
-            // thread whose first GPU call is this one does not have yet (the runtime API binds
-            // one lazily; the pointer query above does not). Bind the buffer's device's primary
-            // context, as the runtime's next call on this thread would, and ask again.
+        let mut query = || {
+            // SAFETY: resolved `hipMemGetAddressRange`; both outputs are writable.
+            unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) }
+        };
+        let current = self.current_device()?;
+        let mut rc = if current == attr.device {
+            query()
+        } else {
+            // CUDA's range query is a driver API call that sees only the current context's
+            // allocations (memory of device 1 with device 0 current is "not found"): ask with
+            // the buffer's device current, then give the caller its device back (semantics §4).
             self.set_device(attr.device)?;
-            // SAFETY: as above.
-            rc = unsafe { (self.api.mem_get_address_range)(&mut base, &mut size, addr as *mut c_void) };
+            let rc = query();
+            self.set_device(current)?;
+            rc
+        };
+        if rc == CUDA_ERROR_INVALID_CONTEXT && self.vendor == Vendor::Cuda {
+            // A thread whose first GPU call is this one has no current context yet (the
+            // runtime API binds one lazily; the pointer query above does not). Bind the
+            // primary context of its device (the buffer's, checked above), as the runtime's
+            // next call on this thread would, and ask again.
+            self.set_device(attr.device)?;
+            rc = query();
         }
         check(rc)?;
         Ok(PointerInfo { memory_type, device: attr.device, base: base as usize, size })
@@ -599,6 +614,15 @@ impl GpuRuntime for LoadedRuntime {
     fn set_device(&self, device: i32) -> Result<(), HipError> {
         // SAFETY: resolved `hipSetDevice`; the runtime validates the ordinal.
         check(unsafe { (self.api.set_device)(device) })
+    }
+
+    fn pci_bus_id(&self, device: i32) -> Result<String, HipError> {
+        let mut id = [0 as c_char; 32];
+        // SAFETY: resolved `*DeviceGetPCIBusId`; it writes at most `len` bytes, NUL included.
+        check(unsafe { (self.api.device_get_pci_bus_id)(id.as_mut_ptr(), id.len() as c_int, device) })?;
+        id[id.len() - 1] = 0;
+        // SAFETY: NUL-terminated (the last byte at least).
+        Ok(unsafe { CStr::from_ptr(id.as_ptr()) }.to_string_lossy().into_owned())
     }
 }
 

@@ -136,6 +136,29 @@ pub extern "C" fn hipSetDevice(device: c_int) -> c_int {
     call(|| gpu().set_device(device))
 }
 
+/// `hipDeviceGetPCIBusId`: the mock's made-up PCI address of `device`, NUL-terminated, cut to
+/// `len` bytes.
+///
+/// # Safety
+/// `id` must be null or writable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetPCIBusId(id: *mut c_char, len: c_int, device: c_int) -> c_int {
+    call(|| {
+        let text = gpu().pci_bus_id(device)?;
+        let len = usize::try_from(len).map_err(|_| HipError::INVALID_VALUE)?;
+        if id.is_null() || len == 0 {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let n = text.len().min(len - 1);
+        // SAFETY: the caller's contract: `len` writable bytes; `n + 1 <= len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), id, n);
+            id.add(n).write(0);
+        }
+        Ok(())
+    })
+}
+
 /// `hipDeviceSynchronize`: waits for every stream.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipDeviceSynchronize() -> c_int {
@@ -279,7 +302,9 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
 }
 
 /// `hipMemGetAddressRange`: the device allocation containing `dptr` (`hipErrorNotFound` for
-/// other addresses). Either output may be null.
+/// other addresses). Either output may be null. As strict as CUDA's `cuMemGetAddressRange`,
+/// which sees only the current context: memory of another device than the calling thread's
+/// current one is "not found" too, so libhipfile is tested against the strictest runtime.
 ///
 /// # Safety
 /// `base` and `size` must each be null or writable.
@@ -287,7 +312,7 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
 pub unsafe extern "C" fn hipMemGetAddressRange(base: *mut *mut c_void, size: *mut usize, dptr: *mut c_void) -> c_int {
     call(|| {
         let info = gpu().pointer_info(dptr as usize)?;
-        if info.memory_type != MemoryType::Device {
+        if info.memory_type != MemoryType::Device || info.device != gpu().current_device()? {
             return Err(HipError::NOT_FOUND);
         }
         if !base.is_null() {
