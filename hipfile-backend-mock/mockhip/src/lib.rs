@@ -149,12 +149,11 @@ pub unsafe extern "C" fn hipDeviceGetPCIBusId(id: *mut c_char, len: c_int, devic
         if id.is_null() || len == 0 {
             return Err(HipError::INVALID_VALUE);
         }
+        // SAFETY: the caller's contract: `len` writable bytes.
+        let out = unsafe { std::slice::from_raw_parts_mut(id.cast::<u8>(), len) };
         let n = text.len().min(len - 1);
-        // SAFETY: the caller's contract: `len` writable bytes; `n + 1 <= len`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), id, n);
-            id.add(n).write(0);
-        }
+        out[..n].copy_from_slice(&text.as_bytes()[..n]);
+        out[n] = 0;
         Ok(())
     })
 }
