@@ -15,7 +15,6 @@
 //! whole. On the virtio disks measured (`docs/performance.md`), cold `O_DIRECT` reads into huge
 //! pages ran 1.4-2.3x faster than into 4 KiB pages.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 
 use hipfile_core::{DeviceCopy, DeviceSpan, GpuRuntime, HipError, Stream};
@@ -139,34 +138,46 @@ impl Lane {
     }
 }
 
-/// The lanes of one device.
-#[derive(Debug)]
-struct DeviceLanes {
+/// The lanes of one device, created lazily (or ahead of use by [`LanePool::prefill`]) up to a
+/// limit; each device has its own pool, lock and waiters.
+pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
+    gpu: Arc<G>,
+    device: i32,
+    /// The NUMA node staging memory is placed on (see [`crate::topology`]).
+    node: Option<u32>,
+    uring: Arc<UringState>,
+    chunk: usize,
+    max: usize,
+    lanes: Mutex<Lanes>,
+    returned: Condvar,
+}
+
+/// The free lanes, and how many exist.
+struct Lanes {
     free: Vec<Lane>,
     created: usize,
 }
 
-/// Lanes per device, created lazily up to a limit.
-pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
-    gpu: Arc<G>,
-    uring: UringState,
-    chunk: usize,
-    max_per_device: usize,
-    devices: Mutex<HashMap<i32, DeviceLanes>>,
-    returned: Condvar,
-}
-
 impl<G: GpuRuntime + ?Sized> LanePool<G> {
-    /// Lanes of `chunk`-byte buffers, at most `memory_limit` bytes of them per device (and
-    /// at least one lane).
-    pub(crate) fn new(gpu: Arc<G>, chunk: usize, memory_limit: usize, io_uring: bool) -> Self {
+    /// Lanes of `device` with `chunk`-byte buffers, at most `memory_limit` bytes of them (and
+    /// at least one lane), staged on `node` where given.
+    pub(crate) fn new(
+        gpu: Arc<G>,
+        device: i32,
+        node: Option<u32>,
+        uring: Arc<UringState>,
+        chunk: usize,
+        memory_limit: usize,
+    ) -> Self {
         let per_lane = 2 * (chunk + 2 * PAGE as usize);
         LanePool {
             gpu,
-            uring: UringState::new(io_uring),
+            device,
+            node,
+            uring,
             chunk,
-            max_per_device: (memory_limit / per_lane).max(1),
-            devices: Mutex::new(HashMap::new()),
+            max: (memory_limit / per_lane).max(1),
+            lanes: Mutex::new(Lanes { free: Vec::new(), created: 0 }),
             returned: Condvar::new(),
         }
     }
@@ -175,45 +186,60 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         self.chunk
     }
 
-    pub(crate) fn max_per_device(&self) -> usize {
-        self.max_per_device
+    /// The most lanes this device has.
+    pub(crate) fn max(&self) -> usize {
+        self.max
     }
 
-    pub(crate) fn gpu(&self) -> &Arc<G> {
-        &self.gpu
-    }
-
-    pub(crate) fn uring(&self) -> &UringState {
-        &self.uring
-    }
-
-    /// A lane of `device` (the calling thread's current device), waiting for one to be
-    /// returned when the device has as many as its limit allows.
-    pub(crate) fn take(&self, device: i32) -> Result<Lane, HipError> {
-        let mut devices = lock(&self.devices);
+    /// A lane, waiting for one to be returned when the device has as many as its limit allows.
+    /// The calling thread's current device must be this pool's.
+    pub(crate) fn take(&self) -> Result<Lane, HipError> {
+        let mut lanes = lock(&self.lanes);
         loop {
-            let lanes = devices.entry(device).or_insert_with(|| DeviceLanes { free: Vec::new(), created: 0 });
             if let Some(lane) = lanes.free.pop() {
                 return Ok(lane);
             }
-            if lanes.created < self.max_per_device {
+            if lanes.created < self.max {
                 lanes.created += 1;
-                drop(devices);
-                let lane = self.create();
-                if lane.is_err() {
-                    lock(&self.devices).get_mut(&device).expect("entry made above").created -= 1;
-                    self.returned.notify_one();
-                }
-                return lane;
+                drop(lanes);
+                return self.create_counted();
             }
-            devices = wait(&self.returned, devices);
+            lanes = wait(&self.returned, lanes);
         }
     }
 
     /// Gives a lane back (a copy still queued on it is waited for by its next user).
-    pub(crate) fn put(&self, device: i32, lane: Lane) {
-        lock(&self.devices).get_mut(&device).expect("lanes are taken before they are returned").free.push(lane);
+    pub(crate) fn put(&self, lane: Lane) {
+        lock(&self.lanes).free.push(lane);
         self.returned.notify_one();
+    }
+
+    /// Creates lanes until the device has `target` (or its limit), without waiting for any:
+    /// staging set up ahead of the first request. Stops at the first failure, or when `stop`
+    /// says so. The calling thread's current device must be this pool's.
+    pub(crate) fn prefill(&self, target: usize, stop: &dyn Fn() -> bool) -> Result<(), HipError> {
+        while !stop() {
+            {
+                let mut lanes = lock(&self.lanes);
+                if lanes.created >= target.min(self.max) {
+                    return Ok(());
+                }
+                lanes.created += 1;
+            }
+            let lane = self.create_counted()?;
+            self.put(lane);
+        }
+        Ok(())
+    }
+
+    /// Creates a lane already counted in `created`, uncounting it if that fails.
+    fn create_counted(&self) -> Result<Lane, HipError> {
+        let lane = self.create();
+        if lane.is_err() {
+            lock(&self.lanes).created -= 1;
+            self.returned.notify_one();
+        }
+        lane
     }
 
     fn create(&self) -> Result<Lane, HipError> {
@@ -257,6 +283,9 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
     fn huge_page_stage(&self) -> Option<Stage> {
         let len = (self.chunk + PAGE as usize).next_multiple_of(PAGE as usize);
         let base = map_huge_page_aligned(len)?;
+        if let Some(node) = self.node {
+            crate::topology::prefer_node(base, len, node);
+        }
         // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
         if unsafe { self.gpu.host_register(base, len) }.is_ok() {
             return Some(Stage { pinned: Pinned::Mapped { len }, base, usable: self.usable() });
@@ -324,13 +353,19 @@ unsafe fn unmap(ptr: *mut u8, len: usize) {
 
 impl<G: GpuRuntime + ?Sized> Drop for LanePool<G> {
     fn drop(&mut self) {
-        let devices = std::mem::take(&mut *lock(&self.devices));
-        for (device, lanes) in devices {
-            // Streams and pinned memory belong to their device: free them there.
-            let _ = self.gpu.set_device(device);
-            for lane in lanes.free {
-                self.release(lane.stream, lane.stages, lane.ring);
-            }
+        let free = std::mem::take(&mut lock(&self.lanes).free);
+        if free.is_empty() {
+            return;
+        }
+        // Streams and pinned memory belong to their device: free them there, then give the
+        // dropping thread its device back.
+        let previous = self.gpu.current_device();
+        let _ = self.gpu.set_device(self.device);
+        for lane in free {
+            self.release(lane.stream, lane.stages, lane.ring);
+        }
+        if let Ok(previous) = previous {
+            let _ = self.gpu.set_device(previous);
         }
     }
 }
@@ -352,8 +387,8 @@ mod tests {
     #[test]
     fn stages_are_huge_page_aligned_mappings_registered_with_the_runtime() {
         let gpu = MockGpu::new(1);
-        let pool = LanePool::new(Arc::clone(&gpu), 1 << 20, 64 << 20, false);
-        let lane = pool.take(0).unwrap();
+        let pool = LanePool::new(Arc::clone(&gpu), 0, None, Arc::new(UringState::new(false)), 1 << 20, 64 << 20);
+        let lane = pool.take().unwrap();
         for stage in &lane.stages {
             let base = stage.base as usize;
             assert_eq!(base % HUGE_PAGE, 0);
@@ -362,7 +397,7 @@ mod tests {
             assert!(vm_flags(base).split_whitespace().any(|f| f == "hg"), "{}", vm_flags(base));
         }
         assert_eq!(gpu.pinned_allocations().get(&0), Some(&2), "both stages registered");
-        pool.put(0, lane);
+        pool.put(lane);
         drop(pool);
         assert!(gpu.pinned_allocations().is_empty(), "unregistered when the pool goes");
     }
@@ -370,18 +405,18 @@ mod tests {
     #[test]
     fn a_runtime_refusing_registration_gets_its_own_pinned_allocation() {
         let gpu = MockGpu::new(1);
-        let pool = LanePool::new(Arc::clone(&gpu), 64 << 10, 64 << 20, false);
+        let pool = LanePool::new(Arc::clone(&gpu), 0, None, Arc::new(UringState::new(false)), 64 << 10, 64 << 20);
         gpu.faults().refuse_host_register(HipError::OUT_OF_MEMORY);
-        let lane = pool.take(0).unwrap();
+        let lane = pool.take().unwrap();
         assert!(lane.stages.iter().all(|s| matches!(s.pinned, Pinned::Allocated(_))));
-        pool.put(0, lane);
+        pool.put(lane);
     }
 
     #[test]
     fn a_stage_with_a_queued_copy_is_handed_out_only_after_the_copy() {
         let gpu = MockGpu::new(1);
-        let pool = LanePool::new(Arc::clone(&gpu), 64 << 10, 64 << 20, false);
-        let mut lane = pool.take(0).unwrap();
+        let pool = LanePool::new(Arc::clone(&gpu), 0, None, Arc::new(UringState::new(false)), 64 << 10, 64 << 20);
+        let mut lane = pool.take().unwrap();
         let dev = gpu.malloc(4096).unwrap();
         // SAFETY: the allocation above, alive until `gpu` goes.
         let span = unsafe { DeviceSpan::new(dev, 4096) };
@@ -400,6 +435,28 @@ mod tests {
         lane.download(&*gpu, 0, 0, span).unwrap();
         assert!(lane.host_side(&*gpu, 0, 0, 4096).unwrap().0.iter().all(|&b| b == 1));
         gpu.faults().clear();
-        pool.put(0, lane);
+        pool.put(lane);
+    }
+
+    #[test]
+    fn prefill_makes_lanes_ahead_without_passing_the_limit_or_waiting() {
+        let gpu = MockGpu::new(2);
+        gpu.set_device(1).unwrap();
+        let limit = 3 * 2 * ((64 << 10) + 2 * PAGE as usize);
+        let pool = LanePool::new(Arc::clone(&gpu), 1, None, Arc::new(UringState::new(false)), 64 << 10, limit);
+        let held = pool.take().unwrap(); // a request holds one
+        pool.prefill(8, &|| false).unwrap();
+        let (free, created) = {
+            let lanes = lock(&pool.lanes);
+            (lanes.free.len(), lanes.created)
+        };
+        assert_eq!((free, created), (2, 3), "up to the limit of 3");
+        assert_eq!(gpu.pinned_allocations().get(&1), Some(&6));
+        pool.prefill(8, &|| true).unwrap(); // told to stop: returns at once
+        pool.put(held);
+        gpu.set_device(0).unwrap();
+        drop(pool);
+        assert!(gpu.pinned_allocations().is_empty());
+        assert_eq!(gpu.current_device(), Ok(0), "freed on device 1, the dropping thread's device kept");
     }
 }

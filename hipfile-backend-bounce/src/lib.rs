@@ -15,8 +15,14 @@
 //! - writes are durable when the call returns: one `fdatasync` per call, not per chunk
 //!   (`HIPFILE_DURABLE_WRITES=false` turns it off); durable writes send the aligned interior
 //!   through `O_DIRECT`;
-//! - several GPUs: lanes belong to the device of the buffer; the caller's current device is
-//!   left as it was.
+//! - several GPUs: each device has its own lanes and its own workers (set up for it once:
+//!   current device, and on a machine with several NUMA nodes the CPUs and memory of its node,
+//!   see [`topology`]), so requests for different GPUs share no lock or thread; the caller's
+//!   current device is left as it was;
+//! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
+//!   and when a buffer is registered (for its device), a background thread pins the lanes a
+//!   request will use and starts the device's workers, so the first request does not pay for
+//!   pinning; the driver's open does not wait for it.
 //!
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
@@ -24,14 +30,18 @@
 mod fileio;
 mod lanes;
 mod pool;
+mod topology;
 mod uring;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use hipfile_core::io::fdatasync;
-use hipfile_core::sync::lock;
+use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
     Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
@@ -39,6 +49,8 @@ use hipfile_core::{
 use fileio::{DirectIo, FileSide, ReadPolicy};
 use lanes::{Lane, LanePool};
 use pool::WorkerPool;
+use topology::{Placement, Topology};
+use uring::UringState;
 
 /// Most threads a request uses by default (what the H200 machine's measurements favour).
 const DEFAULT_MAX_THREADS: usize = 16;
@@ -46,15 +58,34 @@ const DEFAULT_MAX_THREADS: usize = 16;
 /// The staged backend over the runtime `G`.
 pub struct Bounce<G: GpuRuntime + ?Sized + 'static> {
     inner: Arc<Inner<G>>,
+    /// Threads setting staging up ahead of use; stopped and joined when the backend goes.
+    warmers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 struct Inner<G: GpuRuntime + ?Sized + 'static> {
-    lanes: LanePool<G>,
+    gpu: Arc<G>,
+    settings: BounceSettings,
+    /// Threads one request uses at most (the caller's included), before placement.
     threads: usize,
-    durable_writes: bool,
+    uring: Arc<UringState>,
     reads: ReadPolicy,
-    workers: WorkerPool,
     profile: Profile,
+    topology: Topology,
+    /// Where the topology was read (`/sys`), for the devices' PCI addresses.
+    sysfs: PathBuf,
+    devices: RwLock<HashMap<i32, Arc<Device<G>>>>,
+    /// The backend is going: warmers stop.
+    closing: AtomicBool,
+}
+
+/// What the backend keeps for one device: its lanes and its workers, placed near it.
+struct Device<G: GpuRuntime + ?Sized + 'static> {
+    lanes: LanePool<G>,
+    workers: WorkerPool,
+    /// Threads one request for this device uses at most (the caller's included).
+    threads: usize,
+    /// Staging has been (or is being) set up ahead of use.
+    warming: AtomicBool,
 }
 
 /// Where the threads of this backend spent their time, and how much they moved: the profile
@@ -113,22 +144,39 @@ impl Request {
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
-    /// A staged backend over `gpu` with `settings`.
+    /// A staged backend over `gpu` with `settings`; staging for the calling thread's current
+    /// device is set up in the background.
     pub fn new(gpu: Arc<G>, settings: &BounceSettings) -> Self {
+        Self::with_sysfs(gpu, settings, PathBuf::from("/sys"))
+    }
+
+    /// As [`Bounce::new`], reading the machine's topology under `sysfs` instead of `/sys` (a
+    /// directory laid out the same way: tests of placement).
+    pub fn with_sysfs(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf) -> Self {
         let threads = match settings.threads {
             0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(DEFAULT_MAX_THREADS),
             n => n,
         };
-        Bounce {
+        let current = gpu.current_device();
+        let bounce = Bounce {
             inner: Arc::new(Inner {
-                lanes: LanePool::new(gpu, settings.chunk, settings.memory_limit, settings.io_uring),
+                gpu,
+                settings: settings.clone(),
                 threads,
-                durable_writes: settings.durable_writes,
+                uring: Arc::new(UringState::new(settings.io_uring)),
                 reads: ReadPolicy::new(settings.direct_streams),
-                workers: WorkerPool::new(threads.saturating_sub(1)),
                 profile: Profile::default(),
+                topology: Topology::read(&sysfs),
+                sysfs,
+                devices: RwLock::new(HashMap::new()),
+                closing: AtomicBool::new(false),
             }),
+            warmers: Mutex::new(Vec::new()),
+        };
+        if let Ok(device) = current {
+            bounce.warm(device);
         }
+        bounce
     }
 
     /// Threads one large request uses (the caller's included).
@@ -138,7 +186,49 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
 
     /// Direct transfers served through io_uring with registered buffers so far.
     pub fn io_uring_ops(&self) -> u64 {
-        self.inner.lanes.uring().ops.load(Ordering::Relaxed)
+        self.inner.uring.ops.load(Ordering::Relaxed)
+    }
+
+    /// Where staging memory and workers of `device` go (a NUMA node and its CPUs, or nowhere
+    /// in particular).
+    pub fn placement(&self, device: i32) -> (Option<u32>, Vec<usize>) {
+        let p = self.inner.placement(device);
+        (p.node, p.cpus)
+    }
+
+    /// Waits until the staging of `device` set up ahead of use is ready (tests and benchmarks
+    /// that want to know).
+    pub fn wait_warm(&self) {
+        for warmer in std::mem::take(&mut *lock(&self.warmers)) {
+            let _ = warmer.join();
+        }
+    }
+
+    /// Sets up the lanes and workers of `device` in the background, once.
+    fn warm(&self, device: i32) {
+        let Ok(dev) = self.inner.device(device) else { return };
+        if dev.warming.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        let warmer = std::thread::Builder::new().name(format!("hipfile-warm{device}")).spawn(move || {
+            if inner.gpu.set_device(device).is_ok() {
+                dev.workers.start_now();
+                let _ = dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed));
+            }
+        });
+        if let Ok(warmer) = warmer {
+            lock(&self.warmers).push(warmer);
+        }
+    }
+}
+
+impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
+    fn drop(&mut self) {
+        // Warmers hold the backend: they stop after the lane they are making, and end before
+        // it is dropped here.
+        self.inner.closing.store(true, Ordering::Relaxed);
+        self.wait_warm();
     }
 }
 
@@ -173,11 +263,44 @@ impl Work {
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
-    /// Takes chunks of `work` until none is left, with one lane, on the request's device (the
-    /// thread's own device is restored afterwards).
-    fn work(&self, work: &Work) {
+    fn placement(&self, device: i32) -> Placement {
+        let bus_id = self.gpu.pci_bus_id(device).ok();
+        self.topology.placement(&self.sysfs, bus_id.as_deref())
+    }
+
+    /// The state of `device`, made on first use.
+    fn device(&self, id: i32) -> Result<Arc<Device<G>>> {
+        if let Some(device) = read(&self.devices).get(&id) {
+            return Ok(Arc::clone(device));
+        }
+        if !(0..self.gpu.device_count()?).contains(&id) {
+            return Err(hipfile_core::HipError::INVALID_DEVICE.into());
+        }
+        let mut devices = write(&self.devices);
+        let device = devices.entry(id).or_insert_with(|| {
+            let Placement { node, cpus } = self.placement(id);
+            let threads = if cpus.is_empty() { self.threads } else { self.threads.min(cpus.len()) };
+            let gpu = Arc::clone(&self.gpu);
+            let setup = Arc::new(move || {
+                topology::pin_thread(&cpus);
+                let _ = gpu.set_device(id);
+            });
+            let s = &self.settings;
+            Arc::new(Device {
+                lanes: LanePool::new(Arc::clone(&self.gpu), id, node, Arc::clone(&self.uring), s.chunk, s.memory_limit),
+                workers: WorkerPool::new(threads.saturating_sub(1), format!("hipfile-d{id}"), setup),
+                threads,
+                warming: AtomicBool::new(false),
+            })
+        });
+        Ok(Arc::clone(device))
+    }
+
+    /// Takes chunks of `work` until none is left, with one lane of `dev`, the request's
+    /// device (the thread's own device is restored afterwards).
+    fn work(&self, dev: &Device<G>, work: &Work) {
         let device = work.req.device;
-        let gpu = self.lanes.gpu();
+        let gpu = &self.gpu;
         let previous = match gpu.current_device() {
             Ok(d) => d,
             Err(e) => return work.fail(e.into()),
@@ -188,7 +311,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             return work.fail(e.into());
         }
         let waited = Instant::now();
-        let lane = self.lanes.take(device);
+        let lane = dev.lanes.take();
         charge(&self.profile.lane_wait_ns, waited);
         match lane {
             Err(e) => work.fail(e.into()),
@@ -202,7 +325,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 let waited = Instant::now();
                 let drained = lane.synchronize(&**gpu);
                 charge(&self.profile.copy_wait_ns, waited);
-                self.lanes.put(device, lane);
+                dev.lanes.put(lane);
                 if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
                     work.fail(e);
                 }
@@ -218,14 +341,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
     /// took before.
     fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (&**self.lanes.gpu(), &work.req);
+        let (gpu, req) = (&*self.gpu, &work.req);
         let mut k = 0; // chunks this lane has taken
         while let Some(i) = work.take() {
             let (skip, len) = req.chunk_at(i);
             let offset = req.file_offset + skip as u64;
             let started = Instant::now();
             let (staged, ring) = lane.host_side(gpu, k % 2, offset, len)?;
-            let mut io = DirectIo { ring, state: self.lanes.uring() };
+            let mut io = DirectIo { ring, state: &self.uring };
             let n = req.file.read(&self.reads, &mut io, staged, offset)?;
             charge(&self.profile.file_ns, started);
             if k > 0 {
@@ -244,7 +367,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
     fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (&**self.lanes.gpu(), &work.req);
+        let (gpu, req) = (&*self.gpu, &work.req);
         let mut staged: Option<(usize, usize)> = None; // (stage, chunk)
         let mut k = 0;
         while let Some(i) = work.take() {
@@ -270,9 +393,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let (skip, len) = work.req.chunk_at(i);
         let offset = work.req.file_offset + skip as u64;
         let started = Instant::now();
-        let (staged, ring) = lane.host_side(&**self.lanes.gpu(), k, offset, len)?;
-        let mut io = DirectIo { ring, state: self.lanes.uring() };
-        work.req.file.write(&mut io, staged, offset, self.durable_writes)?;
+        let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
+        let mut io = DirectIo { ring, state: &self.uring };
+        work.req.file.write(&mut io, staged, offset, self.settings.durable_writes)?;
         charge(&self.profile.file_ns, started);
         work.done(i, len);
         Ok(())
@@ -307,21 +430,26 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         ]
     }
 
+    fn buffer_registered(&self, _base: usize, _len: usize, device: i32) {
+        self.warm(device);
+    }
+
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let dev = self.inner.device(req.device())?;
         let request = Request {
             direction: req.direction(),
             file: FileSide::new(req.file()),
             device: req.device(),
             memory: req.memory(),
             file_offset: req.file_offset(),
-            chunk: self.inner.lanes.chunk(),
+            chunk: dev.lanes.chunk(),
         };
         let chunks = request.chunk_count();
         // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
         // into pieces so that the caller's lane pipelines too was measured on the H200: with
         // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
         // overlap gained.)
-        let threads = self.inner.threads.min(self.inner.lanes.max_per_device()).min(chunks.div_ceil(2)).max(1);
+        let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
         let work = Arc::new(Work {
             req: request,
             next: AtomicUsize::new(0),
@@ -331,19 +459,19 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
         });
         let (tx, rx) = mpsc::channel::<()>();
         for _ in 1..threads {
-            let (inner, work, tx) = (Arc::clone(&self.inner), Arc::clone(&work), tx.clone());
+            let (inner, d, work, tx) = (Arc::clone(&self.inner), Arc::clone(&dev), Arc::clone(&work), tx.clone());
             // The descriptors and device range stay valid: this call waits for every helper
             // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
             // of the backend before it says it is done, so the backend is never dropped on a
             // worker (which could not join itself).
-            self.inner.workers.submit(Box::new(move || {
-                inner.work(&work);
-                drop((inner, work));
+            dev.workers.submit(Box::new(move || {
+                inner.work(&d, &work);
+                drop((inner, d, work));
                 drop(tx);
             }));
         }
         drop(tx);
-        self.inner.work(&work);
+        self.inner.work(&dev, &work);
         for () in rx {}
         if let Some(e) = lock(&work.error).take() {
             return Err(e);
@@ -360,7 +488,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
                 break;
             }
         }
-        if req.direction() == Direction::Write && self.inner.durable_writes {
+        if req.direction() == Direction::Write && self.inner.settings.durable_writes {
             let started = Instant::now();
             fdatasync(request.file.buffered_fd())?;
             charge(&self.inner.profile.file_ns, started);

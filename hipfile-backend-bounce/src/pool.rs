@@ -1,5 +1,6 @@
-//! The worker threads that run the parts of large requests beside the caller's thread.
-//! Started on first use; dropping the pool ends and joins them.
+//! The worker threads that run the parts of large requests beside the caller's thread: one pool
+//! per device, its threads set up for that device once (current device, CPUs near it). Started
+//! on first use; dropping the pool ends and joins them.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -9,15 +10,28 @@ use hipfile_core::sync::lock;
 
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// What each worker runs once, when it starts.
+pub(crate) type Setup = Arc<dyn Fn() + Send + Sync>;
+
 /// A fixed number of threads taking jobs from one queue.
 pub(crate) struct WorkerPool {
     size: usize,
+    name: String,
+    setup: Setup,
     queue: OnceLock<(Sender<Job>, Vec<JoinHandle<()>>)>,
 }
 
 impl WorkerPool {
-    pub(crate) fn new(size: usize) -> Self {
-        WorkerPool { size, queue: OnceLock::new() }
+    /// `size` threads named `name-N`, each running `setup` first.
+    pub(crate) fn new(size: usize, name: String, setup: Setup) -> Self {
+        WorkerPool { size, name, setup, queue: OnceLock::new() }
+    }
+
+    /// Starts the threads now rather than at the first job.
+    pub(crate) fn start_now(&self) {
+        if self.size > 0 {
+            self.queue.get_or_init(|| self.start());
+        }
     }
 
     /// Runs `job` on a worker (on the calling thread if the pool has no threads).
@@ -38,8 +52,14 @@ impl WorkerPool {
         // `rx` below and `submit` runs jobs on the caller's thread.
         let workers = (0..self.size)
             .filter_map(|i| {
-                let rx = Arc::clone(&rx);
-                std::thread::Builder::new().name(format!("hipfile-bounce-{i}")).spawn(move || work(&rx)).ok()
+                let (rx, setup) = (Arc::clone(&rx), Arc::clone(&self.setup));
+                let thread = std::thread::Builder::new().name(format!("{}-{i}", self.name));
+                thread
+                    .spawn(move || {
+                        setup();
+                        work(&rx)
+                    })
+                    .ok()
             })
             .collect();
         (tx, workers)
@@ -76,7 +96,7 @@ mod tests {
 
     #[test]
     fn dropping_the_pool_joins_its_threads() {
-        let pool = WorkerPool::new(3);
+        let pool = WorkerPool::new(3, "test".into(), Arc::new(|| {}));
         let ran = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = mpsc::channel();
         for _ in 0..6 {

@@ -210,7 +210,13 @@ fn staging_memory_is_pinned_once_and_bounded() {
     let driver = driver_with(&gpu, settings(4, limit));
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(4 << 20).unwrap();
-    assert!(gpu.pinned_allocations().is_empty(), "nothing pinned before the first transfer");
+    // Staging was set up when the driver opened (`driver_with`), in the background, before any
+    // transfer.
+    let ready = (0..1000).any(|_| {
+        gpu.pinned_allocations().get(&0) == Some(&4)
+            || (std::thread::sleep(std::time::Duration::from_millis(5)), false).1
+    });
+    assert!(ready, "pinned ahead of the first transfer: {:?}", gpu.pinned_allocations());
     assert_eq!(driver.read(h, dev, 4 << 20, 0, 0).unwrap(), 4 << 20);
     let after_first = gpu.pinned_allocations();
     assert_eq!(after_first.get(&0), Some(&4));
@@ -345,12 +351,26 @@ proptest! {
     }
 }
 
-/// Runs one transfer on `bounce` directly (the driver hides its backends).
+/// Runs one transfer on `bounce` directly (the driver hides its backends), into memory of
+/// device 0.
 fn transfer(bounce: &Bounce<MockGpu>, direction: Direction, file: &File, dev: usize, len: usize, offset: u64) -> usize {
+    transfer_on(bounce, 0, direction, file, dev, len, offset)
+}
+
+/// As [`transfer`], into memory of `device`.
+fn transfer_on(
+    bounce: &Bounce<MockGpu>,
+    device: i32,
+    direction: Direction,
+    file: &File,
+    dev: usize,
+    len: usize,
+    offset: u64,
+) -> usize {
     let handle = FileHandle::open(file.as_raw_fd()).unwrap();
     // SAFETY: `dev` is a mock device allocation of at least `len` bytes, alive for the call.
     let memory = unsafe { DeviceSpan::new(dev, len) };
-    let req = IoRequest::new(direction, &handle, memory, 0, offset);
+    let req = IoRequest::new(direction, &handle, memory, device, offset);
     bounce.transfer(&req).unwrap()
 }
 
@@ -380,4 +400,88 @@ fn direct_io_goes_through_io_uring_with_registered_buffers_or_syscalls() {
             assert_eq!(ops, 0);
         }
     }
+}
+
+/// `0-3,8` as CPU numbers.
+fn cpu_list(list: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    cpus
+}
+
+/// The names of this process's threads and the CPUs each may run on.
+fn threads_and_cpus() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        let cpus = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim();
+        out.push((comm.trim().to_owned(), cpus.to_owned()));
+    }
+    out
+}
+
+/// A two-socket machine as sysfs shows it: node 0 with the even CPUs 0 and 2 and the mock's
+/// device 0, node 1 with the odd CPUs 1 and 3 and device 1 (a 2-core machine has CPUs 0 and 1
+/// of them, one per node, so that pinning really happens).
+fn two_socket_sysfs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (node, cpus, device) in [(0, "0,2", "0000:10:00.0"), (1, "1,3", "0000:11:00.0")] {
+        let n = dir.path().join(format!("devices/system/node/node{node}"));
+        std::fs::create_dir_all(&n).unwrap();
+        std::fs::write(n.join("cpulist"), format!("{cpus}\n")).unwrap();
+        let d = dir.path().join("bus/pci/devices").join(device);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("numa_node"), format!("{node}\n")).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn each_device_has_its_own_workers_placed_on_its_node() {
+    let gpu = MockGpu::new(2);
+    let sysfs = two_socket_sysfs();
+    let bounce = Bounce::with_sysfs(Arc::clone(&gpu), &settings(4, 64 << 20), sysfs.path().to_owned());
+    assert_eq!(bounce.placement(0), (Some(0), vec![0, 2]));
+    assert_eq!(bounce.placement(1), (Some(1), vec![1, 3]));
+    let data = pattern(1 << 20, 21);
+    let (_dir, file) = file_with(&data);
+    gpu.set_device(1).unwrap();
+    let dev1 = gpu.malloc(1 << 20).unwrap();
+    gpu.set_device(0).unwrap();
+    let dev0 = gpu.malloc(1 << 20).unwrap();
+    // 64 KiB chunks: a request big enough to want helpers; each device gets a pool of its own,
+    // its workers on its node's CPUs.
+    for (device, dev) in [(0, dev0), (1, dev1)] {
+        assert_eq!(transfer_on(&bounce, device, Direction::Read, &file, dev, 1 << 20, 0), 1 << 20);
+        assert!(device_bytes(&gpu, dev, 1 << 20) == data);
+    }
+    assert_eq!(gpu.current_device(), Ok(0), "the caller's device is left as it was");
+    bounce.wait_warm();
+    let threads = threads_and_cpus();
+    for (device, parity) in [(0, 0), (1, 1)] {
+        let prefix = format!("hipfile-d{device}-");
+        let workers: Vec<_> = threads.iter().filter(|(name, _)| name.starts_with(&prefix)).collect();
+        assert!(!workers.is_empty(), "device {device} has workers: {threads:?}");
+        for (_, cpus) in &workers {
+            let allowed = cpu_list(cpus);
+            assert!(!allowed.is_empty() && allowed.iter().all(|c| c % 2 == parity), "device {device}: {workers:?}");
+        }
+    }
+}
+
+#[test]
+fn without_a_topology_nothing_is_placed() {
+    let gpu = MockGpu::new(2);
+    let none = tempfile::tempdir().unwrap();
+    let bounce = Bounce::with_sysfs(Arc::clone(&gpu), &settings(4, 64 << 20), none.path().to_owned());
+    assert_eq!(bounce.placement(1), (None, vec![]));
+    // The mock's PCI addresses are made up: the real sysfs does not know them either.
+    let bounce = Bounce::new(Arc::clone(&gpu), &settings(4, 64 << 20));
+    assert_eq!(bounce.placement(1), (None, vec![]));
 }

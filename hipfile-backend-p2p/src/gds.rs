@@ -285,7 +285,7 @@ mod tests {
             .returning(|_, _, _, size, _, _| size as isize);
         api.expect_buf_deregister().withf(|b| *b == 0x40_0000).times(1).returning(|_| Ok(()));
         let p2p = P2p::new(Gds::open(api).unwrap(), true);
-        p2p.buffer_registered(0x40_0000, 1 << 20);
+        p2p.buffer_registered(0x40_0000, 1 << 20, 0);
         assert_eq!(p2p.transfer(&request(&file, 0x40_0000 + 8192, 4096, 0)), Ok(4096));
         assert_eq!(p2p.transfer(&request(&file, 0x80_0000, 4096, 0)), Ok(4096));
         p2p.buffer_deregistered(0x40_0000);

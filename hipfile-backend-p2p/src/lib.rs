@@ -127,7 +127,7 @@ impl<E: Engine> Backend for P2p<E> {
         result
     }
 
-    fn buffer_registered(&self, base: usize, len: usize) {
+    fn buffer_registered(&self, base: usize, len: usize, _device: i32) {
         self.engine.buffer_registered(base, len);
     }
 

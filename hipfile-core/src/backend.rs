@@ -141,9 +141,10 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// The application registered device memory `[base, base + len)` (`hipFileBufRegister`):
-    /// a backend may prepare it for its transfers. Nothing by default.
-    fn buffer_registered(&self, _base: usize, _len: usize) {}
+    /// The application registered memory `[base, base + len)` of `device`
+    /// (`hipFileBufRegister`): a backend may prepare it, or itself, for transfers to that
+    /// device. Nothing by default.
+    fn buffer_registered(&self, _base: usize, _len: usize, _device: i32) {}
 
     /// The registration of `base` ended (`hipFileBufDeregister`). Nothing by default.
     fn buffer_deregistered(&self, _base: usize) {}
@@ -206,8 +207,8 @@ macro_rules! backend_set {
             fn accepts_file(&self, file: &$crate::FileHandle) -> ::std::result::Result<(), $crate::backend::Declined> {
                 match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::accepts_file(b, file),)+ }
             }
-            fn buffer_registered(&self, base: usize, len: usize) {
-                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::buffer_registered(b, base, len),)+ }
+            fn buffer_registered(&self, base: usize, len: usize, device: i32) {
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::buffer_registered(b, base, len, device),)+ }
             }
             fn buffer_deregistered(&self, base: usize) {
                 match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::buffer_deregistered(b, base),)+ }

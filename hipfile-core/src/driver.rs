@@ -361,7 +361,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::HipPointerRangeError.into());
         }
         open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
-        open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len));
+        open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len, info.device));
         Ok(())
     }
 

@@ -287,9 +287,10 @@ fn threads_against_models_then_everything_is_released() {
         ("HIPFILE_BOUNCE_THREADS", "4"),
     ];
     // What those settings allow at most: lanes per device (two pinned stages, a stream and a
-    // ring each), and the pool's workers.
+    // ring each), each device's pool of workers, and a thread per device setting staging up.
     let lanes_per_device = (2 << 20) / (2 * (64 * 1024 + 2 * 4096));
-    let (devices, workers) = (2, 4 - 1);
+    let devices = 2;
+    let workers = devices * (4 - 1 + 1);
     let driver = Driver::with_env(SystemPlatform::over_mock(Arc::clone(&gpu)), move |name| {
         settings.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
     });
