@@ -74,6 +74,11 @@ pub(crate) struct BenchArgs {
     /// Application threads issuing calls (the library has its own workers for large calls)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive)]
     pub(crate) threads: usize,
+    /// GPUs to run on at once, comma-separated (default: the current one): each gets its own
+    /// buffer and --threads threads, each thread makes its GPU current, and all are timed
+    /// together
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub(crate) devices: Vec<i32>,
     /// Calls per random run
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,
@@ -104,6 +109,12 @@ pub(crate) struct BenchArgs {
 impl BenchArgs {
     /// Checks what the options say together.
     pub(crate) fn check(self) -> Result<Self, String> {
+        if let Some(d) = self.devices.iter().find(|&&d| d < 0) {
+            return Err(format!("--devices: {d} is not a device"));
+        }
+        if (1..self.devices.len()).any(|i| self.devices[..i].contains(&self.devices[i])) {
+            return Err("--devices names a device twice".into());
+        }
         match self.io_size {
             Some(io) if io > self.size => Err(format!("--io-size ({io}) is larger than --size ({})", self.size)),
             _ => Ok(self),

@@ -24,6 +24,9 @@ use crate::args::{BenchArgs, Mode};
 #[derive(Clone, Debug)]
 pub(crate) struct Outcome {
     pub(crate) mode: Mode,
+    /// The GPUs the mode ran on at once.
+    pub(crate) devices: Vec<i32>,
+    /// Application threads per GPU.
     pub(crate) threads: usize,
     pub(crate) io_size: u64,
     pub(crate) bytes_per_run: u64,
@@ -31,6 +34,8 @@ pub(crate) struct Outcome {
     pub(crate) cold: bool,
     pub(crate) best_gbps: f64,
     pub(crate) mean_gbps: f64,
+    /// Each run's GB/s, in order (the first is the first call of the mode).
+    pub(crate) run_gbps: Vec<f64>,
     pub(crate) verified: Option<bool>,
     /// Per backend, how its counters grew over this mode's runs (with `--profile`).
     pub(crate) profile: Vec<(&'static str, Vec<(&'static str, u64)>)>,
@@ -59,9 +64,14 @@ pub(crate) type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
 const PIECE: usize = 64 << 20;
 
 pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
+    // The mock GPU gets as many devices as --devices names.
+    let mock_devices = args.devices.iter().map(|&d| d + 1).max().unwrap_or(1);
     let (platform, why_mock) = match args.backend.as_deref() {
-        Some("mock") => (Sys::over_mock(MockGpu::new(1)), None),
-        _ => Sys::discover_or_mock(),
+        Some("mock") => (Sys::over_mock(MockGpu::new(mock_devices)), None),
+        _ => match Sys::discover() {
+            Ok(platform) => (platform, None),
+            Err(why) => (Sys::over_mock(MockGpu::new(mock_devices)), Some(why)),
+        },
     };
     if let Some(why) = why_mock {
         eprintln!("hipfile: no GPU runtime found, using the mock GPU ({why})");
@@ -110,11 +120,24 @@ fn measure_all(
     let size = args.size as usize;
     let data = open(path, false, args.direct)?;
     let out = open(out_path, true, args.direct)?;
-    let dev = DeviceBuffer::new(gpu, size)?;
-    fill_device(&**gpu, dev.memory, &data)?;
+    let current = gpu.current_device().map_err(|e| format!("current device: {e}"))?;
+    let devices = if args.devices.is_empty() { vec![current] } else { args.devices.clone() };
+    let mut buffers = Vec::new();
+    for &device in &devices {
+        gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
+        let dev = DeviceBuffer::new(gpu, size)?;
+        fill_device(&**gpu, dev.memory, &data)?;
+        buffers.push((device, dev));
+    }
+    gpu.set_device(current).map_err(|e| format!("device {current}: {e}"))?;
     // Registrations are dropped before the memory and files they name (reverse order).
     // Registered, so that the calls below use the registered-buffer path.
-    let _buffer = guard.register_buffer(dev.memory.addr(), size).map_err(|e| format!("buffer registration: {e}"))?;
+    let _registered = buffers
+        .iter()
+        .map(|(_, dev)| guard.register_buffer(dev.memory.addr(), size))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("buffer registration: {e}"))?;
+    let targets: Vec<(i32, DeviceSpan)> = buffers.iter().map(|(d, dev)| (*d, dev.memory)).collect();
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
     let verdicts = guard.driver().direct_verdict(input.id()).map_err(|e| e.to_string())?;
@@ -122,7 +145,7 @@ fn measure_all(
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
         let before = guard.driver().backend_counters();
-        let mut outcome = measure(args, mode, file, target, &**gpu, dev.memory)?;
+        let mut outcome = measure(args, mode, file, target, &**gpu, &targets)?;
         if args.profile {
             outcome.profile = growth(&before, &guard.driver().backend_counters());
         }
@@ -282,17 +305,19 @@ fn plan(args: &BenchArgs, mode: Mode, size: usize) -> (usize, Vec<Vec<Call>>) {
     (io, per_thread)
 }
 
+/// One mode, `--runs` times, on every target (a device and its buffer) at once: each target
+/// gets the same calls from its own `--threads` threads, which make its device current.
 fn measure(
     args: &BenchArgs,
     mode: Mode,
     file: &RegisteredFile<'_, Sys>,
     target: &File,
     gpu: &dyn GpuRuntime,
-    memory: DeviceSpan,
+    targets: &[(i32, DeviceSpan)],
 ) -> Result<Outcome, String> {
-    let (dev, size) = (memory.addr(), memory.len());
+    let size = targets[0].1.len();
     let (io, calls) = plan(args, mode, size);
-    let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum();
+    let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum::<u64>() * targets.len() as u64;
     let cold = args.cold && mode.is_read();
     let mut rates = Vec::new();
     for run in 0..args.runs {
@@ -311,19 +336,23 @@ fn measure(
         // every thread is up: spawning is not part of the transfer (an application has its
         // threads already). Each thread reads the clock itself, so a late main thread does
         // not shorten the measured time.
-        let ready = Barrier::new(calls.len());
+        let ready = Barrier::new(calls.len() * targets.len());
         let timed = std::thread::scope(|s| {
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
             }
-            let workers: Vec<_> = calls
+            let workers: Vec<_> = targets
                 .iter()
-                .map(|mine| {
+                .flat_map(|t| calls.iter().map(move |mine| (t, mine)))
+                .map(|(&(device, memory), mine)| {
                     let (done, ready) = (&done, &ready);
                     s.spawn(move || -> Result<(Instant, Instant), String> {
+                        let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
                         ready.wait();
+                        made_current?;
                         let start = Instant::now();
                         for &(offset, at, len) in mine {
+                            let dev = memory.addr();
                             let n = if mode.is_read() {
                                 file.read(dev, len, offset, at as u64)
                             } else {
@@ -352,14 +381,18 @@ fn measure(
     let verified = if args.verify {
         // Calls that share a file range or a buffer slot with another (random runs longer than
         // the file has slots) race with it: only the others have a defined outcome to check.
+        // Writes from several devices go to the same file ranges: those are checked against
+        // the file whichever device wrote last, which is any of them (they hold the same bytes).
         let all: Vec<Call> = calls.iter().flatten().copied().collect();
         let unique = |c: &Call| all.iter().filter(|o| o.0 == c.0 || o.1 == c.1).count() == 1;
         let reader = host_view(target)?;
         let mut checked = 0;
         let mut ok = true;
-        for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
-            ok &= same(gpu, memory.part(at, len), &reader, offset)?;
-            checked += 1;
+        for &(_, memory) in targets {
+            for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
+                ok &= same(gpu, memory.part(at, len), &reader, offset)?;
+                checked += 1;
+            }
         }
         (checked > 0).then_some(ok)
     } else {
@@ -367,6 +400,7 @@ fn measure(
     };
     Ok(Outcome {
         mode,
+        devices: targets.iter().map(|t| t.0).collect(),
         threads: args.threads,
         io_size: io as u64,
         bytes_per_run: total,
@@ -374,6 +408,7 @@ fn measure(
         cold,
         best_gbps: rates.iter().copied().fold(0.0, f64::max),
         mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
+        run_gbps: rates,
         verified,
         profile: Vec::new(),
     })

@@ -59,13 +59,15 @@ fn print(report: &Report, json: bool) {
     }
     println!();
     println!(
-        "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified",
-        "mode", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s"
+        "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified",
+        "mode", "gpus", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s"
     );
     for o in &report.outcomes {
+        let gpus: Vec<String> = o.devices.iter().map(i32::to_string).collect();
         println!(
-            "{:<10} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2}  {}",
+            "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2}  {}",
             o.mode.name(),
+            gpus.join(","),
             o.threads,
             human(o.io_size),
             if o.cold { "yes" } else { "no" },
@@ -131,6 +133,7 @@ fn to_json(r: &Report) -> String {
                 .collect();
             json!({
                 "mode": o.mode.name(),
+                "devices": o.devices,
                 "threads": o.threads,
                 "io_size": o.io_size,
                 "bytes_per_run": o.bytes_per_run,
@@ -138,6 +141,7 @@ fn to_json(r: &Report) -> String {
                 "runs": o.runs,
                 "best_gbps": rounded(o.best_gbps),
                 "mean_gbps": rounded(o.mean_gbps),
+                "run_gbps": o.run_gbps.iter().map(|&g| rounded(g)).collect::<Vec<_>>(),
                 "verified": o.verified,
                 "profile": profile,
             })

@@ -47,6 +47,49 @@ fn every_mode_runs_verified_on_each_backend() {
 }
 
 #[test]
+fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.dat");
+    for backend in ["bounce", "mock"] {
+        let f = file.to_str().unwrap();
+        let (ok, out, err) = hipfile(&[
+            "bench",
+            "--file",
+            f,
+            "--size",
+            "8M",
+            "--devices",
+            "0,2",
+            "--threads",
+            "2",
+            "--mode",
+            "read,write,randread",
+            "--io-size",
+            "1M",
+            "--count",
+            "8",
+            "--runs",
+            "2",
+            "--backend",
+            backend,
+            "--json",
+        ]);
+        assert!(ok, "{backend}: {err}");
+        let report: Value = serde_json::from_str(&out).expect("valid JSON");
+        for r in report["results"].as_array().unwrap() {
+            assert_eq!(r["devices"], serde_json::json!([0, 2]), "{out}");
+            assert_eq!(r["verified"], true, "{backend}: {out}");
+            assert_eq!(r["run_gbps"].as_array().unwrap().len(), 2, "{out}");
+        }
+        assert_eq!(report["results"][0]["bytes_per_run"], 2 * (8 << 20), "both GPUs read the whole file: {out}");
+    }
+    let (ok, _, err) = hipfile(&["bench", "--devices", "1,1"]);
+    assert!(!ok && err.contains("twice"), "{err}");
+    let (ok, _, err) = hipfile(&["bench", "--devices=-1"]);
+    assert!(!ok && err.contains("not a device"), "{err}");
+}
+
+#[test]
 fn no_arguments_runs_a_short_verified_benchmark() {
     let (ok, out, err) = hipfile(&["bench"]);
     assert!(ok, "{err}");
