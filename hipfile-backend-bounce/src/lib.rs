@@ -212,9 +212,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         }
         let inner = Arc::clone(&self.inner);
         let warmer = std::thread::Builder::new().name(format!("hipfile-warm{device}")).spawn(move || {
-            if inner.gpu.set_device(device).is_ok() {
+            let started = Instant::now();
+            let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
                 dev.workers.start_now();
-                let _ = dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed));
+                Ok(dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed))?)
+            });
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            match ready {
+                Ok(()) => tracing::debug!(target: "hipfile", "bounce: staging of device {device} ready in {ms:.1} ms"),
+                Err(e) => {
+                    tracing::debug!(target: "hipfile", "bounce: staging of device {device} not set up ahead: {e}")
+                }
             }
         });
         if let Ok(warmer) = warmer {

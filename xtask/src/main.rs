@@ -200,6 +200,9 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),
         (root.join("xtask/gpu-bench/ab.sh"), "ab.sh"),
+        (root.join("xtask/gpu-bench/multi.sh"), "multi.sh"),
+        (root.join("xtask/gpu-bench/kvikio_devices.py"), "kvikio_devices.py"),
+        (root.join("xtask/gpu-bench/copy_ceiling.py"), "copy_ceiling.py"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
         (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
         // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
@@ -232,6 +235,14 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
     args.extend(["-DSAFETY_CUDA", "-Iinclude", "-Ihipfile-capi/tests/c", src.as_str(), "-Ltarget/gpu-bench"]);
     args.extend(["-l:libhipfile.so.0", "-ldl", "-lpthread", "-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
+    run("cc", &args, &[])?;
+    // Memory of every device whatever device is current (tests/c/devices.c), over CUDA.
+    let (devices_src, devices) = (root.join("hipfile-capi/tests/c/devices.c"), bundle.join("devices_cuda"));
+    let (src, out) = (devices_src.to_string_lossy().into_owned(), devices.to_string_lossy().into_owned());
+    let mut args: Vec<&str> =
+        vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
+    args.extend(["-DDEVICES_CUDA", "-Iinclude", "-Ihipfile-capi/tests/c", src.as_str(), "-Ltarget/gpu-bench"]);
+    args.extend(["-l:libhipfile.so.0", "-ldl", "-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
     run("cc", &args, &[])?;
     // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
