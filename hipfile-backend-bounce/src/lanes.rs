@@ -182,10 +182,6 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         }
     }
 
-    pub(crate) fn chunk(&self) -> usize {
-        self.chunk
-    }
-
     /// The most lanes this device has.
     pub(crate) fn max(&self) -> usize {
         self.max
