@@ -241,7 +241,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         }
     }
 
-    /// Sets up the lanes and workers of `device` in the background, once.
+    /// Sets up the lanes and workers of `device` in the background, once: the device's
+    /// workers and a thread of its own pin the lanes side by side (pinning is the slow part).
     fn warm(&self, device: i32) {
         let Ok(dev) = self.inner.device(device) else { return };
         if dev.warming.swap(true, Ordering::Relaxed) {
@@ -251,8 +252,22 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         let warmer = std::thread::Builder::new().name(format!("hipfile-warm{device}")).spawn(move || {
             let started = Instant::now();
             let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
-                dev.workers.start_now();
-                Ok(dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed))?)
+                let (tx, rx) = mpsc::channel::<()>();
+                for _ in 1..dev.threads {
+                    let (inner, d, tx) = (Arc::clone(&inner), Arc::clone(&dev), tx.clone());
+                    // As a request's helpers: the job lets go of the backend before it says it
+                    // is done, and this thread waits for every job, so the backend (joined with
+                    // this thread when it goes) never outlives a job or is dropped on a worker.
+                    dev.workers.submit(Box::new(move || {
+                        let _ = d.lanes.prefill(d.threads, &|| inner.closing.load(Ordering::Relaxed));
+                        drop((inner, d));
+                        drop(tx);
+                    }));
+                }
+                drop(tx);
+                let mine = dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed));
+                for () in rx {}
+                Ok(mine?)
             });
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {

@@ -27,13 +27,6 @@ impl WorkerPool {
         WorkerPool { size, name, setup, queue: OnceLock::new() }
     }
 
-    /// Starts the threads now rather than at the first job.
-    pub(crate) fn start_now(&self) {
-        if self.size > 0 {
-            self.queue.get_or_init(|| self.start());
-        }
-    }
-
     /// Runs `job` on a worker (on the calling thread if the pool has no threads).
     pub(crate) fn submit(&self, job: Job) {
         if self.size == 0 {

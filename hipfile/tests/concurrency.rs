@@ -259,6 +259,15 @@ impl Worker<'_> {
     }
 }
 
+/// Sets its flag when dropped, on unwinding too.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 fn soak() -> Duration {
     let secs = std::env::var("HIPFILE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0);
     Duration::from_secs_f64(secs)
@@ -319,6 +328,8 @@ fn threads_against_models_then_everything_is_released() {
                 });
             }
             start.wait();
+            // A failed check below stops the threads too (else the scope would wait for them).
+            let _stop_on_unwind = StopOnDrop(&stop);
             let end = Instant::now() + soak();
             let mut cycles = 0u64;
             let (mut peak_pinned, mut peak_threads, mut peak_fds) = (0, 0, 0);
@@ -326,8 +337,12 @@ fn threads_against_models_then_everything_is_released() {
                 // Within the limits, under load: per device at most its lanes' stages pinned;
                 // threads: the test's, the workers, a stream thread per lane (the mock GPU's);
                 // descriptors: the test's files, two per registration, a ring per lane.
+                // After a close to zero the retiring generation frees its staging once its I/O
+                // has ended, while a new open may already be setting up its own: one
+                // generation's worth more.
                 let pinned = gpu.pinned_allocations().into_values().max().unwrap_or(0);
-                assert!(pinned <= 2 * lanes_per_device, "{pinned} pinned stages on one device");
+                let generations = if racing_close { 2 } else { 1 };
+                assert!(pinned <= generations * 2 * lanes_per_device, "{pinned} pinned stages on one device");
                 let lanes = devices * lanes_per_device;
                 // After a close to zero, the threads it joined may linger a moment in the
                 // kernel's list (a joined thread is still exiting): one generation's worth.
