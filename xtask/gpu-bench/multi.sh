@@ -53,7 +53,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo "== KvikIO, the same file"
-python3 $B/kvikio_devices.py --file "$D/data2g.bin" --devices 0,1 --threads 16,32 --runs 3 > "$OUT/kvikio.txt" 2>&1
+python3 $B/kvikio_devices.py --file "$D/data2g.bin" --devices 0,1 --threads 16,32 --runs 5 > "$OUT/kvikio.txt" 2>&1
 cat "$OUT/kvikio.txt" | grep -v '^{'
 
 echo "== first call: 4 GiB in a fresh process"
