@@ -21,8 +21,8 @@
 //!   current device is left as it was;
 //! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
 //!   and when a buffer is registered (for its device), a background thread pins the lanes a
-//!   request will use and starts the device's workers, so the first request does not pay for
-//!   pinning; the driver's open does not wait for it.
+//!   request will use, so the first request does not pay for pinning; the driver's open does
+//!   not wait for it.
 //!
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
@@ -241,8 +241,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         }
     }
 
-    /// Sets up the lanes and workers of `device` in the background, once: the device's
-    /// workers and a thread of its own pin the lanes side by side (pinning is the slow part).
+    /// Sets up the lanes of `device` in the background, once.
     fn warm(&self, device: i32) {
         let Ok(dev) = self.inner.device(device) else { return };
         if dev.warming.swap(true, Ordering::Relaxed) {
@@ -251,24 +250,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         let inner = Arc::clone(&self.inner);
         let warmer = std::thread::Builder::new().name(format!("hipfile-warm{device}")).spawn(move || {
             let started = Instant::now();
-            let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
-                let (tx, rx) = mpsc::channel::<()>();
-                for _ in 1..dev.threads {
-                    let (inner, d, tx) = (Arc::clone(&inner), Arc::clone(&dev), tx.clone());
-                    // As a request's helpers: the job lets go of the backend before it says it
-                    // is done, and this thread waits for every job, so the backend (joined with
-                    // this thread when it goes) never outlives a job or is dropped on a worker.
-                    dev.workers.submit(Box::new(move || {
-                        let _ = d.lanes.prefill(d.threads, &|| inner.closing.load(Ordering::Relaxed));
-                        drop((inner, d));
-                        drop(tx);
-                    }));
-                }
-                drop(tx);
-                let mine = dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed));
-                for () in rx {}
-                Ok(mine?)
-            });
+            // One thread is enough: on an H200 machine, 16 workers pinning side by side took
+            // as long as one thread alone (130-145 ms for 16 lanes), something in pinning is
+            // serial there.
+            let ready = inner
+                .gpu
+                .set_device(device)
+                .map_err(Error::from)
+                .and_then(|()| Ok(dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed))?));
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {
                 Ok(()) => tracing::debug!(target: "hipfile", "bounce: staging of device {device} ready in {ms:.1} ms"),
