@@ -17,7 +17,7 @@
 //!   through `O_DIRECT`;
 //! - several GPUs: each device has its own lanes and its own workers (set up for it once:
 //!   current device, and on a machine with several NUMA nodes the CPUs and memory of its node,
-//!   see [`topology`]), so requests for different GPUs share no lock or thread; the caller's
+//!   see the `topology` module), so requests for different GPUs share no lock or thread; the caller's
 //!   current device is left as it was;
 //! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
 //!   and when a buffer is registered (for its device), a background thread pins the lanes a
