@@ -16,9 +16,10 @@
 //!   (`HIPFILE_DURABLE_WRITES=false` turns it off); durable writes send the aligned interior
 //!   through `O_DIRECT`;
 //! - several GPUs: each device has its own lanes and its own workers (set up for it once:
-//!   current device, and on a machine with several NUMA nodes the CPUs and memory of its node,
-//!   see the `topology` module), so requests for different GPUs share no lock or thread; the caller's
-//!   current device is left as it was;
+//!   current device, and on a machine with several NUMA nodes the CPUs and memory of its
+//!   node, see the `topology` module), so requests for different GPUs share no lock or
+//!   thread; devices busy at once share the staging budget of one (smaller chunks); the
+//!   caller's current device is left as it was;
 //! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
 //!   and when a buffer is registered (for its device), a background thread pins the lanes a
 //!   request will use, so the first request does not pay for pinning; the driver's open does
