@@ -20,7 +20,7 @@ use crate::sync::{read, write};
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
     /// The closed set of backends (see [`crate::backend_set!`]).
-    type Backend: Backend;
+    type Backend: Backend + 'static;
 
     /// The runtime that answers pointer queries for buffer registration and I/O.
     fn gpu(&self) -> &dyn GpuRuntime;
@@ -73,6 +73,7 @@ pub struct Driver<P: Platform> {
     state: RwLock<State<P::Backend>>,
     next_handle: AtomicU64,
     handle_salt: u64,
+    batches: crate::batch::Batches,
 }
 
 struct State<B> {
@@ -91,6 +92,27 @@ struct Open<B> {
     buffers: HashMap<usize, BufferInfo>,
     /// The fork generation the backends were built in ([`crate::fork`]).
     generation: u64,
+}
+
+/// A checked request, ready to run: what [`Driver::plan`] gives. It holds the file and the
+/// backends, so the driver closing waits for it.
+pub(crate) struct Planned<B> {
+    flight: InFlight<B>,
+    direction: Direction,
+    memory: DeviceSpan,
+    device: i32,
+    file_offset: u64,
+}
+
+impl<B: Backend> Planned<B> {
+    /// Moves the bytes (nothing for an empty request).
+    pub(crate) fn run(self) -> Result<usize> {
+        if self.memory.is_empty() {
+            return Ok(0);
+        }
+        let req = IoRequest::new(self.direction, &self.flight.file, self.memory, self.device, self.file_offset);
+        self.flight.dispatcher.dispatch(&req)
+    }
 }
 
 /// What one request holds while it runs. Fields drop in declaration order: the file (and its
@@ -148,12 +170,17 @@ impl<P: Platform> Driver<P> {
             state: RwLock::new(State { use_count: 0, open: None }),
             next_handle: AtomicU64::new(1),
             handle_salt: (salt | 1 << 63) & !0xffff_ffff,
+            batches: crate::batch::Batches::new((salt.rotate_left(17) | 1 << 63) & !0xffff_ffff),
         }
     }
 
     /// The platform the driver runs on.
     pub fn platform(&self) -> &P {
         &self.platform
+    }
+
+    pub(crate) fn batches(&self) -> &crate::batch::Batches {
+        &self.batches
     }
 
     fn read_state(&self) -> RwLockReadGuard<'_, State<P::Backend>> {
@@ -422,6 +449,20 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
+        self.plan(direction, handle, buffer_base, size, file_offset, buffer_offset)?.run()
+    }
+
+    /// Everything of [`io`](Self::io) but moving the bytes: a checked request, ready to run
+    /// (a batch checks all its entries this way before any runs).
+    pub(crate) fn plan(
+        &self,
+        direction: Direction,
+        handle: HandleId,
+        buffer_base: usize,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<Planned<P::Backend>> {
         let flight = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
@@ -440,15 +481,11 @@ impl<P: Platform> Driver<P> {
             None => self.unregistered_buffer(buffer_base)?,
         };
         let plan = plan_io(buffer_base, buffer_len, size, file_offset, buffer_offset)?;
-        if plan.size == 0 {
-            return Ok(0);
-        }
         // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
         // is either registered device memory (checked against its allocation at
         // registration) or the rest of the device allocation the runtime reported just now.
         let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
-        let req = IoRequest::new(direction, &flight.file, memory, device, plan.file_offset);
-        flight.dispatcher.dispatch(&req)
+        Ok(Planned { flight, direction, memory, device, file_offset: plan.file_offset })
     }
 
     /// Length and device of an unregistered buffer (or a pointer into a registered one): the

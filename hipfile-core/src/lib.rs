@@ -42,6 +42,7 @@
 
 pub mod api;
 pub mod backend;
+pub mod batch;
 pub mod config;
 mod dispatch;
 pub mod driver;
@@ -55,6 +56,7 @@ pub mod sync;
 
 pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
+pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use config::{BackendChoice, BounceSettings, Config};
 pub use driver::{BufferInfo, Driver, HandleId, Platform};
 pub use error::{Error, HipError, OpError, Result};

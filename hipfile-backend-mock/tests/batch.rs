@@ -1,0 +1,206 @@
+//! Batches (semantics §11), end to end on the mock GPU: what upstream's batch tests check, and
+//! cancel and destroy with entries in flight.
+
+mod common;
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use common::{contents, driver, file_with, pattern};
+use hipfile_core::{BatchEntry, Direction, Error, HandleId, OpError};
+
+const OP: usize = 4096;
+
+fn entry(direction: Direction, handle: HandleId, base: usize, i: usize, size: usize) -> BatchEntry {
+    BatchEntry {
+        direction,
+        handle,
+        buffer_base: base,
+        buffer_offset: (i * OP) as i64,
+        file_offset: (i * OP) as i64,
+        size,
+        cookie: 1000 + i,
+    }
+}
+
+/// Cookies of `events` sorted, and every event's bytes.
+fn reaped(events: &[hipfile_core::BatchEvent]) -> (Vec<usize>, Vec<i64>) {
+    let mut cookies: Vec<usize> = events.iter().map(|e| e.cookie).collect();
+    cookies.sort();
+    (cookies, events.iter().map(|e| e.ret()).collect())
+}
+
+#[test]
+fn reads_and_writes_run_and_report_each_entry_once() {
+    let (gpu, d) = driver(&[]);
+    let data = pattern(64 * OP, 3);
+    let (_dir, f) = file_with(&data);
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(64 * OP).unwrap();
+    d.buf_register(dev, 64 * OP, 0).unwrap();
+    let b = d.batch_setup(64).unwrap();
+    let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    d.batch_submit(b, &reads).unwrap();
+    let events = d.batch_status(b, 64, 64, None).unwrap();
+    assert_eq!(reaped(&events), ((1000..1064).collect(), vec![OP as i64; 64]));
+    let mut back = vec![0u8; 64 * OP];
+    gpu.read_device(dev, &mut back).unwrap();
+    assert!(back == data);
+    // Writes, from an unregistered pointer into the buffer, the other way round.
+    let inner = dev + OP;
+    let writes: Vec<_> =
+        (0..8).map(|i| BatchEntry { buffer_base: inner, ..entry(Direction::Write, h, inner, i, OP) }).collect();
+    gpu.write_device(inner, &pattern(8 * OP, 9)).unwrap();
+    d.batch_submit(b, &writes).unwrap();
+    let events = d.batch_status(b, 8, 8, Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(reaped(&events).1, vec![OP as i64; 8]);
+    assert!(contents(&f)[..8 * OP] == pattern(8 * OP, 9)[..]);
+    assert_eq!(d.batch_status(b, 0, 8, None).unwrap(), vec![], "nothing outstanding: no events");
+    d.batch_destroy(b);
+}
+
+#[test]
+fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_reaped() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(&pattern(4 * OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4 * OP).unwrap();
+    let b = d.batch_setup(4).unwrap();
+    let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    d.batch_submit(b, &reads).unwrap();
+    assert_eq!(d.batch_submit(b, &reads[..1]), Err(Error::Op(OpError::BatchFull)));
+    let mut all = Vec::new();
+    while all.len() < 4 {
+        let events = d.batch_status(b, 1, 2, None).unwrap();
+        assert!((1..=2).contains(&events.len()));
+        all.extend(events);
+    }
+    assert_eq!(reaped(&all).0, (1000..1004).collect::<Vec<_>>());
+    d.batch_submit(b, &reads).unwrap(); // room again: every event was reaped
+    assert_eq!(d.batch_status(b, 4, 4, None).unwrap().len(), 4);
+}
+
+#[test]
+fn invalid_submissions_run_nothing() {
+    let (gpu, d) = driver(&[]);
+    let (_dir, f) = file_with(&pattern(4 * OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4 * OP).unwrap();
+    d.buf_register(dev, 4 * OP, 0).unwrap();
+    let b = d.batch_setup(4).unwrap();
+    let good = entry(Direction::Read, h, dev, 0, OP);
+    let past_the_buffer = entry(Direction::Read, h, dev, 3, 2 * OP);
+    let bad_handle = BatchEntry { handle: HandleId(12345), ..good };
+    let negative = BatchEntry { file_offset: -1, ..good };
+    let host = BatchEntry { buffer_base: &good as *const _ as usize, ..good };
+    for (bad, why) in [
+        (past_the_buffer, Error::Op(OpError::InvalidValue)),
+        (bad_handle, Error::Op(OpError::HandleNotRegistered)),
+        (negative, Error::Os(libc::EINVAL)),
+        (host, Error::Op(OpError::HipMemoryTypeInvalid)),
+    ] {
+        assert_eq!(d.batch_submit(b, &[good, bad]), Err(why));
+    }
+    assert_eq!(d.batch_submit(b, &[]), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.batch_status(b, 0, 4, None).unwrap(), vec![], "the good entries never ran");
+    let mut back = vec![1u8; OP];
+    gpu.read_device(dev, &mut back).unwrap();
+    assert!(back.iter().all(|&x| x == 0), "nothing was read");
+    // Status arguments, unknown and destroyed batches, capacities.
+    assert_eq!(d.batch_status(b, 0, 0, None), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.batch_status(b, 2, 1, None), Err(Error::Op(OpError::InvalidValue)));
+    d.batch_destroy(b);
+    d.batch_destroy(b); // twice: ignored
+    assert_eq!(d.batch_submit(b, &[good]), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.batch_cancel(b), Err(Error::Op(OpError::InvalidValue)));
+    for bad in [0, 129] {
+        assert_eq!(d.batch_setup(bad), Err(Error::Op(OpError::InvalidValue)));
+    }
+}
+
+#[test]
+fn setup_needs_no_open_driver_and_zero_sizes_complete_with_zero() {
+    let (gpu, d) = driver(&[]);
+    let b = d.batch_setup(1).unwrap();
+    assert_eq!(d.use_count(), 0);
+    let (_dir, f) = file_with(&pattern(OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(OP).unwrap();
+    d.batch_submit(b, &[entry(Direction::Read, h, dev, 0, 0)]).unwrap();
+    assert_eq!(reaped(&d.batch_status(b, 1, 1, None).unwrap()).1, vec![0]);
+    // Past the end of the file: a short read, as hipFileRead.
+    let tail = BatchEntry { file_offset: (OP / 2) as i64, ..entry(Direction::Read, h, dev, 0, OP) };
+    d.batch_submit(b, &[tail]).unwrap();
+    assert_eq!(reaped(&d.batch_status(b, 1, 1, None).unwrap()).1, vec![(OP / 2) as i64]);
+}
+
+#[test]
+fn a_failing_entry_is_an_event_with_its_error() {
+    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
+    let (_dir, f) = file_with(&pattern(4 * OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(4 * OP).unwrap();
+    gpu.faults().eio_at((2 * OP) as u64);
+    let b = d.batch_setup(4).unwrap();
+    let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    d.batch_submit(b, &reads).unwrap();
+    let mut events = d.batch_status(b, 4, 4, None).unwrap();
+    events.sort_by_key(|e| e.cookie);
+    assert_eq!(events[2].result, Err(Error::Os(libc::EIO)));
+    assert_eq!(events[2].ret(), -i64::from(libc::EIO));
+    assert!(events.iter().enumerate().all(|(i, e)| i == 2 || e.result == Ok(OP)));
+}
+
+#[test]
+fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
+    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
+    let (_dir, f) = file_with(&pattern(128 * OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(128 * OP).unwrap();
+    gpu.faults().delay_copies(Duration::from_millis(20));
+    let b = d.batch_setup(128).unwrap();
+    let reads: Vec<_> = (0..128).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    d.batch_submit(b, &reads).unwrap();
+    let started = Instant::now();
+    let some = d.batch_status(b, 128, 128, Some(Duration::from_millis(30))).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2) && some.len() < 128, "{} events", some.len());
+    d.batch_cancel(b).unwrap();
+    // After the cancel nothing of the batch runs: device memory stays as it is.
+    let mut before = vec![0u8; 128 * OP];
+    gpu.read_device(dev, &mut before).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut after = vec![0u8; 128 * OP];
+    gpu.read_device(dev, &mut after).unwrap();
+    assert!(before == after, "an entry ran after the cancel returned");
+    assert_eq!(d.batch_status(b, 0, 128, None).unwrap(), vec![]);
+    // The batch is reusable.
+    gpu.faults().clear();
+    d.batch_submit(b, &reads[..2]).unwrap();
+    assert_eq!(d.batch_status(b, 2, 2, None).unwrap().len(), 2);
+}
+
+#[test]
+fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
+    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
+    let (_dir, f) = file_with(&pattern(64 * OP, 1));
+    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(64 * OP).unwrap();
+    gpu.faults().delay_copies(Duration::from_millis(5));
+    let b = d.batch_setup(64).unwrap();
+    let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    d.batch_submit(b, &reads).unwrap();
+    d.batch_destroy(b);
+    let mut before = vec![0u8; 64 * OP];
+    gpu.read_device(dev, &mut before).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut after = vec![0u8; 64 * OP];
+    gpu.read_device(dev, &mut after).unwrap();
+    assert!(before == after, "an entry ran after the destroy returned");
+    // Closing the driver with entries queued waits for them (they hold the file), never hangs.
+    let b = d.batch_setup(64).unwrap();
+    d.batch_submit(b, &reads).unwrap();
+    d.close().unwrap();
+    assert_eq!(d.use_count(), 0);
+    let events = d.batch_status(b, 64, 64, Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(events.len(), 64, "the entries queued before the close still finished");
+}

@@ -1,0 +1,296 @@
+//! Batches (semantics §11): `hipFileBatchIOSetUp`, `Submit`, `GetStatus`, `Cancel` and
+//! `Destroy`, with cuFile's semantics where AMD's released code has none.
+//!
+//! A batch is a bounded set of entries in flight. Submitting checks every entry the way a
+//! synchronous call is checked (handle, buffer, offsets) before any runs, all or nothing; the
+//! entries then run concurrently on the driver's batch threads, each through the same dispatch
+//! (and fallback) as `hipFileRead`/`hipFileWrite`, and each finished entry leaves an event.
+//! `GetStatus` reaps events; an entry counts against the batch's capacity from its submission
+//! until its event is reaped (or the batch is canceled). `Cancel` drops the entries that have
+//! not started and waits for those running, so that when it returns (and when `Destroy`
+//! returns) nothing of the batch touches memory any more.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Direction};
+use crate::driver::{Driver, HandleId, Planned, Platform};
+use crate::error::{Error, OpError, Result};
+use crate::sync::{lock, wait};
+
+/// The most entries a batch holds (upstream's `IBatchContext::MAX_SIZE`).
+pub const MAX_BATCH_ENTRIES: usize = 128;
+
+/// Threads running batch entries at most.
+const MAX_BATCH_THREADS: usize = 16;
+
+/// A batch's key: opaque, never reused, never dereferenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchId(pub u64);
+
+/// One entry of a batch: a read or write as `hipFileRead`/`hipFileWrite` take it, and the
+/// caller's cookie, given back with its event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchEntry {
+    /// Which way the bytes go.
+    pub direction: Direction,
+    /// The registered file.
+    pub handle: HandleId,
+    /// The buffer (registered, or any device allocation).
+    pub buffer_base: usize,
+    /// Where in the buffer.
+    pub buffer_offset: i64,
+    /// Where in the file.
+    pub file_offset: i64,
+    /// Bytes to move.
+    pub size: usize,
+    /// The caller's value for this entry.
+    pub cookie: usize,
+}
+
+/// A finished entry: its cookie, and the bytes moved or why it failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchEvent {
+    /// The entry's cookie.
+    pub cookie: usize,
+    /// Bytes moved (fewer at end of file), or the error.
+    pub result: Result<usize>,
+}
+
+impl BatchEvent {
+    /// The event's `ret` as C sees it: the bytes, or a negative `errno` (`-EFBIG`), hipFile
+    /// code (`-5022`) or HIP error.
+    pub fn ret(&self) -> i64 {
+        match &self.result {
+            Ok(n) => *n as i64,
+            Err(Error::Os(errno)) => -i64::from(*errno),
+            Err(Error::Op(op)) => -i64::from(op.code()),
+            Err(Error::Hip(hip)) => -i64::from(hip.0),
+            Err(Error::Config(_)) => -i64::from(OpError::DriverInvalidProps.code()),
+        }
+    }
+}
+
+/// One batch: its capacity and what is in flight.
+struct Batch {
+    capacity: usize,
+    state: Mutex<BatchState>,
+    changed: Condvar,
+}
+
+struct BatchState {
+    /// Bumped by a cancel: entries of an older generation do not run or report.
+    generation: u64,
+    /// Submitted and not reaped (nor canceled).
+    outstanding: usize,
+    /// Running now.
+    running: usize,
+    /// Finished, not reaped.
+    done: VecDeque<BatchEvent>,
+}
+
+/// The batches of a driver and the threads that run their entries.
+pub(crate) struct Batches {
+    batches: Mutex<HashMap<BatchId, Arc<Batch>>>,
+    next: AtomicU64,
+    salt: u64,
+    runner: Runner,
+}
+
+impl Batches {
+    pub(crate) fn new(salt: u64) -> Self {
+        Batches { batches: Mutex::new(HashMap::new()), next: AtomicU64::new(1), salt, runner: Runner::default() }
+    }
+
+    fn get(&self, id: BatchId) -> Result<Arc<Batch>> {
+        lock(&self.batches).get(&id).cloned().ok_or_else(|| OpError::InvalidValue.into())
+    }
+}
+
+impl<P: Platform> Driver<P> {
+    /// `hipFileBatchIOSetUp`: a batch of up to `capacity` entries (1 to
+    /// [`MAX_BATCH_ENTRIES`], else `hipFileInvalidValue`). Needs no open driver.
+    pub fn batch_setup(&self, capacity: usize) -> Result<BatchId> {
+        if !(1..=MAX_BATCH_ENTRIES).contains(&capacity) {
+            return Err(OpError::InvalidValue.into());
+        }
+        let b = self.batches();
+        let id = BatchId(b.salt | b.next.fetch_add(1, Ordering::Relaxed));
+        let state = BatchState { generation: 0, outstanding: 0, running: 0, done: VecDeque::new() };
+        lock(&b.batches).insert(id, Arc::new(Batch { capacity, state: Mutex::new(state), changed: Condvar::new() }));
+        Ok(id)
+    }
+
+    /// `hipFileBatchIOSubmit`: checks every entry as `hipFileRead`/`hipFileWrite` would (the
+    /// first failure is the call's, and nothing runs), then runs them all. More entries than
+    /// the batch has room for is `hipFileBatchFull`; none, or an unknown batch,
+    /// `hipFileInvalidValue`.
+    pub fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
+        let batch = self.batches().get(id)?;
+        if entries.is_empty() {
+            return Err(OpError::InvalidValue.into());
+        }
+        let planned: Vec<(usize, Planned<P::Backend>)> = entries
+            .iter()
+            .map(|e| {
+                let p = self.plan(e.direction, e.handle, e.buffer_base, e.size, e.file_offset, e.buffer_offset)?;
+                Ok((e.cookie, p))
+            })
+            .collect::<Result<_>>()?;
+        let generation = {
+            let mut state = lock(&batch.state);
+            if state.outstanding + entries.len() > batch.capacity {
+                return Err(OpError::BatchFull.into());
+            }
+            state.outstanding += entries.len();
+            state.generation
+        };
+        for (cookie, planned) in planned {
+            let batch = Arc::clone(&batch);
+            self.batches().runner.submit(Box::new(move || run_entry(&batch, generation, cookie, planned)));
+        }
+        Ok(())
+    }
+
+    /// `hipFileBatchIOGetStatus`: waits until at least `min` events are ready, nothing more can
+    /// come, or `timeout` passes (`None`: no limit), then reaps up to `max` events (finished
+    /// entries, in the order they finished). `max` 0 or `min > max` is `hipFileInvalidValue`.
+    pub fn batch_status(
+        &self,
+        id: BatchId,
+        min: usize,
+        max: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Vec<BatchEvent>> {
+        let batch = self.batches().get(id)?;
+        if max == 0 || min > max {
+            return Err(OpError::InvalidValue.into());
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut state = lock(&batch.state);
+        while state.done.len() < min && state.outstanding > state.done.len() {
+            state = match deadline {
+                None => wait(&batch.changed, state),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    batch.changed.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+        let n = state.done.len().min(max);
+        state.outstanding -= n;
+        Ok(state.done.drain(..n).collect())
+    }
+
+    /// `hipFileBatchIOCancel`: entries not started never run; running ones are waited for;
+    /// events not reaped are dropped. The batch is empty (and reusable) afterwards.
+    pub fn batch_cancel(&self, id: BatchId) -> Result<()> {
+        let batch = self.batches().get(id)?;
+        cancel(&batch);
+        Ok(())
+    }
+
+    /// `hipFileBatchIODestroy`: cancels the batch and forgets it (unknown batches are
+    /// ignored). When it returns, nothing of the batch touches memory.
+    pub fn batch_destroy(&self, id: BatchId) {
+        let batch = lock(&self.batches().batches).remove(&id);
+        if let Some(batch) = batch {
+            cancel(&batch);
+        }
+    }
+}
+
+fn cancel(batch: &Batch) {
+    let mut state = lock(&batch.state);
+    state.generation += 1;
+    state.outstanding = 0;
+    state.done.clear();
+    while state.running > 0 {
+        state = wait(&batch.changed, state);
+    }
+    batch.changed.notify_all();
+}
+
+/// Runs one entry, unless its batch was canceled since it was submitted.
+fn run_entry<B: Backend>(batch: &Batch, generation: u64, cookie: usize, planned: Planned<B>) {
+    {
+        let mut state = lock(&batch.state);
+        if state.generation != generation {
+            return;
+        }
+        state.running += 1;
+    }
+    // A panic would leave the entry running forever (and a cancel waiting for it).
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| planned.run()))
+        .unwrap_or_else(|_| Err(OpError::InternalError.into()));
+    let mut state = lock(&batch.state);
+    state.running -= 1;
+    if state.generation == generation {
+        state.done.push_back(BatchEvent { cookie, result });
+    }
+    batch.changed.notify_all();
+}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The queue into the threads, and the threads.
+type Threads = (Sender<Job>, Vec<JoinHandle<()>>);
+
+/// The threads that run batch entries, started at the first submission, joined when the driver
+/// goes.
+#[derive(Default)]
+struct Runner {
+    queue: Mutex<Option<Threads>>,
+}
+
+impl Runner {
+    fn submit(&self, job: Job) {
+        let mut queue = lock(&self.queue);
+        let (tx, _) = queue.get_or_insert_with(Self::start);
+        if let Err(mpsc::SendError(job)) = tx.send(job) {
+            drop(queue);
+            job(); // no thread could be started: run it here
+        }
+    }
+
+    fn start() -> Threads {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let n = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, MAX_BATCH_THREADS);
+        let threads = (0..n)
+            .filter_map(|i| {
+                let rx = Arc::clone(&rx);
+                std::thread::Builder::new().name(format!("hipfile-batch-{i}")).spawn(move || run(&rx)).ok()
+            })
+            .collect();
+        (tx, threads)
+    }
+}
+
+fn run(rx: &Mutex<Receiver<Job>>) {
+    loop {
+        let job = match lock(rx).recv() {
+            Ok(job) => job,
+            Err(_) => return,
+        };
+        job(); // entries catch their own panics (`run_entry`)
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some((tx, threads)) = lock(&self.queue).take() {
+            drop(tx);
+            for t in threads {
+                let _ = t.join();
+            }
+        }
+    }
+}
