@@ -4,8 +4,8 @@
  * Types, enum names and values, struct layouts and macros are AMD's (hipFile 0.2.0 with the
  * stats types). Only functions the library exports are declared: tests/header.rs checks that
  * every prototype here matches an export and that every export is declared. Functions that
- * later versions of hipfile-rs implement (batch, async, parameters, properties, stats) are
- * added here together with their implementation.
+ * later versions of hipfile-rs implement (async, parameters, properties, stats) are added here
+ * together with their implementation.
  *
  * Link with -lhipfile. Include <hip/hip_runtime_api.h> requirements apply: define
  * __HIP_PLATFORM_AMD__ (or __HIP_PLATFORM_NVIDIA__) when compiling.
@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h> /* abs() in HIPFILE_ERRSTR and IS_HIPFILE_ERR */
 #include <sys/socket.h> /* struct sockaddr in hipFileFSOps_t */
+#include <time.h>       /* struct timespec in hipFileBatchIOGetStatus */
 #include <sys/types.h>
 
 #if defined(__GNUC__)
@@ -297,6 +298,30 @@ typedef struct hipFileIOEvents {
 } hipFileIOEvents_t;
 
 typedef void *hipFileBatchHandle_t;
+
+/* A batch of up to max_nr (1 to 128) entries, stored in *batch_idp; needs no open driver. */
+HIPFILE_API
+hipFileError_t hipFileBatchIOSetUp(hipFileBatchHandle_t *batch_idp, unsigned max_nr);
+
+/* Checks the nr entries of iocbp as hipFileRead/hipFileWrite would, all before any runs
+ * (hipFileBatchFull past the batch's capacity), then runs them. flags is unused. */
+HIPFILE_API
+hipFileError_t hipFileBatchIOSubmit(hipFileBatchHandle_t batch_idp, unsigned nr, hipFileIOParams_t *iocbp,
+                                    unsigned flags);
+
+/* Waits until min_nr entries have finished, none is left, or timeout passes (NULL: no limit),
+ * then stores up to *nr events in iocbp and their number in *nr. */
+HIPFILE_API
+hipFileError_t hipFileBatchIOGetStatus(hipFileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
+                                       hipFileIOEvents_t *iocbp, struct timespec *timeout);
+
+/* Entries not started never run, running ones are waited for; the batch is reusable. */
+HIPFILE_API
+hipFileError_t hipFileBatchIOCancel(hipFileBatchHandle_t batch_idp);
+
+/* Cancels and forgets the batch (NULL is ignored); nothing of it touches memory afterwards. */
+HIPFILE_API
+void hipFileBatchIODestroy(hipFileBatchHandle_t batch_idp);
 
 /* ------------------------------------------------------------------ async */
 

@@ -204,3 +204,26 @@ fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
     let events = d.batch_status(b, 64, 64, Some(Duration::from_secs(10))).unwrap();
     assert_eq!(events.len(), 64, "the entries queued before the close still finished");
 }
+
+#[test]
+fn the_rust_api_destroys_a_batch_on_drop() {
+    use std::sync::Arc;
+    let (gpu, d) = driver(&[]);
+    let d = Arc::new(d);
+    let guard = hipfile_core::DriverGuard::open(Arc::clone(&d)).unwrap();
+    let data = pattern(8 * OP, 4);
+    let (_dir, f) = file_with(&data);
+    let file = guard.register_file(&f).unwrap();
+    let dev = gpu.malloc(8 * OP).unwrap();
+    let id = {
+        let batch = guard.batch(8).unwrap();
+        let reads: Vec<_> = (0..8).map(|i| entry(Direction::Read, file.id(), dev, i, OP)).collect();
+        batch.submit(&reads).unwrap();
+        assert_eq!(batch.status(8, 8, None).unwrap().len(), 8);
+        batch.id()
+    };
+    assert_eq!(d.batch_cancel(id), Err(Error::Op(OpError::InvalidValue)), "destroyed on drop");
+    let mut back = vec![0u8; 8 * OP];
+    gpu.read_device(dev, &mut back).unwrap();
+    assert!(back == data);
+}

@@ -19,6 +19,70 @@ pub type hipFileHandle_t = *mut c_void;
 /// `hoff_t` (`off_t`).
 pub type hoff_t = libc::off_t;
 
+/// `hipFileBatchHandle_t`: an opaque key of the driver's batch registry.
+pub type hipFileBatchHandle_t = *mut c_void;
+
+/// `hipFileBatch`, the one `hipFileBatchMode_t`.
+pub const BATCH_MODE: c_int = 1;
+/// `hipFileBatchRead` and `hipFileBatchWrite` (`hipFileOpcode_t`).
+pub const BATCH_READ: c_int = 0;
+/// See [`BATCH_READ`].
+pub const BATCH_WRITE: c_int = 1;
+/// `hipFileComplete` and `hipFileFailed` (`hipFileStatus_t`).
+pub const STATUS_COMPLETE: c_int = 1 << 4;
+/// See [`STATUS_COMPLETE`].
+pub const STATUS_FAILED: c_int = 1 << 6;
+
+/// The `batch` member of `hipFileIOParams_t`'s union.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct hipFileBatchParams {
+    /// The buffer (registered, or any device allocation).
+    pub devPtr_base: *mut c_void,
+    /// Where in the file.
+    pub file_offset: i64,
+    /// Where in the buffer.
+    pub devPtr_offset: i64,
+    /// Bytes to move.
+    pub size: usize,
+}
+
+/// The union of `hipFileIOParams_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union hipFileIOParamsUnion {
+    /// The one member.
+    pub batch: hipFileBatchParams,
+}
+
+/// `hipFileIOParams_t`: one batch entry.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct hipFileIOParams_t {
+    /// A `hipFileBatchMode_t`, taken as an `int` and validated.
+    pub mode: c_int,
+    /// The entry.
+    pub u: hipFileIOParamsUnion,
+    /// The registered file.
+    pub fh: hipFileHandle_t,
+    /// A `hipFileOpcode_t`, taken as an `int` and validated.
+    pub opcode: c_int,
+    /// The caller's value, given back with the event.
+    pub cookie: *mut c_void,
+}
+
+/// `hipFileIOEvents_t`: one finished entry.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct hipFileIOEvents_t {
+    /// The entry's cookie.
+    pub cookie: *mut c_void,
+    /// A `hipFileStatus_t`.
+    pub status: c_int,
+    /// Bytes moved, or a negative error in a `size_t`.
+    pub ret: usize,
+}
+
 /// `hipFileHandleTypeOpaqueFD`.
 pub const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 /// `hipFileHandleTypeOpaqueWin32`.
@@ -133,6 +197,17 @@ pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batch_structures_have_amds_layout() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<hipFileIOParams_t>(), 64);
+        assert_eq!([offset_of!(hipFileIOParams_t, u), offset_of!(hipFileIOParams_t, fh)], [8, 40],);
+        assert_eq!([offset_of!(hipFileIOParams_t, opcode), offset_of!(hipFileIOParams_t, cookie)], [48, 56]);
+        assert_eq!([offset_of!(hipFileBatchParams, file_offset), offset_of!(hipFileBatchParams, size)], [8, 24]);
+        assert_eq!(size_of::<hipFileIOEvents_t>(), 24);
+        assert_eq!([offset_of!(hipFileIOEvents_t, status), offset_of!(hipFileIOEvents_t, ret)], [8, 16]);
+    }
     use hipfile::{Error, HipError};
 
     #[test]

@@ -18,13 +18,17 @@ pub mod ffi;
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use hipfile::error::op_error_cstr;
 use hipfile::log::log_once;
-use hipfile::{Driver, Error, HandleId, OpError, Result};
+use hipfile::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError, Result};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
-pub use ffi::{hipError_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileOpError_t, hoff_t};
+pub use ffi::{
+    hipError_t, hipFileBatchHandle_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileIOEvents_t,
+    hipFileIOParams_t, hipFileOpError_t, hoff_t,
+};
 use hipfile::{SystemBackend, SystemPlatform};
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
@@ -211,6 +215,149 @@ pub extern "C" fn hipFileWrite(
 /// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
 fn io(transfer: impl FnOnce(&Driver<SystemPlatform>) -> Result<usize>) -> libc::ssize_t {
     boundary(|| ssize_return(driver().map_err(|_| OpError::DriverNotInitialized.into()).and_then(transfer)))
+}
+
+/// `hipFileBatchIOSetUp`: a batch of up to `max_nr` entries (1 to 128), stored in
+/// `*batch_idp`. Does not need an open driver.
+///
+/// Returns `hipFileInvalidValue` (null pointer, capacity out of range).
+///
+/// # Safety
+/// `batch_idp` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileBatchIOSetUp(batch_idp: *mut hipFileBatchHandle_t, max_nr: c_uint) -> hipFileError_t {
+    boundary(|| {
+        if batch_idp.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        hipFileError_t::from_result(driver().and_then(|d| {
+            d.batch_setup(max_nr as usize).map(|id| {
+                // SAFETY: non-null, and writable by the caller's contract.
+                unsafe { batch_idp.write(id.0 as hipFileBatchHandle_t) };
+            })
+        }))
+    })
+}
+
+/// `hipFileBatchIOSubmit`: checks the `nr` entries of `iocbp` as `hipFileRead`/`hipFileWrite`
+/// would, all before any runs, then runs them. `flags` is unused (as upstream).
+///
+/// Returns `hipFileInvalidValue` (unknown batch, `nr` 0, null `iocbp`, bad mode or opcode, a
+/// buffer range out of bounds), `hipFileBatchFull` (more entries than the batch has room for),
+/// `hipFileHandleNotRegistered`, `hipFileHipMemoryTypeInvalid`, or the error an entry would
+/// have had as a synchronous call.
+///
+/// # Safety
+/// `iocbp` must be null or point to `nr` readable entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileBatchIOSubmit(
+    batch_idp: hipFileBatchHandle_t,
+    nr: c_uint,
+    iocbp: *mut hipFileIOParams_t,
+    _flags: c_uint,
+) -> hipFileError_t {
+    boundary(|| {
+        if nr == 0 || iocbp.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        // SAFETY: non-null, `nr` readable entries by the caller's contract.
+        let params = unsafe { std::slice::from_raw_parts(iocbp, nr as usize) };
+        let mut entries = Vec::with_capacity(params.len());
+        for p in params {
+            let direction = match (p.mode, p.opcode) {
+                (ffi::BATCH_MODE, ffi::BATCH_READ) => Direction::Read,
+                (ffi::BATCH_MODE, ffi::BATCH_WRITE) => Direction::Write,
+                _ => return hipFileError_t::op(OpError::InvalidValue),
+            };
+            // SAFETY: `batch` is the union's one member.
+            let b = unsafe { p.u.batch };
+            entries.push(BatchEntry {
+                direction,
+                handle: HandleId(p.fh as u64),
+                buffer_base: b.devPtr_base as usize,
+                buffer_offset: b.devPtr_offset,
+                file_offset: b.file_offset,
+                size: b.size,
+                cookie: p.cookie as usize,
+            });
+        }
+        hipFileError_t::from_result(driver().and_then(|d| d.batch_submit(BatchId(batch_idp as u64), &entries)))
+    })
+}
+
+/// `hipFileBatchIOGetStatus`: waits until at least `min_nr` entries have finished, none is
+/// left, or `timeout` passes (null: no limit), then stores up to `*nr` events in `iocbp` and
+/// their number in `*nr`. An event is `hipFileComplete` with the bytes moved, or
+/// `hipFileFailed` with a negative error (`-errno`, `-hipFileOpError` or `-hipError_t`) in
+/// `ret`.
+///
+/// Returns `hipFileInvalidValue` (unknown batch, null `nr` or `iocbp`, `*nr` 0, `min_nr >
+/// *nr`, a negative timeout).
+///
+/// # Safety
+/// `nr` must be null or readable and writable; `iocbp` null or writable for `*nr` events;
+/// `timeout` null or readable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileBatchIOGetStatus(
+    batch_idp: hipFileBatchHandle_t,
+    min_nr: c_uint,
+    nr: *mut c_uint,
+    iocbp: *mut hipFileIOEvents_t,
+    timeout: *mut libc::timespec,
+) -> hipFileError_t {
+    boundary(|| {
+        if nr.is_null() || iocbp.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        // SAFETY: non-null, readable by the caller's contract.
+        let max = unsafe { nr.read() } as usize;
+        let timeout = if timeout.is_null() {
+            None
+        } else {
+            // SAFETY: non-null, readable by the caller's contract.
+            let t = unsafe { timeout.read() };
+            match (u64::try_from(t.tv_sec), u32::try_from(t.tv_nsec)) {
+                (Ok(secs), Ok(nanos)) if nanos < 1_000_000_000 => Some(Duration::new(secs, nanos)),
+                _ => return hipFileError_t::op(OpError::InvalidValue),
+            }
+        };
+        let events =
+            match driver().and_then(|d| d.batch_status(BatchId(batch_idp as u64), min_nr as usize, max, timeout)) {
+                Ok(events) => events,
+                Err(e) => return hipFileError_t::from_result(Err(e)),
+            };
+        for (i, e) in events.iter().enumerate() {
+            let status = if e.result.is_ok() { ffi::STATUS_COMPLETE } else { ffi::STATUS_FAILED };
+            let event = hipFileIOEvents_t { cookie: e.cookie as *mut c_void, status, ret: e.ret() as usize };
+            // SAFETY: `i < events.len() <= max`: inside the caller's `*nr` events (the memory
+            // may be uninitialised: it is written, never read).
+            let slot = unsafe { iocbp.add(i) };
+            // SAFETY: as above.
+            unsafe { slot.write(event) };
+        }
+        // SAFETY: as above; `events.len() <= max` fits.
+        unsafe { nr.write(events.len() as c_uint) };
+        hipFileError_t::SUCCESS
+    })
+}
+
+/// `hipFileBatchIOCancel`: entries not started never run, running ones are waited for, events
+/// not reaped are dropped; the batch can take new entries afterwards. `hipFileInvalidValue`
+/// for an unknown batch.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileBatchIOCancel(batch_idp: hipFileBatchHandle_t) -> hipFileError_t {
+    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.batch_cancel(BatchId(batch_idp as u64)))))
+}
+
+/// `hipFileBatchIODestroy`: cancels the batch and forgets it; null and unknown batches are
+/// ignored. When it returns, nothing of the batch touches memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileBatchIODestroy(batch_idp: hipFileBatchHandle_t) {
+    boundary(|| {
+        if let Ok(d) = driver() {
+            d.batch_destroy(BatchId(batch_idp as u64));
+        }
+    })
 }
 
 /// `hipFileGetOpErrorString`: a static description of any value ("Unknown hipFile error"

@@ -134,6 +134,29 @@ fn copy_with_the_static_library() {
     copy(Flavour::Static, "auto");
 }
 
+/// `batch`: the batch API case by case (tests/c/batch.c).
+fn batch(flavour: Flavour, backend: &str) {
+    let exe = build("batch", flavour, &[]);
+    let dir = scratch("c-data");
+    let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn batches_as_upstreams_tests_have_them_auto() {
+    batch(Flavour::Plain, "auto");
+}
+
+#[test]
+fn batches_as_upstreams_tests_have_them_bounce() {
+    batch(Flavour::Plain, "bounce");
+}
+
+#[test]
+fn batches_under_sanitizers() {
+    batch(Flavour::Sanitized, "auto");
+}
+
 /// `devices` with two mock devices: buffers of either device, registered or not, whatever
 /// device is current, which stays current.
 fn devices(flavour: Flavour, backend: &str) {

@@ -77,7 +77,12 @@ fn rust_prototypes() -> String {
         usize_is_size_t: true,
         no_includes: true,
         documentation: false,
-        export: cbindgen::ExportConfig { item_types: vec![cbindgen::ItemType::Functions], ..Default::default() },
+        export: cbindgen::ExportConfig {
+            item_types: vec![cbindgen::ItemType::Functions],
+            // A C struct with no typedef: cbindgen names it bare.
+            rename: [("timespec".to_owned(), "struct timespec".to_owned())].into(),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let bindings = cbindgen::Builder::new()

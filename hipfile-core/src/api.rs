@@ -4,6 +4,7 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
 
+use crate::batch::{BatchEntry, BatchEvent, BatchId};
 use crate::driver::{Driver, HandleId, Platform};
 use crate::error::{Error, Result};
 
@@ -30,6 +31,12 @@ impl<P: Platform> DriverGuard<P> {
         let fd = file.as_fd();
         let id = self.driver.handle_register(fd.as_raw_fd())?;
         Ok(RegisteredFile { driver: &self.driver, id, _fd: fd })
+    }
+
+    /// A batch of up to `capacity` entries (`hipFileBatchIOSetUp`, 1 to 128); destroyed on
+    /// drop, after its running entries have finished.
+    pub fn batch(&self, capacity: usize) -> Result<Batch<'_, P>> {
+        Ok(Batch { driver: &self.driver, id: self.driver.batch_setup(capacity)? })
     }
 
     /// Registers the device memory `[addr, addr + len)`; deregistered on drop.
@@ -132,5 +139,41 @@ impl<P: Platform> RegisteredBuffer<'_, P> {
 impl<P: Platform> Drop for RegisteredBuffer<'_, P> {
     fn drop(&mut self) {
         let _ = self.driver.buf_deregister(self.addr);
+    }
+}
+
+/// A batch (semantics §11): entries submitted together run concurrently and are reaped as
+/// events. Dropping it cancels what has not run and waits for what is running.
+pub struct Batch<'a, P: Platform> {
+    driver: &'a Driver<P>,
+    id: BatchId,
+}
+
+impl<P: Platform> Batch<'_, P> {
+    /// The batch's key.
+    pub fn id(&self) -> BatchId {
+        self.id
+    }
+
+    /// Checks every entry, then runs them all (`hipFileBatchIOSubmit`).
+    pub fn submit(&self, entries: &[BatchEntry]) -> Result<()> {
+        self.driver.batch_submit(self.id, entries)
+    }
+
+    /// Waits for at least `min` events (or until nothing more can come, or `timeout`) and
+    /// reaps up to `max` (`hipFileBatchIOGetStatus`).
+    pub fn status(&self, min: usize, max: usize, timeout: Option<std::time::Duration>) -> Result<Vec<BatchEvent>> {
+        self.driver.batch_status(self.id, min, max, timeout)
+    }
+
+    /// Drops what has not run and waits for what is running (`hipFileBatchIOCancel`).
+    pub fn cancel(&self) -> Result<()> {
+        self.driver.batch_cancel(self.id)
+    }
+}
+
+impl<P: Platform> Drop for Batch<'_, P> {
+    fn drop(&mut self) {
+        self.driver.batch_destroy(self.id);
     }
 }

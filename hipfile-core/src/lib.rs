@@ -54,7 +54,7 @@ pub mod io;
 pub mod log;
 pub mod sync;
 
-pub use api::{DriverGuard, RegisteredBuffer, RegisteredFile};
+pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
 pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use config::{BackendChoice, BounceSettings, Config};

@@ -34,8 +34,9 @@
 mod platform;
 
 pub use hipfile_core::{
-    BackendChoice, BounceSettings, Capability, Config, Declined, DeviceCopy, DeviceSpan, Driver, DriverGuard, Error,
-    GpuRuntime, HandleId, HipError, OpError, RegisteredBuffer, RegisteredFile, Result, max_rw_count,
+    BackendChoice, Batch, BatchEntry, BatchEvent, BatchId, BounceSettings, Capability, Config, Declined, DeviceCopy,
+    DeviceSpan, Direction, Driver, DriverGuard, Error, GpuRuntime, HandleId, HipError, OpError, RegisteredBuffer,
+    RegisteredFile, Result, max_rw_count,
 };
 pub use platform::{SystemBackend, SystemPlatform, unavailable};
 
