@@ -227,3 +227,72 @@ fn the_rust_api_destroys_a_batch_on_drop() {
     gpu.read_device(dev, &mut back).unwrap();
     assert!(back == data);
 }
+
+#[test]
+fn many_threads_with_batches_and_little_staging_finish() {
+    // A staging limit of 1 MiB (a few 64 KiB lanes) shared by 8 threads, each keeping a batch
+    // of 32 entries of 16-256 KiB in flight: entries wait for lanes, never deadlock.
+    let (gpu, d) = driver(&[
+        ("HIPFILE_BACKEND", "bounce"),
+        ("HIPFILE_BOUNCE_MEMORY_MIB", "1"),
+        ("HIPFILE_BOUNCE_CHUNK_KIB", "64"),
+        ("HIPFILE_BOUNCE_THREADS", "4"),
+    ]);
+    const REGION: usize = 4 << 20;
+    let data = pattern(8 * REGION, 7);
+    let (_dir, f) = file_with(&data);
+    let (_odir, out) = file_with(&vec![0u8; 8 * REGION]);
+    let input = d.handle_register(f.as_raw_fd()).unwrap();
+    let output = d.handle_register(out.as_raw_fd()).unwrap();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..8usize {
+            let (d, gpu, data) = (&d, &gpu, &data);
+            s.spawn(move || {
+                let dev = gpu.malloc(REGION).unwrap();
+                let b = d.batch_setup(32).unwrap();
+                let mut x = t as u64 + 1;
+                for round in 0..6 {
+                    let direction = if round % 2 == 0 { Direction::Read } else { Direction::Write };
+                    let handle = if direction == Direction::Read { input } else { output };
+                    let mut entries = Vec::new();
+                    let mut at = 0;
+                    while entries.len() < 32 && at < REGION {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let size = (16 << 10) * (1 + (x % 16) as usize).min((REGION - at) / (16 << 10));
+                        entries.push(BatchEntry {
+                            direction,
+                            handle,
+                            buffer_base: dev,
+                            buffer_offset: at as i64,
+                            file_offset: (t * REGION + at) as i64,
+                            size,
+                            cookie: entries.len(),
+                        });
+                        at += size;
+                    }
+                    d.batch_submit(b, &entries).unwrap();
+                    let events = d.batch_status(b, entries.len(), 32, None).unwrap();
+                    assert_eq!(events.len(), entries.len());
+                    assert!(events.iter().all(|e| e.result == Ok(entries[e.cookie].size)), "{events:?}");
+                    if direction == Direction::Read {
+                        let mut back = vec![0u8; at];
+                        gpu.read_device(dev, &mut back).unwrap();
+                        assert!(back[..] == data[t * REGION..t * REGION + at], "thread {t} round {round}");
+                    }
+                }
+                d.batch_destroy(b);
+            });
+        }
+    });
+    assert!(started.elapsed() < Duration::from_secs(50), "took {:?}", started.elapsed());
+    // Every write copied device bytes that the read before it had filled from the input.
+    let written = contents(&out);
+    for t in 0..8 {
+        let region = &written[t * REGION..(t + 1) * REGION];
+        let n = region.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        assert!(region[..n] == data[t * REGION..t * REGION + n], "thread {t}'s writes");
+    }
+}

@@ -65,6 +65,11 @@ fn offset(value: u64) -> Result<i64> {
 }
 
 impl<P: Platform> RegisteredFile<'_, P> {
+    /// The driver the file is registered with.
+    pub fn driver(&self) -> &Driver<P> {
+        self.driver
+    }
+
     /// The handle's key (what the C ABI hands out as `hipFileHandle_t`).
     pub fn id(&self) -> HandleId {
         self.id

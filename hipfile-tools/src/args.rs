@@ -79,6 +79,10 @@ pub(crate) struct BenchArgs {
     /// together
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub(crate) devices: Vec<i32>,
+    /// Issue each thread's calls as batches of up to N entries (hipFileBatchIO*), each waited
+    /// for before the next (0: one synchronous call at a time)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = batch_size)]
+    pub(crate) batch: usize,
     /// Calls per random run
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,
@@ -151,6 +155,10 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         .and_then(|n| n.checked_mul(1 << shift))
         .filter(|&n| n > 0)
         .ok_or_else(|| format!("not a size: {text:?} (use e.g. 4096, 64K, 256M, 4G)"))
+}
+
+fn batch_size(text: &str) -> Result<usize, String> {
+    text.parse().ok().filter(|&n| n <= hipfile::MAX_BATCH_ENTRIES).ok_or_else(|| format!("not 0 to 128: {text:?}"))
 }
 
 fn positive(text: &str) -> Result<usize, String> {

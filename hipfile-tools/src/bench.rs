@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use hipfile::io::{pread, transfer_loop};
 use hipfile::mock::MockGpu;
 use hipfile::{
-    Capability, Declined, DeviceCopy, DeviceSpan, Driver, DriverGuard, GpuRuntime, RegisteredFile, SystemPlatform,
-    max_rw_count,
+    BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
+    RegisteredFile, SystemPlatform, max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -351,7 +351,10 @@ fn measure(
                         ready.wait();
                         made_current?;
                         let start = Instant::now();
-                        for &(offset, at, len) in mine {
+                        if args.batch > 0 {
+                            batched(file, mode, memory, mine, args.batch, done)?;
+                        }
+                        for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0) {
                             let dev = memory.addr();
                             let n = if mode.is_read() {
                                 file.read(dev, len, offset, at as u64)
@@ -412,6 +415,49 @@ fn measure(
         verified,
         profile: Vec::new(),
     })
+}
+
+/// `calls` as batches of up to `size` entries (`hipFileBatchIO*`): each batch submitted whole
+/// and waited for before the next.
+fn batched(
+    file: &RegisteredFile<'_, Sys>,
+    mode: Mode,
+    memory: DeviceSpan,
+    calls: &[Call],
+    size: usize,
+    done: &AtomicU64,
+) -> Result<(), String> {
+    let batch = file.driver().batch_setup(size).map_err(|e| format!("batch setup: {e}"))?;
+    let direction = if mode.is_read() { Direction::Read } else { Direction::Write };
+    let result = calls.chunks(size).try_for_each(|group| {
+        let entries: Vec<BatchEntry> = group
+            .iter()
+            .enumerate()
+            .map(|(i, &(offset, at, len))| BatchEntry {
+                direction,
+                handle: file.id(),
+                buffer_base: memory.addr(),
+                buffer_offset: at as i64,
+                file_offset: offset as i64,
+                size: len,
+                cookie: i,
+            })
+            .collect();
+        file.driver().batch_submit(batch, &entries).map_err(|e| format!("batch submit: {e}"))?;
+        let events = file.driver().batch_status(batch, entries.len(), entries.len(), None);
+        let events = events.map_err(|e| format!("batch status: {e}"))?;
+        for e in &events {
+            match e.result {
+                Ok(n) if n == entries[e.cookie].size => {
+                    done.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                ref other => return Err(format!("{} entry {}: {other:?}", mode.name(), e.cookie)),
+            }
+        }
+        Ok(())
+    });
+    file.driver().batch_destroy(batch);
+    result
 }
 
 /// A progress bar on stderr, when it is a terminal, while a run lasts more than a second,

@@ -90,6 +90,49 @@ fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
 }
 
 #[test]
+fn every_mode_runs_verified_as_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.dat");
+    let f = file.to_str().unwrap();
+    for backend in ["bounce", "mock"] {
+        let args = [
+            "bench",
+            "--file",
+            f,
+            "--size",
+            "8M",
+            "--io-size",
+            "256K",
+            "--threads",
+            "2",
+            "--batch",
+            "8",
+            "--mode",
+            "read,write,randread,randwrite",
+            "--count",
+            "24",
+            "--runs",
+            "2",
+            "--backend",
+            backend,
+            "--json",
+            "--profile",
+        ];
+        let (ok, out, err) = hipfile(&args);
+        assert!(ok, "{backend}: {err}");
+        let report: Value = serde_json::from_str(&out).expect("valid JSON");
+        let results = report["results"].as_array().unwrap();
+        assert!(results.len() == 4 && results.iter().all(|r| r["verified"] == true), "{backend}: {out}");
+        if backend == "bounce" {
+            // Every entry of every run went through the backend: 24 calls, twice.
+            assert_eq!(results[2]["profile"]["bounce"]["served_requests"], 48, "{out}");
+        }
+    }
+    let (ok, _, err) = hipfile(&["bench", "--batch", "129"]);
+    assert!(!ok && err.contains("0 to 128"), "{err}");
+}
+
+#[test]
 fn no_arguments_runs_a_short_verified_benchmark() {
     let (ok, out, err) = hipfile(&["bench"]);
     assert!(ok, "{err}");

@@ -35,8 +35,8 @@ mod platform;
 
 pub use hipfile_core::{
     BackendChoice, Batch, BatchEntry, BatchEvent, BatchId, BounceSettings, Capability, Config, Declined, DeviceCopy,
-    DeviceSpan, Direction, Driver, DriverGuard, Error, GpuRuntime, HandleId, HipError, OpError, RegisteredBuffer,
-    RegisteredFile, Result, max_rw_count,
+    DeviceSpan, Direction, Driver, DriverGuard, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError,
+    RegisteredBuffer, RegisteredFile, Result, max_rw_count,
 };
 pub use platform::{SystemBackend, SystemPlatform, unavailable};
 
