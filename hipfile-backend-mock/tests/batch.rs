@@ -296,3 +296,127 @@ fn many_threads_with_batches_and_little_staging_finish() {
         assert!(region[..n] == data[t * REGION..t * REGION + n], "thread {t}'s writes");
     }
 }
+
+mod model {
+    //! Random batch sessions against a model: capacity, event counts, and the bytes of the
+    //! file and of device memory once every event is reaped.
+    use super::*;
+    use proptest::prelude::*;
+
+    const SLOTS: usize = 16;
+    const SLOT: usize = 8192;
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Entries on distinct slots: (slot, write?, bytes).
+        Submit(Vec<(usize, bool, usize)>),
+        /// Reap with this event buffer size, waiting for all that is outstanding or fewer.
+        Reap { max: usize, all: bool },
+        /// Cancel with nothing running (after a full reap): the batch stays usable.
+        CancelIdle,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => proptest::sample::subsequence((0..SLOTS).collect::<Vec<_>>(), 1..8)
+                .prop_flat_map(|slots| {
+                    let n = slots.len();
+                    (Just(slots), proptest::collection::vec((any::<bool>(), 1..=SLOT), n))
+                })
+                .prop_map(|(slots, kinds)| Step::Submit(
+                    slots.into_iter().zip(kinds).map(|(s, (w, len))| (s, w, len)).collect()
+                )),
+            2 => (1usize..10, any::<bool>()).prop_map(|(max, all)| Step::Reap { max, all }),
+            1 => Just(Step::CancelIdle),
+        ]
+    }
+
+    /// Applies reaped events to the models: each event's entry is pending, moved all its
+    /// bytes, and leaves the pending list.
+    fn settle(
+        events: &[hipfile_core::BatchEvent],
+        pending: &mut Vec<(usize, bool, usize)>,
+        file_model: &mut [u8],
+        dev_model: &mut [u8],
+    ) -> Result<(), TestCaseError> {
+        for e in events {
+            let i = pending.iter().position(|p| p.0 == e.cookie).expect("an event per entry");
+            let (slot, write, len) = pending.remove(i);
+            prop_assert_eq!(&e.result, &Ok(len));
+            let r = slot * SLOT..slot * SLOT + len;
+            if write {
+                file_model[r.clone()].copy_from_slice(&dev_model[r]);
+            } else {
+                dev_model[r.clone()].copy_from_slice(&file_model[r]);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn batches_match_the_model(capacity in 1usize..12, steps in proptest::collection::vec(step(), 1..24)) {
+            let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_CHUNK_KIB", "64")]);
+            let mut file_model = pattern(SLOTS * SLOT, 5);
+            let (_dir, f) = file_with(&file_model);
+            let h = d.handle_register(f.as_raw_fd()).unwrap();
+            let dev = gpu.malloc(SLOTS * SLOT).unwrap();
+            let mut dev_model = pattern(SLOTS * SLOT, 77);
+            gpu.write_device(dev, &dev_model).unwrap();
+            let b = d.batch_setup(capacity).unwrap();
+            let mut outstanding = 0usize;
+            let mut pending: Vec<(usize, bool, usize)> = Vec::new(); // submitted, their effect not yet in the models
+            for step in steps {
+                match step {
+                    Step::Submit(entries) => {
+                        // Slots already in flight would race with these: skip such steps.
+                        if entries.iter().any(|e| pending.iter().any(|p| p.0 == e.0)) {
+                            continue;
+                        }
+                        let batch: Vec<BatchEntry> = entries.iter().map(|&(slot, write, len)| BatchEntry {
+                            direction: if write { Direction::Write } else { Direction::Read },
+                            handle: h,
+                            buffer_base: dev,
+                            buffer_offset: (slot * SLOT) as i64,
+                            file_offset: (slot * SLOT) as i64,
+                            size: len,
+                            cookie: slot,
+                        }).collect();
+                        let result = d.batch_submit(b, &batch);
+                        if outstanding + entries.len() > capacity {
+                            prop_assert_eq!(result, Err(Error::Op(OpError::BatchFull)));
+                        } else {
+                            prop_assert_eq!(result, Ok(()));
+                            outstanding += entries.len();
+                            pending.extend(entries);
+                        }
+                    }
+                    Step::Reap { max, all } => {
+                        let min = if all { outstanding.min(max) } else { 0 };
+                        let events = d.batch_status(b, min, max, None).unwrap();
+                        prop_assert!(events.len() >= min && events.len() <= max.min(outstanding));
+                        settle(&events, &mut pending, &mut file_model, &mut dev_model)?;
+                        outstanding -= events.len();
+                    }
+                    Step::CancelIdle => {
+                        // Reap everything first, so no entry is left for the cancel to drop.
+                        let events = d.batch_status(b, outstanding, outstanding.max(1), None).unwrap();
+                        settle(&events, &mut pending, &mut file_model, &mut dev_model)?;
+                        d.batch_cancel(b).unwrap();
+                        outstanding = 0;
+                        prop_assert!(pending.is_empty());
+                    }
+                }
+            }
+            // Reap the rest, then compare the bytes.
+            let events = d.batch_status(b, outstanding, outstanding.max(1), None).unwrap();
+            prop_assert_eq!(events.len(), outstanding);
+            settle(&events, &mut pending, &mut file_model, &mut dev_model)?;
+            let mut device = vec![0u8; SLOTS * SLOT];
+            gpu.read_device(dev, &mut device).unwrap();
+            prop_assert!(device == dev_model, "device memory differs from the model");
+            prop_assert!(contents(&f) == file_model, "the file differs from the model");
+        }
+    }
+}
