@@ -37,7 +37,7 @@ mod uring;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -282,33 +282,93 @@ impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
     }
 }
 
-/// The chunks of one request, taken in order by the threads working on it.
+/// The chunks of one or more requests (one device, one direction), taken in order by the
+/// threads working on them. A request that fails (a file error) stops taking chunks; a lane
+/// that fails (a GPU error) fails every request.
 struct Work {
-    req: Request,
+    reqs: Vec<Request>,
+    direction: Direction,
+    device: i32,
+    /// (request, chunk of that request), in order.
+    pieces: Vec<(usize, usize)>,
     next: AtomicUsize,
     moved: Vec<AtomicUsize>,
     finished: AtomicUsize,
-    error: Mutex<Option<Error>>,
+    errors: Vec<OnceLock<Error>>,
 }
 
 impl Work {
-    fn fail(&self, e: Error) {
-        lock(&self.error).get_or_insert(e);
+    fn new(reqs: Vec<Request>) -> Work {
+        let pieces: Vec<(usize, usize)> =
+            reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
+        Work {
+            direction: reqs[0].direction,
+            device: reqs[0].device,
+            next: AtomicUsize::new(0),
+            moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
+            finished: AtomicUsize::new(0),
+            errors: reqs.iter().map(|_| OnceLock::new()).collect(),
+            pieces,
+            reqs,
+        }
     }
 
-    fn failed(&self) -> bool {
-        lock(&self.error).is_some()
+    /// Request `r` failed (its first error is kept).
+    fn fail(&self, r: usize, e: Error) {
+        let _ = self.errors[r].set(e);
     }
 
-    /// The next chunk nobody has taken, unless the request failed.
+    /// Every request failed.
+    fn fail_all(&self, e: &Error) {
+        (0..self.reqs.len()).for_each(|r| self.fail(r, e.clone()));
+    }
+
+    /// The next piece nobody has taken whose request has not failed (the others are counted
+    /// done as they are passed).
     fn take(&self) -> Option<usize> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed);
-        (i < self.moved.len() && !self.failed()).then_some(i)
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let &(r, _) = self.pieces.get(i)?;
+            if self.errors[r].get().is_none() {
+                return Some(i);
+            }
+            self.done(i, 0);
+        }
+    }
+
+    /// Piece `i`: its request, offset in the request and length.
+    fn piece(&self, i: usize) -> (usize, &Request, usize, usize) {
+        let (r, c) = self.pieces[i];
+        let (skip, len) = self.reqs[r].chunk_at(c);
+        (r, &self.reqs[r], skip, len)
     }
 
     fn done(&self, i: usize, n: usize) {
         self.moved[i].store(n, Ordering::Relaxed);
         self.finished.fetch_add(1, Ordering::Release);
+    }
+
+    /// Each request's outcome: its error, or its bytes up to its first short chunk (end of
+    /// file).
+    fn results(&self) -> Vec<Result<usize>> {
+        let complete = self.finished.load(Ordering::Acquire) == self.pieces.len();
+        let mut results: Vec<Result<usize>> = self.reqs.iter().map(|_| Ok(0)).collect();
+        let mut short = vec![false; self.reqs.len()];
+        for (i, &(r, c)) in self.pieces.iter().enumerate() {
+            if let (Ok(total), false) = (&mut results[r], short[r]) {
+                let n = self.moved[i].load(Ordering::Relaxed);
+                *total += n;
+                short[r] = n < self.reqs[r].chunk_at(c).1;
+            }
+        }
+        for (r, result) in results.iter_mut().enumerate() {
+            if let Some(e) = self.errors[r].get() {
+                *result = Err(e.clone());
+            } else if !complete {
+                *result = Err(OpError::InternalError.into()); // a helper panicked
+            }
+        }
+        results
     }
 }
 
@@ -359,24 +419,24 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Takes chunks of `work` until none is left, with one lane of `dev`, the request's
     /// device (the thread's own device is restored afterwards).
     fn work(&self, dev: &Device<G>, work: &Work) {
-        let device = work.req.device;
+        let device = work.device;
         let gpu = &self.gpu;
         let previous = match gpu.current_device() {
             Ok(d) => d,
-            Err(e) => return work.fail(e.into()),
+            Err(e) => return work.fail_all(&e.into()),
         };
         if previous != device
             && let Err(e) = gpu.set_device(device)
         {
-            return work.fail(e.into());
+            return work.fail_all(&e.into());
         }
         let waited = Instant::now();
         let lane = dev.lanes.take();
         charge(&self.profile.lane_wait_ns, waited);
         match lane {
-            Err(e) => work.fail(e.into()),
+            Err(e) => work.fail_all(&e.into()),
             Ok(mut lane) => {
-                let moved = match work.req.direction {
+                let moved = match work.direction {
                     Direction::Read => self.read(&mut lane, work),
                     Direction::Write => self.write(&mut lane, work),
                 };
@@ -387,35 +447,42 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 charge(&self.profile.copy_wait_ns, waited);
                 dev.lanes.put(lane);
                 if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
-                    work.fail(e);
+                    work.fail_all(&e);
                 }
             }
         }
         if previous != device
             && let Err(e) = gpu.set_device(previous)
         {
-            work.fail(e.into());
+            work.fail_all(&e.into());
         }
     }
 
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
-    /// took before.
+    /// took before. A file error fails the chunk's request; a GPU error (returned) the lane.
     fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (&*self.gpu, &work.req);
+        let gpu = &*self.gpu;
         let mut k = 0; // chunks this lane has taken
         while let Some(i) = work.take() {
-            let (skip, len) = req.chunk_at(i);
+            let (r, req, skip, len) = work.piece(i);
             let offset = req.file_offset + skip as u64;
             let started = Instant::now();
             let (staged, ring) = lane.host_side(gpu, k % 2, offset, len)?;
             let mut io = DirectIo { ring, state: &self.uring };
-            let n = req.file.read(&self.reads, &mut io, staged, offset)?;
+            let read = req.file.read(&self.reads, &mut io, staged, offset);
             charge(&self.profile.file_ns, started);
             if k > 0 {
                 let waited = Instant::now();
                 lane.synchronize(gpu)?;
                 charge(&self.profile.copy_wait_ns, waited);
             }
+            let n = match read {
+                Ok(n) => n,
+                Err(e) => {
+                    work.fail(r, e);
+                    0
+                }
+            };
             if n > 0 {
                 lane.upload(gpu, k % 2, offset, n, req.memory.part(skip, n))?;
             }
@@ -427,11 +494,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
     fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let (gpu, req) = (&*self.gpu, &work.req);
-        let mut staged: Option<(usize, usize)> = None; // (stage, chunk)
+        let gpu = &*self.gpu;
+        let mut staged: Option<(usize, usize)> = None; // (stage, piece)
         let mut k = 0;
         while let Some(i) = work.take() {
-            let (skip, len) = req.chunk_at(i);
+            let (_, req, skip, len) = work.piece(i);
             lane.download(gpu, k % 2, req.file_offset + skip as u64, req.memory.part(skip, len))?;
             if let Some((s, j)) = staged.take() {
                 self.put(lane, work, s, j)?;
@@ -448,17 +515,95 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         Ok(())
     }
 
-    /// Writes chunk `i` of `work` to the file from stage `k` of `lane`, where it was copied.
+    /// Writes piece `i` of `work` to the file from stage `k` of `lane`, where it was copied. A
+    /// file error fails the piece's request; a GPU error is returned.
     fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<()> {
-        let (skip, len) = work.req.chunk_at(i);
-        let offset = work.req.file_offset + skip as u64;
+        let (r, req, skip, len) = work.piece(i);
+        let offset = req.file_offset + skip as u64;
         let started = Instant::now();
         let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
         let mut io = DirectIo { ring, state: &self.uring };
-        work.req.file.write(&mut io, staged, offset, self.settings.durable_writes)?;
+        let written = req.file.write(&mut io, staged, offset, self.settings.durable_writes);
         charge(&self.profile.file_ns, started);
-        work.done(i, len);
+        match written {
+            Ok(()) => work.done(i, len),
+            Err(e) => {
+                work.fail(r, e);
+                work.done(i, 0);
+            }
+        }
         Ok(())
+    }
+
+    /// Runs requests of one device and one direction together: their chunks are taken in
+    /// order by the caller's thread and, when there are enough, the device's workers, each
+    /// pipelining on its own lane (a small request's read overlaps the copy of another's).
+    fn run(self: &Arc<Self>, reqs: Vec<Request>) -> Vec<Result<usize>> {
+        let dev = match self.device(reqs[0].device) {
+            Ok(dev) => dev,
+            Err(e) => return reqs.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let _busy = Busy::new(&dev.in_flight, &self.busy);
+        let work = Arc::new(Work::new(reqs));
+        let chunks = work.pieces.len();
+        // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
+        // into pieces so that the caller's lane pipelines too was measured on the H200: with
+        // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
+        // overlap gained.)
+        let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
+        let (tx, rx) = mpsc::channel::<()>();
+        for _ in 1..threads {
+            let (inner, d, work, tx) = (Arc::clone(self), Arc::clone(&dev), Arc::clone(&work), tx.clone());
+            // The descriptors and device range stay valid: this call waits for every helper
+            // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
+            // of the backend before it says it is done, so the backend is never dropped on a
+            // worker (which could not join itself).
+            dev.workers.submit(Box::new(move || {
+                inner.work(&d, &work);
+                drop((inner, d, work));
+                drop(tx);
+            }));
+        }
+        drop(tx);
+        self.work(&dev, &work);
+        for () in rx {}
+        let mut results = work.results();
+        if work.direction == Direction::Write && self.settings.durable_writes {
+            // One fdatasync per file that was written.
+            let started = Instant::now();
+            let mut synced: Vec<(i32, Result<()>)> = Vec::new();
+            for (req, result) in work.reqs.iter().zip(results.iter_mut()) {
+                let fd = req.file.buffered_fd();
+                if result.is_err() {
+                    continue;
+                }
+                let sync = match synced.iter().find(|(f, _)| *f == fd) {
+                    Some((_, r)) => r.clone(),
+                    None => {
+                        let r = fdatasync(fd);
+                        synced.push((fd, r.clone()));
+                        r
+                    }
+                };
+                if let Err(e) = sync {
+                    *result = Err(e);
+                }
+            }
+            charge(&self.profile.file_ns, started);
+        }
+        self.profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
+        results
+    }
+
+    fn request(&self, req: &IoRequest<'_>) -> Request {
+        Request {
+            direction: req.direction(),
+            file: FileSide::new(req.file()),
+            device: req.device(),
+            memory: req.memory(),
+            file_offset: req.file_offset(),
+            chunk: self.chunk(),
+        }
     }
 }
 
@@ -495,67 +640,25 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let dev = self.inner.device(req.device())?;
-        let _busy = Busy::new(&dev.in_flight, &self.inner.busy);
-        let request = Request {
-            direction: req.direction(),
-            file: FileSide::new(req.file()),
-            device: req.device(),
-            memory: req.memory(),
-            file_offset: req.file_offset(),
-            chunk: self.inner.chunk(),
-        };
-        let chunks = request.chunk_count();
-        // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
-        // into pieces so that the caller's lane pipelines too was measured on the H200: with
-        // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
-        // overlap gained.)
-        let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
-        let work = Arc::new(Work {
-            req: request,
-            next: AtomicUsize::new(0),
-            moved: (0..chunks).map(|_| AtomicUsize::new(0)).collect(),
-            finished: AtomicUsize::new(0),
-            error: Mutex::new(None),
-        });
-        let (tx, rx) = mpsc::channel::<()>();
-        for _ in 1..threads {
-            let (inner, d, work, tx) = (Arc::clone(&self.inner), Arc::clone(&dev), Arc::clone(&work), tx.clone());
-            // The descriptors and device range stay valid: this call waits for every helper
-            // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
-            // of the backend before it says it is done, so the backend is never dropped on a
-            // worker (which could not join itself).
-            dev.workers.submit(Box::new(move || {
-                inner.work(&d, &work);
-                drop((inner, d, work));
-                drop(tx);
-            }));
-        }
-        drop(tx);
-        self.inner.work(&dev, &work);
-        for () in rx {}
-        if let Some(e) = lock(&work.error).take() {
-            return Err(e);
-        }
-        if work.finished.load(Ordering::Acquire) < chunks {
-            return Err(OpError::InternalError.into()); // a helper panicked
-        }
-        // Bytes count up to the first short chunk (end of file).
-        let mut total = 0;
-        for (i, moved) in work.moved.iter().enumerate() {
-            let n = moved.load(Ordering::Relaxed);
-            total += n;
-            if n < request.chunk_at(i).1 {
-                break;
+        let request = self.inner.request(req);
+        self.inner.run(vec![request]).pop().expect("one result per request")
+    }
+
+    fn transfer_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        // Requests of one device and one direction run together, group after group.
+        let mut results: Vec<Option<Result<usize>>> = reqs.iter().map(|_| None).collect();
+        let mut left: Vec<usize> = (0..reqs.len()).collect();
+        while let Some(&first) = left.first() {
+            let key = (reqs[first].device(), reqs[first].direction());
+            let (group, rest): (Vec<usize>, Vec<usize>) =
+                left.iter().partition(|&&i| (reqs[i].device(), reqs[i].direction()) == key);
+            let requests = group.iter().map(|&i| self.inner.request(reqs[i])).collect();
+            for (i, result) in group.into_iter().zip(self.inner.run(requests)) {
+                results[i] = Some(result);
             }
+            left = rest;
         }
-        if req.direction() == Direction::Write && self.inner.settings.durable_writes {
-            let started = Instant::now();
-            fdatasync(request.file.buffered_fd())?;
-            charge(&self.inner.profile.file_ns, started);
-        }
-        self.inner.profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
-        Ok(total)
+        results.into_iter().map(|r| r.expect("every request ran")).collect()
     }
 }
 

@@ -485,3 +485,36 @@ fn without_a_topology_nothing_is_placed() {
     let bounce = Bounce::new(Arc::clone(&gpu), &settings(4, 64 << 20));
     assert_eq!(bounce.placement(1), (None, vec![]));
 }
+
+#[test]
+fn many_requests_together_each_get_their_own_result() {
+    // Reads and writes of several sizes, one past the end of the file, one from a file opened
+    // write-only (EBADF): each request's bytes or error, as if it had run alone.
+    let gpu = MockGpu::new(1);
+    let bounce = Bounce::new(Arc::clone(&gpu), &settings(4, 64 << 20));
+    let data = pattern(4 << 20, 31);
+    let (_dir, file) = file_with(&data);
+    let handle = FileHandle::open(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(8 << 20).unwrap();
+    gpu.write_device(dev + (4 << 20), &pattern(1 << 20, 32)).unwrap();
+    let span = |at: usize, len: usize| unsafe { DeviceSpan::new(dev + at, len) }; // SAFETY: inside `dev`.
+    let reads = [(0usize, 3 * CHUNK + 5), (1 << 20, CHUNK), ((4 << 20) - 1000, 4096), (2 << 20, 1 << 20)];
+    let mut reqs: Vec<IoRequest<'_>> =
+        reads.iter().map(|&(at, len)| IoRequest::new(Direction::Read, &handle, span(at, len), 0, at as u64)).collect();
+    let write_at = (3 << 20) + 123;
+    reqs.push(IoRequest::new(Direction::Write, &handle, span(4 << 20, 1 << 20), 0, write_at as u64));
+    let write_only =
+        std::fs::OpenOptions::new().write(true).open(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+    let write_only = FileHandle::open(write_only.as_raw_fd()).unwrap();
+    reqs[3] = IoRequest::new(Direction::Read, &write_only, span(2 << 20, 1 << 20), 0, 2 << 20);
+    let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
+    let results = bounce.transfer_many(&refs);
+    assert_eq!(results[..3], [Ok(3 * CHUNK + 5), Ok(CHUNK), Ok(1000)]);
+    assert_eq!(results[3], Err(Error::Os(libc::EBADF)));
+    assert_eq!(results[4], Ok(1 << 20));
+    for &(at, len) in &reads[..2] {
+        assert!(device_bytes(&gpu, dev + at, len) == data[at..at + len]);
+    }
+    let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+    assert!(on_disk[write_at..write_at + (1 << 20)] == pattern(1 << 20, 32)[..], "the write landed");
+}

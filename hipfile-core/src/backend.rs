@@ -154,6 +154,13 @@ pub trait Backend: Send + Sync {
     /// fallback.
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize>;
 
+    /// Moves the bytes of several requests (a batch's entries this backend was chosen for);
+    /// one result per request, in order. One after another by default; a backend that can
+    /// overlap them (the staged path: one request's read against another's copy) does.
+    fn transfer_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        reqs.iter().map(|req| self.transfer(req)).collect()
+    }
+
     /// Counters of what the backend has done since it was built (name, value), for reports
     /// and profiles. Cumulative; none by default.
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -215,6 +222,9 @@ macro_rules! backend_set {
             }
             fn transfer(&self, req: &$crate::IoRequest<'_>) -> $crate::Result<usize> {
                 match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::transfer(b, req),)+ }
+            }
+            fn transfer_many(&self, reqs: &[&$crate::IoRequest<'_>]) -> Vec<$crate::Result<usize>> {
+                match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::transfer_many(b, reqs),)+ }
             }
             fn counters(&self) -> Vec<(&'static str, u64)> {
                 match self { $($(#[cfg($cfg)])? Self::$variant(b) => $crate::Backend::counters(b),)+ }

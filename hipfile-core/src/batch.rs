@@ -149,9 +149,16 @@ impl<P: Platform> Driver<P> {
             state.outstanding += entries.len();
             state.generation
         };
-        for (cookie, planned) in planned {
+        // Entries for the staged path run together (one's read overlapping another's copy, on
+        // the backend's own threads); the others each on a batch thread.
+        let (together, alone): (Vec<_>, Vec<_>) = planned.into_iter().partition(|(_, p)| p.goes_to_fallback());
+        if !together.is_empty() {
             let batch = Arc::clone(&batch);
-            self.batches().runner.submit(Box::new(move || run_entry(&batch, generation, cookie, planned)));
+            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, together)));
+        }
+        for entry in alone {
+            let batch = Arc::clone(&batch);
+            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, vec![entry])));
         }
         Ok(())
     }
@@ -218,22 +225,28 @@ fn cancel(batch: &Batch) {
     batch.changed.notify_all();
 }
 
-/// Runs one entry, unless its batch was canceled since it was submitted.
-fn run_entry<B: Backend>(batch: &Batch, generation: u64, cookie: usize, planned: Planned<B>) {
+/// Runs entries (one, or several together), unless their batch was canceled since they were
+/// submitted.
+fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, Planned<B>)>) {
+    let n = entries.len();
     {
         let mut state = lock(&batch.state);
         if state.generation != generation {
             return;
         }
-        state.running += 1;
+        state.running += n;
     }
-    // A panic would leave the entry running forever (and a cancel waiting for it).
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| planned.run()))
-        .unwrap_or_else(|_| Err(OpError::InternalError.into()));
+    let (cookies, planned): (Vec<usize>, Vec<Planned<B>>) = entries.into_iter().unzip();
+    // A panic would leave the entries running forever (and a cancel waiting for them).
+    let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match planned.len() {
+        1 => vec![planned.into_iter().next().expect("one").run()],
+        _ => Planned::run_many(planned),
+    }))
+    .unwrap_or_else(|_| (0..n).map(|_| Err(OpError::InternalError.into())).collect());
     let mut state = lock(&batch.state);
-    state.running -= 1;
+    state.running -= n;
     if state.generation == generation {
-        state.done.push_back(BatchEvent { cookie, result });
+        state.done.extend(cookies.into_iter().zip(results).map(|(cookie, result)| BatchEvent { cookie, result }));
     }
     batch.changed.notify_all();
 }

@@ -26,14 +26,13 @@ impl<B: Backend> Dispatcher<B> {
         &self.backends
     }
 
-    /// Moves the bytes of `req` with the best backend (ties keep the first, as upstream).
-    /// With none able to serve it: `hipFileInternalError`, as upstream.
-    pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let backends = &self.backends;
-        // The best score, and the first direct backend that declined, with its reason.
+    /// The backend that would serve `req` (the best score; ties keep the first, as upstream),
+    /// and the first direct backend that declined it, with its reason. With none able to
+    /// serve it: `hipFileInternalError`, as upstream.
+    fn choose(&self, req: &IoRequest<'_>) -> Result<(usize, Option<(usize, Declined)>)> {
         let mut best: Option<(u32, usize)> = None;
         let mut declined: Option<(usize, Declined)> = None;
-        for (i, b) in backends.iter().enumerate() {
+        for (i, b) in self.backends.iter().enumerate() {
             match b.score(req) {
                 Ok(s) if best.is_none_or(|(bs, _)| s > bs) => best = Some((s, i)),
                 Ok(_) => {}
@@ -42,6 +41,20 @@ impl<B: Backend> Dispatcher<B> {
             }
         }
         let (_, chosen) = best.ok_or(OpError::InternalError)?;
+        Ok((chosen, declined))
+    }
+
+    /// Whether `req` would go to a fallback (staged) backend, which takes several requests
+    /// together ([`Backend::transfer_many`]).
+    pub(crate) fn goes_to_fallback(&self, req: &IoRequest<'_>) -> bool {
+        self.choose(req).is_ok_and(|(chosen, _)| self.backends[chosen].kind() == BackendKind::Fallback)
+    }
+
+    /// Moves the bytes of `req` with the best backend, falling back when a direct backend
+    /// finds no path to the device.
+    pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
+        let backends = &self.backends;
+        let (chosen, declined) = self.choose(req)?;
         let (used, result) = match backends[chosen].transfer(req) {
             Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
                 let Some(fallback) = self.fallback_for(req) else { return Err(e) };
@@ -54,9 +67,49 @@ impl<B: Backend> Dispatcher<B> {
             }
             result => (chosen, result),
         };
+        self.account(used, &result, declined);
+        result
+    }
+
+    /// Several requests, each to the backend [`dispatch`](Self::dispatch) would choose: those
+    /// a fallback backend serves go to it together, the others one by one. One result per
+    /// request, in order.
+    pub(crate) fn dispatch_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        /// The requests one fallback backend takes together: (index, a direct backend's decline).
+        struct Group {
+            backend: usize,
+            members: Vec<(usize, Option<(usize, Declined)>)>,
+        }
+        let mut results: Vec<Option<Result<usize>>> = reqs.iter().map(|_| None).collect();
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, req) in reqs.iter().enumerate() {
+            match self.choose(req) {
+                Ok((chosen, declined)) if self.backends[chosen].kind() == BackendKind::Fallback => {
+                    match groups.iter_mut().find(|g| g.backend == chosen) {
+                        Some(g) => g.members.push((i, declined)),
+                        None => groups.push(Group { backend: chosen, members: vec![(i, declined)] }),
+                    }
+                }
+                _ => results[i] = Some(self.dispatch(req)),
+            }
+        }
+        for Group { backend, members } in groups {
+            let group: Vec<&IoRequest<'_>> = members.iter().map(|&(i, _)| reqs[i]).collect();
+            let moved = self.backends[backend].transfer_many(&group);
+            for ((i, declined), result) in members.into_iter().zip(moved) {
+                self.account(backend, &result, declined);
+                results[i] = Some(result);
+            }
+        }
+        results.into_iter().map(|r| r.expect("every request dispatched")).collect()
+    }
+
+    /// Counts what backend `used` served, and a direct backend's decline that a fallback took.
+    fn account(&self, used: usize, result: &Result<usize>, declined: Option<(usize, Declined)>) {
+        let backends = &self.backends;
         if let Ok(n) = result {
             self.served[used].requests.fetch_add(1, Ordering::Relaxed);
-            self.served[used].bytes.fetch_add(n as u64, Ordering::Relaxed);
+            self.served[used].bytes.fetch_add(*n as u64, Ordering::Relaxed);
             if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
                 self.served[i].declined.fetch_add(1, Ordering::Relaxed);
                 log_once_keyed(&why.0, || {
@@ -64,7 +117,6 @@ impl<B: Backend> Dispatcher<B> {
                 });
             }
         }
-        result
     }
 
     /// The first fallback backend that would serve `req`.

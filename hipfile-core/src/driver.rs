@@ -105,13 +105,31 @@ pub(crate) struct Planned<B> {
 }
 
 impl<B: Backend> Planned<B> {
+    fn request(&self) -> IoRequest<'_> {
+        IoRequest::new(self.direction, &self.flight.file, self.memory, self.device, self.file_offset)
+    }
+
     /// Moves the bytes (nothing for an empty request).
     pub(crate) fn run(self) -> Result<usize> {
         if self.memory.is_empty() {
             return Ok(0);
         }
-        let req = IoRequest::new(self.direction, &self.flight.file, self.memory, self.device, self.file_offset);
-        self.flight.dispatcher.dispatch(&req)
+        self.flight.dispatcher.dispatch(&self.request())
+    }
+
+    /// Whether this request would go to a fallback backend, which can take it together with
+    /// others ([`Planned::run_many`]).
+    pub(crate) fn goes_to_fallback(&self) -> bool {
+        !self.memory.is_empty() && self.flight.dispatcher.goes_to_fallback(&self.request())
+    }
+
+    /// Moves the bytes of several requests of one driver generation together (see
+    /// `Dispatcher::dispatch_many`); one result per request, in order.
+    pub(crate) fn run_many(planned: Vec<Self>) -> Vec<Result<usize>> {
+        let Some(first) = planned.first() else { return Vec::new() };
+        let reqs: Vec<IoRequest<'_>> = planned.iter().map(Planned::request).collect();
+        let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
+        first.flight.dispatcher.dispatch_many(&refs)
     }
 }
 
