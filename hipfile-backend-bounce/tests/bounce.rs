@@ -497,7 +497,8 @@ fn many_requests_together_each_get_their_own_result() {
     let handle = FileHandle::open(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(8 << 20).unwrap();
     gpu.write_device(dev + (4 << 20), &pattern(1 << 20, 32)).unwrap();
-    let span = |at: usize, len: usize| unsafe { DeviceSpan::new(dev + at, len) }; // SAFETY: inside `dev`.
+    // SAFETY: every span asked for below lies inside `dev`, alive for the test.
+    let span = |at: usize, len: usize| unsafe { DeviceSpan::new(dev + at, len) };
     let reads = [(0usize, 3 * CHUNK + 5), (1 << 20, CHUNK), ((4 << 20) - 1000, 4096), (2 << 20, 1 << 20)];
     let mut reqs: Vec<IoRequest<'_>> =
         reads.iter().map(|&(at, len)| IoRequest::new(Direction::Read, &handle, span(at, len), 0, at as u64)).collect();
