@@ -538,12 +538,15 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Runs requests of one device and one direction together: their chunks are taken in
     /// order by the caller's thread and, when there are enough, the device's workers, each
     /// pipelining on its own lane (a small request's read overlaps the copy of another's).
-    fn run(self: &Arc<Self>, reqs: Vec<Request>) -> Vec<Result<usize>> {
+    fn run(self: &Arc<Self>, mut reqs: Vec<Request>) -> Vec<Result<usize>> {
         let dev = match self.device(reqs[0].device) {
             Ok(dev) => dev,
             Err(e) => return reqs.iter().map(|_| Err(e.clone())).collect(),
         };
+        // Counted busy first, so that the chunk reflects this device too.
         let _busy = Busy::new(&dev.in_flight, &self.busy);
+        let chunk = self.chunk();
+        reqs.iter_mut().for_each(|r| r.chunk = chunk);
         let work = Arc::new(Work::new(reqs));
         let chunks = work.pieces.len();
         // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
@@ -595,6 +598,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         results
     }
 
+    /// `req` as the staged path runs it (its chunk is set when it runs).
     fn request(&self, req: &IoRequest<'_>) -> Request {
         Request {
             direction: req.direction(),
@@ -602,7 +606,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             device: req.device(),
             memory: req.memory(),
             file_offset: req.file_offset(),
-            chunk: self.chunk(),
+            chunk: self.settings.chunk,
         }
     }
 }
@@ -665,6 +669,34 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_counts_its_device_busy_before_choosing_its_chunk() {
+        use hipfile_backend_mock::MockGpu;
+        use std::os::fd::AsRawFd;
+        let gpu = MockGpu::new(2);
+        let settings = BounceSettings { threads: 2, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8 << 20]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        gpu.set_device(1).unwrap();
+        let dev = gpu.malloc(8 << 20).unwrap();
+        gpu.set_device(0).unwrap();
+        // SAFETY: the allocation above.
+        let memory = unsafe { DeviceSpan::new(dev, 8 << 20) };
+        let req = IoRequest::new(Direction::Read, &handle, memory, 1, 0);
+        let chunks = || bounce.inner.profile.chunks.load(Ordering::Relaxed);
+        assert_eq!(bounce.transfer(&req), Ok(8 << 20));
+        assert_eq!(chunks(), 2, "alone: 4 MiB chunks");
+        // Device 0 busy with another request: device 1's request shares the budget.
+        let dev0 = bounce.inner.device(0).unwrap();
+        let _elsewhere = Busy::new(&dev0.in_flight, &bounce.inner.busy);
+        assert_eq!(bounce.transfer(&req), Ok(8 << 20));
+        assert_eq!(chunks(), 2 + 4, "two devices busy: 2 MiB chunks");
+    }
 
     #[test]
     fn busy_devices_share_the_staging_of_one() {
