@@ -82,9 +82,28 @@ struct Batch {
     changed: Condvar,
 }
 
+impl Batch {
+    /// The state, with entries the parent had in flight dropped in a forked child: they
+    /// would never finish there, and waiting for them would never end.
+    fn state(&self) -> std::sync::MutexGuard<'_, BatchState> {
+        let mut state = lock(&self.state);
+        let fork = crate::fork::generation();
+        if state.fork != fork {
+            state.fork = fork;
+            state.generation += 1;
+            state.running = 0;
+            state.outstanding = state.done.len();
+        }
+        state
+    }
+}
+
 struct BatchState {
     /// Bumped by a cancel: entries of an older generation do not run or report.
     generation: u64,
+    /// The fork generation the state belongs to ([`crate::fork`]): in a forked child, the
+    /// parent's entries in flight never finish (their threads are not there).
+    fork: u64,
     /// Submitted and not reaped (nor canceled).
     outstanding: usize,
     /// Running now.
@@ -120,7 +139,13 @@ impl<P: Platform> Driver<P> {
         }
         let b = self.batches();
         let id = BatchId(b.salt | b.next.fetch_add(1, Ordering::Relaxed));
-        let state = BatchState { generation: 0, outstanding: 0, running: 0, done: VecDeque::new() };
+        let state = BatchState {
+            generation: 0,
+            fork: crate::fork::generation(),
+            outstanding: 0,
+            running: 0,
+            done: VecDeque::new(),
+        };
         lock(&b.batches).insert(id, Arc::new(Batch { capacity, state: Mutex::new(state), changed: Condvar::new() }));
         Ok(id)
     }
@@ -142,7 +167,7 @@ impl<P: Platform> Driver<P> {
             })
             .collect::<Result<_>>()?;
         let generation = {
-            let mut state = lock(&batch.state);
+            let mut state = batch.state();
             if state.outstanding + entries.len() > batch.capacity {
                 return Err(OpError::BatchFull.into());
             }
@@ -178,7 +203,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::InvalidValue.into());
         }
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut state = lock(&batch.state);
+        let mut state = batch.state();
         while state.done.len() < min && state.outstanding > state.done.len() {
             state = match deadline {
                 None => wait(&batch.changed, state),
@@ -215,7 +240,7 @@ impl<P: Platform> Driver<P> {
 }
 
 fn cancel(batch: &Batch) {
-    let mut state = lock(&batch.state);
+    let mut state = batch.state();
     state.generation += 1;
     state.outstanding = 0;
     state.done.clear();
@@ -253,8 +278,8 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The queue into the threads, and the threads.
-type Threads = (Sender<Job>, Vec<JoinHandle<()>>);
+/// The queue into the threads, the threads, and the fork generation they run in.
+type Threads = (Sender<Job>, Vec<JoinHandle<()>>, u64);
 
 /// The threads that run batch entries, started at the first submission, joined when the driver
 /// goes.
@@ -266,7 +291,11 @@ struct Runner {
 impl Runner {
     fn submit(&self, job: Job) {
         let mut queue = lock(&self.queue);
-        let (tx, _) = queue.get_or_insert_with(Self::start);
+        if queue.as_ref().is_some_and(|q| q.2 != crate::fork::generation()) {
+            // A forked child: the parent's threads are not here. Forget them (never join).
+            std::mem::forget(queue.take());
+        }
+        let (tx, _, _) = queue.get_or_insert_with(Self::start);
         if let Err(mpsc::SendError(job)) = tx.send(job) {
             drop(queue);
             job(); // no thread could be started: run it here
@@ -283,7 +312,7 @@ impl Runner {
                 std::thread::Builder::new().name(format!("hipfile-batch-{i}")).spawn(move || run(&rx)).ok()
             })
             .collect();
-        (tx, threads)
+        (tx, threads, crate::fork::generation())
     }
 }
 
@@ -299,7 +328,11 @@ fn run(rx: &Mutex<Receiver<Job>>) {
 
 impl Drop for Runner {
     fn drop(&mut self) {
-        if let Some((tx, threads)) = lock(&self.queue).take() {
+        if let Some((tx, threads, fork)) = lock(&self.queue).take() {
+            if fork != crate::fork::generation() {
+                std::mem::forget((tx, threads)); // a forked child: not its threads to join
+                return;
+            }
             drop(tx);
             for t in threads {
                 let _ = t.join();

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -244,6 +245,39 @@ static void failed_write(void)
     CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
 }
 
+static void forked_child(void)
+{
+    /* Entries in flight when the process forks: the child never waits for the parent's (they
+     * would never finish there) and can use the batch; the parent reaps its own. */
+    hipFileBatchHandle_t b;
+    hipFileIOParams_t ops[COUNT];
+    file_random(FILE_SIZE, 6);
+    EXPECT_OK(hipFileBatchIOSetUp(&b, 2 * COUNT));
+    for (size_t i = 0; i < COUNT; i++) {
+        ops[i] = op(i, hipFileBatchRead);
+    }
+    EXPECT_OK(hipFileBatchIOSubmit(b, COUNT, ops, 0));
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        hipFileIOEvents_t events[2 * COUNT];
+        unsigned nr = 2 * COUNT;
+        if (hipFileBatchIOGetStatus(b, 0, &nr, events, NULL).err != hipFileSuccess || nr > COUNT) {
+            _exit(2);
+        }
+        EXPECT_OK(hipFileBatchIOSubmit(b, COUNT, ops, 0));
+        nr = COUNT;
+        EXPECT_OK(hipFileBatchIOGetStatus(b, COUNT, &nr, events, NULL));
+        _exit(nr == COUNT ? 0 : 3);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    expect_complete(b, COUNT);
+    check_same(0, FILE_SIZE);
+    hipFileBatchIODestroy(b);
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2);
@@ -265,6 +299,7 @@ int main(int argc, char **argv)
     status_cancel_destroy();
     invalid_arguments();
     failed_write();
+    forked_child();
 
     EXPECT_OK(hipFileBufDeregister(dev));
     HIP_OK(hipFree(dev));
