@@ -30,7 +30,6 @@
 
 mod fileio;
 mod lanes;
-mod pool;
 mod topology;
 mod uring;
 
@@ -48,8 +47,8 @@ use hipfile_core::{
 };
 
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
+use hipfile_core::pool::WorkerPool;
 use lanes::{Lane, LanePool};
-use pool::WorkerPool;
 use topology::{Placement, Topology};
 use uring::UringState;
 

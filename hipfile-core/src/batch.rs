@@ -12,14 +12,13 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Direction};
 use crate::driver::{Driver, HandleId, Planned, Platform};
 use crate::error::{Error, OpError, Result};
+use crate::pool::WorkerPool;
 use crate::sync::{lock, wait};
 
 /// The most entries a batch holds (upstream's `IBatchContext::MAX_SIZE`).
@@ -117,12 +116,15 @@ pub(crate) struct Batches {
     batches: Mutex<HashMap<BatchId, Arc<Batch>>>,
     next: AtomicU64,
     salt: u64,
-    runner: Runner,
+    /// The threads that run entries (a forked child starts its own).
+    runner: WorkerPool,
 }
 
 impl Batches {
     pub(crate) fn new(salt: u64) -> Self {
-        Batches { batches: Mutex::new(HashMap::new()), next: AtomicU64::new(1), salt, runner: Runner::default() }
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, MAX_BATCH_THREADS);
+        let runner = WorkerPool::new(threads, "hipfile-batch".into(), Arc::new(|| {}));
+        Batches { batches: Mutex::new(HashMap::new()), next: AtomicU64::new(1), salt, runner }
     }
 
     fn get(&self, id: BatchId) -> Result<Arc<Batch>> {
@@ -274,69 +276,4 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
         state.done.extend(cookies.into_iter().zip(results).map(|(cookie, result)| BatchEvent { cookie, result }));
     }
     batch.changed.notify_all();
-}
-
-type Job = Box<dyn FnOnce() + Send + 'static>;
-
-/// The queue into the threads, the threads, and the fork generation they run in.
-type Threads = (Sender<Job>, Vec<JoinHandle<()>>, u64);
-
-/// The threads that run batch entries, started at the first submission, joined when the driver
-/// goes.
-#[derive(Default)]
-struct Runner {
-    queue: Mutex<Option<Threads>>,
-}
-
-impl Runner {
-    fn submit(&self, job: Job) {
-        let mut queue = lock(&self.queue);
-        if queue.as_ref().is_some_and(|q| q.2 != crate::fork::generation()) {
-            // A forked child: the parent's threads are not here. Forget them (never join).
-            std::mem::forget(queue.take());
-        }
-        let (tx, _, _) = queue.get_or_insert_with(Self::start);
-        if let Err(mpsc::SendError(job)) = tx.send(job) {
-            drop(queue);
-            job(); // no thread could be started: run it here
-        }
-    }
-
-    fn start() -> Threads {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let n = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, MAX_BATCH_THREADS);
-        let threads = (0..n)
-            .filter_map(|i| {
-                let rx = Arc::clone(&rx);
-                std::thread::Builder::new().name(format!("hipfile-batch-{i}")).spawn(move || run(&rx)).ok()
-            })
-            .collect();
-        (tx, threads, crate::fork::generation())
-    }
-}
-
-fn run(rx: &Mutex<Receiver<Job>>) {
-    loop {
-        let job = match lock(rx).recv() {
-            Ok(job) => job,
-            Err(_) => return,
-        };
-        job(); // entries catch their own panics (`run_entry`)
-    }
-}
-
-impl Drop for Runner {
-    fn drop(&mut self) {
-        if let Some((tx, threads, fork)) = lock(&self.queue).take() {
-            if fork != crate::fork::generation() {
-                std::mem::forget((tx, threads)); // a forked child: not its threads to join
-                return;
-            }
-            drop(tx);
-            for t in threads {
-                let _ = t.join();
-            }
-        }
-    }
 }

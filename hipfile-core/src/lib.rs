@@ -52,6 +52,7 @@ pub mod fork;
 pub mod gpu;
 pub mod io;
 pub mod log;
+pub mod pool;
 pub mod sync;
 
 pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile};

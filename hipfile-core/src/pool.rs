@@ -1,53 +1,63 @@
-//! The worker threads that run the parts of large requests beside the caller's thread: one pool
-//! per device, its threads set up for that device once (current device, CPUs near it). Started
-//! on first use; dropping the pool ends and joins them.
+//! A pool of worker threads: the staged path's (one per device, its threads set up for that
+//! device once: current device, CPUs near it) and the batch threads of a driver. Started on
+//! first use; dropping the pool ends and joins them. In a forked child the parent's threads
+//! are not there: the first job there starts threads of the child's own.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+use crate::sync::lock;
+
+/// A job for a worker.
+pub type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// What each worker runs once, when it starts.
-pub(crate) type Setup = Arc<dyn Fn() + Send + Sync>;
+pub type Setup = Arc<dyn Fn() + Send + Sync>;
 
 /// A fixed number of threads, each with a queue of its own: jobs go to them in turn. (One
 /// queue shared behind a lock wakes its threads one after another, each the next; measured
 /// on the H200 machine, a batch of 128 small reads paid about a millisecond for that.)
-pub(crate) struct WorkerPool {
+pub struct WorkerPool {
     size: usize,
     name: String,
     setup: Setup,
-    workers: OnceLock<Workers>,
+    workers: Mutex<Option<Workers>>,
+    next: AtomicUsize,
 }
 
 struct Workers {
     queues: Vec<Sender<Job>>,
     threads: Vec<JoinHandle<()>>,
-    next: AtomicUsize,
+    /// The fork generation the threads run in ([`crate::fork`]).
+    fork: u64,
 }
 
 impl WorkerPool {
     /// `size` threads named `name-N`, each running `setup` first.
-    pub(crate) fn new(size: usize, name: String, setup: Setup) -> Self {
-        WorkerPool { size, name, setup, workers: OnceLock::new() }
+    pub fn new(size: usize, name: String, setup: Setup) -> Self {
+        WorkerPool { size, name, setup, workers: Mutex::new(None), next: AtomicUsize::new(0) }
     }
 
     /// Runs `job` on a worker (on the calling thread if the pool has no threads).
-    pub(crate) fn submit(&self, job: Job) {
-        let workers = self.workers.get_or_init(|| self.start());
+    pub fn submit(&self, job: Job) {
+        let mut workers = lock(&self.workers);
+        if workers.as_ref().is_some_and(|w| w.fork != crate::fork::generation()) {
+            std::mem::forget(workers.take()); // a forked child: not its threads (never join them)
+        }
+        let workers = workers.get_or_insert_with(|| self.start());
         if workers.queues.is_empty() {
             return job(); // no threads (none wanted, or none could be started)
         }
-        let i = workers.next.fetch_add(1, Ordering::Relaxed) % workers.queues.len();
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % workers.queues.len();
         if let Err(mpsc::SendError(job)) = workers.queues[i].send(job) {
             job(); // that worker is gone: run it here
         }
     }
 
     fn start(&self) -> Workers {
-        let mut workers = Workers { queues: Vec::new(), threads: Vec::new(), next: AtomicUsize::new(0) };
+        let mut workers = Workers { queues: Vec::new(), threads: Vec::new(), fork: crate::fork::generation() };
         for i in 0..self.size {
             let (tx, rx) = mpsc::channel::<Job>();
             let setup = Arc::clone(&self.setup);
@@ -67,7 +77,10 @@ impl WorkerPool {
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
-        if let Some(workers) = self.workers.take() {
+        if let Some(workers) = lock(&self.workers).take() {
+            if workers.fork != crate::fork::generation() {
+                return std::mem::forget(workers); // a forked child: not its threads to join
+            }
             drop(workers.queues); // each worker's `recv` fails once its queue is empty: it returns
             let me = std::thread::current().id();
             for worker in workers.threads.into_iter().filter(|w| w.thread().id() != me) {
@@ -102,7 +115,7 @@ mod tests {
         }
         drop(tx);
         for () in rx {}
-        let rx = pool.workers.get().map(|w| w.threads.len());
+        let rx = lock(&pool.workers).as_ref().map(|w| w.threads.len());
         drop(pool); // returns once every worker has ended
         assert_eq!((ran.load(Ordering::Relaxed), rx), (6, Some(3)));
     }
