@@ -155,6 +155,18 @@ struct Request {
 }
 
 impl Request {
+    /// `req` as the staged path runs it, cut into `chunk`-byte chunks.
+    fn new(req: &IoRequest<'_>, chunk: usize) -> Request {
+        Request {
+            direction: req.direction(),
+            file: FileSide::new(req.file()),
+            device: req.device(),
+            memory: req.memory(),
+            file_offset: req.file_offset(),
+            chunk,
+        }
+    }
+
     fn len(&self) -> usize {
         self.memory.len()
     }
@@ -233,8 +245,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         (p.node, p.cpus)
     }
 
-    /// Waits until the staging of `device` set up ahead of use is ready (tests and benchmarks
-    /// that want to know).
+    /// Waits until the staging being set up ahead of use is ready (tests and benchmarks that
+    /// want to know).
     pub fn wait_warm(&self) {
         for warmer in std::mem::take(&mut *lock(&self.warmers)) {
             let _ = warmer.join();
@@ -285,9 +297,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
 /// threads working on them. A request that fails (a file error) stops taking chunks; a lane
 /// that fails (a GPU error) fails every request.
 struct Work {
+    /// One or more, all of one device and one direction.
     reqs: Vec<Request>,
-    direction: Direction,
-    device: i32,
     /// (request, chunk of that request), in order.
     pieces: Vec<(usize, usize)>,
     next: AtomicUsize,
@@ -301,8 +312,6 @@ impl Work {
         let pieces: Vec<(usize, usize)> =
             reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
         Work {
-            direction: reqs[0].direction,
-            device: reqs[0].device,
             next: AtomicUsize::new(0),
             moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
             finished: AtomicUsize::new(0),
@@ -310,6 +319,14 @@ impl Work {
             pieces,
             reqs,
         }
+    }
+
+    fn direction(&self) -> Direction {
+        self.reqs[0].direction
+    }
+
+    fn device(&self) -> i32 {
+        self.reqs[0].device
     }
 
     /// Request `r` failed (its first error is kept).
@@ -418,7 +435,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Takes chunks of `work` until none is left, with one lane of `dev`, the request's
     /// device (the thread's own device is restored afterwards).
     fn work(&self, dev: &Device<G>, work: &Work) {
-        let device = work.device;
+        let device = work.device();
         let gpu = &self.gpu;
         let previous = match gpu.current_device() {
             Ok(d) => d,
@@ -435,7 +452,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         match lane {
             Err(e) => work.fail_all(&e.into()),
             Ok(mut lane) => {
-                let moved = match work.direction {
+                let moved = match work.direction() {
                     Direction::Read => self.read(&mut lane, work),
                     Direction::Write => self.write(&mut lane, work),
                 };
@@ -537,16 +554,15 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Runs requests of one device and one direction together: their chunks are taken in
     /// order by the caller's thread and, when there are enough, the device's workers, each
     /// pipelining on its own lane (a small request's read overlaps the copy of another's).
-    fn run(self: &Arc<Self>, mut reqs: Vec<Request>) -> Vec<Result<usize>> {
-        let dev = match self.device(reqs[0].device) {
+    fn run(self: &Arc<Self>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let dev = match self.device(reqs[0].device()) {
             Ok(dev) => dev,
             Err(e) => return reqs.iter().map(|_| Err(e.clone())).collect(),
         };
         // Counted busy first, so that the chunk reflects this device too.
         let _busy = Busy::new(&dev.in_flight, &self.busy);
         let chunk = self.chunk();
-        reqs.iter_mut().for_each(|r| r.chunk = chunk);
-        let work = Arc::new(Work::new(reqs));
+        let work = Arc::new(Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect()));
         let chunks = work.pieces.len();
         // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
         // into pieces so that the caller's lane pipelines too was measured on the H200: with
@@ -570,43 +586,20 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         self.work(&dev, &work);
         for () in rx {}
         let mut results = work.results();
-        if work.direction == Direction::Write && self.settings.durable_writes {
+        if work.direction() == Direction::Write && self.settings.durable_writes {
             // One fdatasync per file that was written.
             let started = Instant::now();
-            let mut synced: Vec<(i32, Result<()>)> = Vec::new();
-            for (req, result) in work.reqs.iter().zip(results.iter_mut()) {
+            let mut synced: HashMap<i32, Result<()>> = HashMap::new();
+            for (req, result) in work.reqs.iter().zip(results.iter_mut()).filter(|(_, r)| r.is_ok()) {
                 let fd = req.file.buffered_fd();
-                if result.is_err() {
-                    continue;
-                }
-                let sync = match synced.iter().find(|(f, _)| *f == fd) {
-                    Some((_, r)) => r.clone(),
-                    None => {
-                        let r = fdatasync(fd);
-                        synced.push((fd, r.clone()));
-                        r
-                    }
-                };
-                if let Err(e) = sync {
-                    *result = Err(e);
+                if let Err(e) = synced.entry(fd).or_insert_with(|| fdatasync(fd)) {
+                    *result = Err(e.clone());
                 }
             }
             charge(&self.profile.file_ns, started);
         }
         self.profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
         results
-    }
-
-    /// `req` as the staged path runs it (its chunk is set when it runs).
-    fn request(&self, req: &IoRequest<'_>) -> Request {
-        Request {
-            direction: req.direction(),
-            file: FileSide::new(req.file()),
-            device: req.device(),
-            memory: req.memory(),
-            file_offset: req.file_offset(),
-            chunk: self.settings.chunk,
-        }
     }
 }
 
@@ -643,8 +636,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        let request = self.inner.request(req);
-        self.inner.run(vec![request]).pop().expect("one result per request")
+        self.inner.run(&[req]).pop().expect("one result per request")
     }
 
     fn transfer_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
@@ -655,8 +647,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             let key = (reqs[first].device(), reqs[first].direction());
             let (group, rest): (Vec<usize>, Vec<usize>) =
                 left.iter().partition(|&&i| (reqs[i].device(), reqs[i].direction()) == key);
-            let requests = group.iter().map(|&i| self.inner.request(reqs[i])).collect();
-            for (i, result) in group.into_iter().zip(self.inner.run(requests)) {
+            let requests: Vec<&IoRequest<'_>> = group.iter().map(|&i| reqs[i]).collect();
+            for (i, result) in group.into_iter().zip(self.inner.run(&requests)) {
                 results[i] = Some(result);
             }
             left = rest;

@@ -30,6 +30,16 @@ fn reaped(events: &[hipfile_core::BatchEvent]) -> (Vec<usize>, Vec<i64>) {
     (cookies, events.iter().map(|e| e.ret()).collect())
 }
 
+/// Device memory `[dev, dev + len)` does not change over `wait`: no entry ran after `what`.
+fn assert_untouched(gpu: &hipfile_backend_mock::MockGpu, dev: usize, len: usize, wait: Duration, what: &str) {
+    let mut before = vec![0u8; len];
+    gpu.read_device(dev, &mut before).unwrap();
+    std::thread::sleep(wait);
+    let mut after = vec![0u8; len];
+    gpu.read_device(dev, &mut after).unwrap();
+    assert!(before == after, "an entry ran after {what} returned");
+}
+
 #[test]
 fn reads_and_writes_run_and_report_each_entry_once() {
     let (gpu, d) = driver(&[]);
@@ -166,12 +176,7 @@ fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
     assert!(started.elapsed() < Duration::from_secs(2) && some.len() < 128, "{} events", some.len());
     d.batch_cancel(b).unwrap();
     // After the cancel nothing of the batch runs: device memory stays as it is.
-    let mut before = vec![0u8; 128 * OP];
-    gpu.read_device(dev, &mut before).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let mut after = vec![0u8; 128 * OP];
-    gpu.read_device(dev, &mut after).unwrap();
-    assert!(before == after, "an entry ran after the cancel returned");
+    assert_untouched(&gpu, dev, 128 * OP, Duration::from_millis(100), "the cancel");
     assert_eq!(d.batch_status(b, 0, 128, None).unwrap(), vec![]);
     // The batch is reusable.
     gpu.faults().clear();
@@ -190,12 +195,7 @@ fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
     let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
     d.batch_submit(b, &reads).unwrap();
     d.batch_destroy(b);
-    let mut before = vec![0u8; 64 * OP];
-    gpu.read_device(dev, &mut before).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    let mut after = vec![0u8; 64 * OP];
-    gpu.read_device(dev, &mut after).unwrap();
-    assert!(before == after, "an entry ran after the destroy returned");
+    assert_untouched(&gpu, dev, 64 * OP, Duration::from_millis(50), "the destroy");
     // Closing the driver with entries queued waits for them (they hold the file), never hangs.
     let b = d.batch_setup(64).unwrap();
     d.batch_submit(b, &reads).unwrap();

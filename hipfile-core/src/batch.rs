@@ -62,14 +62,12 @@ pub struct BatchEvent {
 
 impl BatchEvent {
     /// The event's `ret` as C sees it: the bytes, or a negative `errno` (`-EFBIG`), hipFile
-    /// code (`-5022`) or HIP error.
+    /// code (`-5022`) or HIP error: `hipFileRead`'s convention (semantics §1), with the
+    /// `errno` itself in place of `-1`.
     pub fn ret(&self) -> i64 {
-        match &self.result {
-            Ok(n) => *n as i64,
-            Err(Error::Os(errno)) => -i64::from(*errno),
-            Err(Error::Op(op)) => -i64::from(op.code()),
-            Err(Error::Hip(hip)) => -i64::from(hip.0),
-            Err(Error::Config(_)) => -i64::from(OpError::DriverInvalidProps.code()),
+        match self.result {
+            Err(Error::Os(errno)) => -i64::from(errno),
+            _ => crate::error::ssize_result(&self.result).value as i64,
         }
     }
 }

@@ -439,7 +439,7 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        self.io(Direction::Read, handle, buffer_base, size, file_offset, buffer_offset)
+        self.plan(Direction::Read, handle, buffer_base, size, file_offset, buffer_offset)?.run()
     }
 
     /// `hipFileWrite`: writes `size` bytes (at most `max_rw_count()` per call) from device
@@ -452,26 +452,14 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        self.io(Direction::Write, handle, buffer_base, size, file_offset, buffer_offset)
+        self.plan(Direction::Write, handle, buffer_base, size, file_offset, buffer_offset)?.run()
     }
 
-    /// The one I/O path. Checks, in upstream's order: driver open (`DriverNotInitialized`,
-    /// which the C ABI reports as `-1`/`EINVAL`), handle, offsets and buffer bounds, memory
-    /// type; then lets the best-scoring backend move the bytes, outside the lock.
-    fn io(
-        &self,
-        direction: Direction,
-        handle: HandleId,
-        buffer_base: usize,
-        size: usize,
-        file_offset: i64,
-        buffer_offset: i64,
-    ) -> Result<usize> {
-        self.plan(direction, handle, buffer_base, size, file_offset, buffer_offset)?.run()
-    }
-
-    /// Everything of [`io`](Self::io) but moving the bytes: a checked request, ready to run
-    /// (a batch checks all its entries this way before any runs).
+    /// The one I/O path up to moving the bytes: checks, in upstream's order, driver open
+    /// (`DriverNotInitialized`, which the C ABI reports as `-1`/`EINVAL`), handle, offsets and
+    /// buffer bounds, memory type; the request it gives then runs outside the lock, with the
+    /// best-scoring backend ([`Planned::run`]). A batch checks all its entries this way before
+    /// any runs.
     pub(crate) fn plan(
         &self,
         direction: Direction,

@@ -213,38 +213,23 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     for (from, name) in copies {
         std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
     }
-    // The C ABI over CUDA: a C program linked with libhipfile.so.0, found next to it.
-    let program = bundle.join("capi_cuda");
-    let source = root.join("xtask/gpu-bench/capi_cuda.c");
-    let args = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE", "-Iinclude"];
-    let mut args: Vec<&str> = args.to_vec();
-    let (src, out) = (source.to_string_lossy().into_owned(), program.to_string_lossy().into_owned());
-    args.extend([
-        src.as_str(),
-        "-Ltarget/gpu-bench",
-        "-l:libhipfile.so.0",
-        "-ldl",
-        "-Wl,-rpath,$ORIGIN",
-        "-o",
-        out.as_str(),
-    ]);
-    run("cc", &args, &[])?;
-    // The data-safety program of the C tests, its HIP calls sent to CUDA's runtime.
-    let (safety_src, safety) = (root.join("hipfile-capi/tests/c/safety.c"), bundle.join("safety_cuda"));
-    let (src, out) = (safety_src.to_string_lossy().into_owned(), safety.to_string_lossy().into_owned());
-    let mut args: Vec<&str> =
-        vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
-    args.extend(["-DSAFETY_CUDA", "-Iinclude", "-Ihipfile-capi/tests/c", src.as_str(), "-Ltarget/gpu-bench"]);
-    args.extend(["-l:libhipfile.so.0", "-ldl", "-lpthread", "-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
-    run("cc", &args, &[])?;
-    // Memory of every device whatever device is current (tests/c/devices.c), over CUDA.
-    let (devices_src, devices) = (root.join("hipfile-capi/tests/c/devices.c"), bundle.join("devices_cuda"));
-    let (src, out) = (devices_src.to_string_lossy().into_owned(), devices.to_string_lossy().into_owned());
-    let mut args: Vec<&str> =
-        vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
-    args.extend(["-DDEVICES_CUDA", "-Iinclude", "-Ihipfile-capi/tests/c", src.as_str(), "-Ltarget/gpu-bench"]);
-    args.extend(["-l:libhipfile.so.0", "-ldl", "-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
-    run("cc", &args, &[])?;
+    // C programs linked with libhipfile.so.0, found next to them: the C ABI over CUDA, and the
+    // data-safety and every-device programs of the C tests with their HIP calls sent to CUDA's
+    // runtime.
+    let over_cuda = ["-DTESTS_OVER_CUDA", "-Ihipfile-capi/tests/c", "-lpthread"];
+    for (source, program, extra) in [
+        ("xtask/gpu-bench/capi_cuda.c", "capi_cuda", &[][..]),
+        ("hipfile-capi/tests/c/safety.c", "safety_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/devices.c", "devices_cuda", &over_cuda[..]),
+    ] {
+        let (src, out) = (root.join(source), bundle.join(program));
+        let (src, out) = (src.to_string_lossy().into_owned(), out.to_string_lossy().into_owned());
+        let mut args = vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"];
+        args.extend(["-Iinclude", src.as_str(), "-Ltarget/gpu-bench", "-l:libhipfile.so.0", "-ldl"]);
+        args.extend(extra);
+        args.extend(["-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
+        run("cc", &args, &[])?;
+    }
     // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
     let (src, out) = (probe_src.to_string_lossy().into_owned(), probe.to_string_lossy().into_owned());

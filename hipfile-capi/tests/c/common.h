@@ -79,4 +79,42 @@ static inline void full_pwrite(int fd, const void *buf, size_t len, off_t offset
     }
 }
 
+#ifdef TESTS_OVER_CUDA
+/* Built with -DTESTS_OVER_CUDA for an NVIDIA machine (`cargo xtask gpu-bench`): the HIP calls
+ * of the program go to CUDA's runtime, put in the process first, as a HIP program on NVIDIA has
+ * it (libhipfile then follows that runtime). */
+#include <dlfcn.h>
+static int (*cuda_malloc)(void **, size_t);
+static int (*cuda_free)(void *);
+static int (*cuda_memcpy)(void *, const void *, size_t, int);
+static int (*cuda_memset)(void *, int, size_t);
+static int (*cuda_set_device)(int);
+static int (*cuda_get_device)(int *);
+static int (*cuda_get_device_count)(int *);
+#define hipMalloc(p, n) cuda_malloc((void **)(p), (n))
+#define hipFree(p) cuda_free(p)
+#define hipMemcpy(d, s, n, k) cuda_memcpy((d), (s), (n), (int)(k))
+#define hipMemset(p, v, n) cuda_memset((p), (v), (n))
+#define hipSetDevice(d) cuda_set_device(d)
+#define hipGetDevice(d) cuda_get_device(d)
+#define hipGetDeviceCount(c) cuda_get_device_count(c)
+static inline void gpu_init(void)
+{
+    void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
+    CHECK(rt != NULL);
+    *(void **)&cuda_malloc = dlsym(rt, "cudaMalloc");
+    *(void **)&cuda_free = dlsym(rt, "cudaFree");
+    *(void **)&cuda_memcpy = dlsym(rt, "cudaMemcpy");
+    *(void **)&cuda_memset = dlsym(rt, "cudaMemset");
+    *(void **)&cuda_set_device = dlsym(rt, "cudaSetDevice");
+    *(void **)&cuda_get_device = dlsym(rt, "cudaGetDevice");
+    *(void **)&cuda_get_device_count = dlsym(rt, "cudaGetDeviceCount");
+    CHECK(cuda_malloc && cuda_free && cuda_memcpy && cuda_memset && cuda_set_device && cuda_get_device &&
+          cuda_get_device_count);
+}
+#else
+/* With HIP (or the mock HIP runtime) linked in, nothing to set up. */
+static inline void gpu_init(void) {}
+#endif
+
 #endif

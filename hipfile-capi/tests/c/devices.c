@@ -3,7 +3,7 @@
  * other): buffers on `other` are registered and read into while `current` is current, an
  * unregistered allocation on `other` is read into and written from, the bytes are checked, and
  * the current device is still `current` after every call. IN must hold at least 2 MiB.
- * Built with -DDEVICES_CUDA (`cargo xtask gpu-bench`), its HIP calls go to CUDA's runtime. */
+ * Built with -DTESTS_OVER_CUDA (`cargo xtask gpu-bench`), its HIP calls go to CUDA's runtime. */
 #include <hipfile.h>
 #include <hip/hip_runtime_api.h>
 
@@ -11,38 +11,6 @@
 #include <unistd.h>
 
 #include "common.h"
-
-#ifdef DEVICES_CUDA
-/* CUDA's runtime put in the process first, as a HIP program on NVIDIA has it (libhipfile then
- * follows that runtime). */
-#include <dlfcn.h>
-static int (*cuda_malloc)(void **, size_t);
-static int (*cuda_free)(void *);
-static int (*cuda_memcpy)(void *, const void *, size_t, int);
-static int (*cuda_set_device)(int);
-static int (*cuda_get_device)(int *);
-static int (*cuda_get_device_count)(int *);
-#define hipMalloc(p, n) cuda_malloc((void **)(p), (n))
-#define hipFree(p) cuda_free(p)
-#define hipMemcpy(d, s, n, k) cuda_memcpy((d), (s), (n), (int)(k))
-#define hipSetDevice(d) cuda_set_device(d)
-#define hipGetDevice(d) cuda_get_device(d)
-#define hipGetDeviceCount(c) cuda_get_device_count(c)
-static void gpu_init(void)
-{
-    void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
-    CHECK(rt != NULL);
-    *(void **)&cuda_malloc = dlsym(rt, "cudaMalloc");
-    *(void **)&cuda_free = dlsym(rt, "cudaFree");
-    *(void **)&cuda_memcpy = dlsym(rt, "cudaMemcpy");
-    *(void **)&cuda_set_device = dlsym(rt, "cudaSetDevice");
-    *(void **)&cuda_get_device = dlsym(rt, "cudaGetDevice");
-    *(void **)&cuda_get_device_count = dlsym(rt, "cudaGetDeviceCount");
-    CHECK(cuda_malloc && cuda_free && cuda_memcpy && cuda_set_device && cuda_get_device && cuda_get_device_count);
-}
-#else
-static void gpu_init(void) {}
-#endif
 
 #define LEN (1 << 20)
 #define OFFSET 8192

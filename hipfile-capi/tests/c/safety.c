@@ -16,7 +16,7 @@
  *                               (run with HIPFILE_BOUNCE_CHUNK_KIB=64, so that every read
  *                               uses the worker pool)
  *
- * Built with -DSAFETY_CUDA, its HIP calls go to CUDA's runtime (xtask/gpu-bench/safety.sh). */
+ * Built with -DTESTS_OVER_CUDA, its HIP calls go to CUDA's runtime (xtask/gpu-bench/safety.sh). */
 #include <hipfile.h>
 #include <hip/hip_runtime_api.h>
 
@@ -32,32 +32,6 @@
 
 #include "common.h"
 
-#ifdef SAFETY_CUDA
-/* Built with -DSAFETY_CUDA for an NVIDIA machine (`cargo xtask gpu-bench`): the HIP calls of
- * this program go to CUDA's runtime, put in the process first, as a HIP program on NVIDIA has
- * it (libhipfile then follows that runtime). */
-#include <dlfcn.h>
-static int (*cuda_malloc)(void **, size_t);
-static int (*cuda_free)(void *);
-static int (*cuda_memcpy)(void *, const void *, size_t, int);
-static int (*cuda_memset)(void *, int, size_t);
-#define hipMalloc(p, n) cuda_malloc((void **)(p), (n))
-#define hipFree(p) cuda_free(p)
-#define hipMemcpy(d, s, n, k) cuda_memcpy((d), (s), (n), (int)(k))
-#define hipMemset(p, v, n) cuda_memset((p), (v), (n))
-static void gpu_init(void)
-{
-    void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
-    CHECK(rt != NULL);
-    *(void **)&cuda_malloc = dlsym(rt, "cudaMalloc");
-    *(void **)&cuda_free = dlsym(rt, "cudaFree");
-    *(void **)&cuda_memcpy = dlsym(rt, "cudaMemcpy");
-    *(void **)&cuda_memset = dlsym(rt, "cudaMemset");
-    CHECK(cuda_malloc && cuda_free && cuda_memcpy && cuda_memset);
-}
-#else
-static void gpu_init(void) {}
-#endif
 
 #define MIB (1 << 20)
 #define BIG (48 * MIB)
