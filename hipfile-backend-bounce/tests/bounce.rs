@@ -29,6 +29,9 @@ impl Platform for BouncePlatform {
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.gpu
     }
+    fn shared_gpu(&self) -> Arc<dyn GpuRuntime> {
+        self.gpu.clone()
+    }
 
     fn backends(&self, _config: &Config) -> Result<Vec<Bounce<MockGpu>>> {
         Ok(vec![Bounce::new(Arc::clone(&self.gpu), &self.settings)])

@@ -182,6 +182,9 @@ impl Platform for MockPlatform {
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.gpu
     }
+    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+        self.gpu.clone()
+    }
 
     fn backends(&self, config: &Config) -> Result<Vec<MockBackend>> {
         let direct = || MockBackend::Direct(P2p::new(MockEngine::new(&self.gpu), config.unsupported_file_systems));

@@ -4,13 +4,13 @@
 
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 use hipfile_core::sync::{lock, wait};
-use hipfile_core::{CopyKind, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::faults::Faults;
 
@@ -125,7 +125,15 @@ pub struct MockGpu {
     current: Mutex<HashMap<ThreadId, i32>>,
     streams: Mutex<HashMap<usize, Arc<StreamWorker>>>,
     next_stream: AtomicUsize,
+    events: Mutex<HashMap<usize, Arc<EventState>>>,
     faults: Arc<Faults>,
+}
+
+/// An event: how many times it was recorded, and how many of those the streams have reached.
+#[derive(Default)]
+struct EventState {
+    recorded: AtomicU64,
+    reached: AtomicU64,
 }
 
 impl std::fmt::Debug for MockGpu {
@@ -143,6 +151,7 @@ impl MockGpu {
             current: Mutex::new(HashMap::new()),
             streams: Mutex::new(HashMap::new()),
             next_stream: AtomicUsize::new(1),
+            events: Mutex::new(HashMap::new()),
             faults: Arc::new(Faults::default()),
         })
     }
@@ -387,6 +396,51 @@ impl GpuRuntime for MockGpu {
                 Ok(())
             }),
         )
+    }
+
+    unsafe fn stream_wait_value32(&self, stream: Stream, addr: usize, value: u32) -> Result<(), HipError> {
+        if addr % 4 != 0 || self.pointer_info(addr)?.memory_type != MemoryType::Host {
+            return Err(HipError::INVALID_VALUE);
+        }
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                // SAFETY: an aligned word of pinned memory the caller keeps until the stream
+                // has passed this wait (the trait's contract); others change it atomically.
+                let word = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
+                while (word.load(Ordering::Acquire).wrapping_sub(value) as i32) < 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                }
+                Ok(())
+            }),
+        )
+    }
+
+    fn event_create(&self) -> Result<Event, HipError> {
+        let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        lock(&self.events).insert(id, Arc::default());
+        Ok(Event(id))
+    }
+
+    fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError> {
+        let state = lock(&self.events).get(&event.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+        let n = state.recorded.fetch_add(1, Ordering::AcqRel) + 1;
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                state.reached.fetch_max(n, Ordering::AcqRel);
+                Ok(())
+            }),
+        )
+    }
+
+    fn event_query(&self, event: Event) -> Result<bool, HipError> {
+        let state = lock(&self.events).get(&event.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+        Ok(state.reached.load(Ordering::Acquire) >= state.recorded.load(Ordering::Acquire))
+    }
+
+    fn event_destroy(&self, event: Event) -> Result<(), HipError> {
+        lock(&self.events).remove(&event.0).map(drop).ok_or(HipError::INVALID_HANDLE)
     }
 
     fn device_alloc(&self, len: usize) -> Result<usize, HipError> {

@@ -22,6 +22,9 @@ impl Platform for Staged {
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.0
     }
+    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+        self.0.clone()
+    }
     fn backends(&self, _: &Config) -> Result<Vec<Self::Backend>> {
         Ok(vec![MockStaged::new(Arc::clone(&self.0), Arc::new(Faults::default()))])
     }

@@ -68,6 +68,9 @@ impl Platform for TestPlatform {
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.gpu
     }
+    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+        self.gpu.clone()
+    }
     fn backends(&self, config: &Config) -> Result<Vec<TestBackend>> {
         let ais = Ais::new(Recorder { sizes: Arc::clone(&self.sizes), status: self.status });
         Ok(vec![

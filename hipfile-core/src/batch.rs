@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Direction};
 use crate::driver::{Driver, HandleId, Planned, Platform};
-use crate::error::{Error, OpError, Result};
+use crate::error::{OpError, Result};
 use crate::pool::WorkerPool;
 use crate::sync::{lock, wait};
 
@@ -65,10 +65,7 @@ impl BatchEvent {
     /// code (`-5022`) or HIP error: `hipFileRead`'s convention (semantics §1), with the
     /// `errno` itself in place of `-1`.
     pub fn ret(&self) -> i64 {
-        match self.result {
-            Err(Error::Os(errno)) => -i64::from(errno),
-            _ => crate::error::ssize_result(&self.result).value as i64,
-        }
+        crate::error::negative_ret(&self.result)
     }
 }
 

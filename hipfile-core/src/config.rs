@@ -2,6 +2,7 @@
 //! `HIPFILE_*` variables. Nothing reads the environment on an I/O path.
 
 use crate::error::{ConfigError, Error, Result};
+use crate::stream::StreamSignal;
 
 /// Which family of backends the driver uses (`HIPFILE_BACKEND`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub struct Config {
     pub unsupported_file_systems: bool,
     /// The staged (bounce) path's settings.
     pub bounce: BounceSettings,
+    /// `HIPFILE_STREAM_SIGNAL` (default `hostfn`): how a stream-ordered operation learns that
+    /// its stream reached it (semantics §12).
+    pub stream_signal: StreamSignal,
 }
 
 /// Settings of the staged path. The defaults are meant to be right without tuning.
@@ -90,6 +94,7 @@ impl Default for Config {
             force_compat_mode: false,
             unsupported_file_systems: false,
             bounce: BounceSettings::default(),
+            stream_signal: StreamSignal::HostFn,
         }
     }
 }
@@ -139,6 +144,14 @@ impl Config {
         }
         if let Some(mib) = number("HIPFILE_BOUNCE_MEMORY_MIB", "1 to 1048576", |m| (1..=1 << 20).contains(&m))? {
             b.memory_limit = mib << 20;
+        }
+        if let Some(value) = get("HIPFILE_STREAM_SIGNAL") {
+            config.stream_signal = match value.trim().to_ascii_lowercase().as_str() {
+                "hostfn" => StreamSignal::HostFn,
+                "event" => StreamSignal::Event,
+                "inline" => StreamSignal::Inline,
+                _ => return Err(invalid("HIPFILE_STREAM_SIGNAL", value, "hostfn, event, inline")),
+            };
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;

@@ -25,6 +25,9 @@ pub trait Platform: Send + Sync {
     /// The runtime that answers pointer queries for buffer registration and I/O.
     fn gpu(&self) -> &dyn GpuRuntime;
 
+    /// The same runtime, for library threads that outlive a call (stream-ordered I/O).
+    fn shared_gpu(&self) -> Arc<dyn GpuRuntime>;
+
     /// The backends for a driver opening with `config`, fastpaths first. The driver drops
     /// the kinds the compat-mode settings switch off.
     fn backends(&self, config: &Config) -> Result<Vec<Self::Backend>>;
@@ -74,6 +77,7 @@ pub struct Driver<P: Platform> {
     next_handle: AtomicU64,
     handle_salt: u64,
     batches: crate::batch::Batches,
+    streams: crate::stream::Streams,
 }
 
 struct State<B> {
@@ -133,6 +137,40 @@ impl<B: Backend> Planned<B> {
     }
 }
 
+/// A request whose file, backends and buffer are looked up, and whose sizes and offsets are
+/// still to come ([`Driver::deferred`]).
+pub(crate) struct Deferred<B> {
+    flight: InFlight<B>,
+    direction: Direction,
+    buffer_base: usize,
+    buffer_len: usize,
+    device: i32,
+    signal: crate::stream::StreamSignal,
+}
+
+impl<B> Deferred<B> {
+    /// Checks offsets and bounds against the buffer (semantics §5): the request to run.
+    pub(crate) fn plan(&self, size: usize, file_offset: i64, buffer_offset: i64) -> Result<Planned<B>> {
+        let plan = plan_io(self.buffer_base, self.buffer_len, size, file_offset, buffer_offset)?;
+        // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
+        // is either registered device memory (checked against its allocation at
+        // registration) or the rest of the device allocation the runtime reported when this
+        // was looked up.
+        let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
+        let flight = InFlight {
+            file: Arc::clone(&self.flight.file),
+            dispatcher: Arc::clone(&self.flight.dispatcher),
+            registered: self.flight.registered,
+        };
+        Ok(Planned { flight, direction: self.direction, memory, device: self.device, file_offset: plan.file_offset })
+    }
+
+    /// How stream-ordered operations are signalled under the driver's configuration.
+    pub(crate) fn signal(&self) -> crate::stream::StreamSignal {
+        self.signal
+    }
+}
+
 /// What one request holds while it runs. Fields drop in declaration order: the file (and its
 /// descriptors, once deregistered) before the backends, so when closing the driver has waited
 /// for the backends to be let go, nothing of the request is left.
@@ -189,6 +227,7 @@ impl<P: Platform> Driver<P> {
             next_handle: AtomicU64::new(1),
             handle_salt: (salt | 1 << 63) & !0xffff_ffff,
             batches: crate::batch::Batches::new((salt.rotate_left(17) | 1 << 63) & !0xffff_ffff),
+            streams: crate::stream::Streams::new(),
         }
     }
 
@@ -199,6 +238,10 @@ impl<P: Platform> Driver<P> {
 
     pub(crate) fn batches(&self) -> &crate::batch::Batches {
         &self.batches
+    }
+
+    pub(crate) fn streams(&self) -> &crate::stream::Streams {
+        &self.streams
     }
 
     fn read_state(&self) -> RwLockReadGuard<'_, State<P::Backend>> {
@@ -469,7 +512,14 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<Planned<P::Backend>> {
-        let flight = loop {
+        self.deferred(direction, handle, buffer_base)?.plan(size, file_offset, buffer_offset)
+    }
+
+    /// The part of [`plan`](Self::plan) that needs the driver: the file, the backends and the
+    /// buffer, looked up now; the sizes and offsets come later (a stream-ordered operation
+    /// reads them when its stream reaches it).
+    pub(crate) fn deferred(&self, direction: Direction, handle: HandleId, buffer_base: usize) -> Result<Deferred<P::Backend>> {
+        let (flight, signal) = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
             let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
@@ -480,18 +530,14 @@ impl<P: Platform> Driver<P> {
             }
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             let registered = open.buffers.get(&buffer_base).copied();
-            break InFlight { file: Arc::clone(file), dispatcher: Arc::clone(&open.dispatcher), registered };
+            let flight = InFlight { file: Arc::clone(file), dispatcher: Arc::clone(&open.dispatcher), registered };
+            break (flight, open.config.stream_signal);
         };
         let (buffer_len, device) = match flight.registered {
             Some(b) => (b.len, b.device),
             None => self.unregistered_buffer(buffer_base)?,
         };
-        let plan = plan_io(buffer_base, buffer_len, size, file_offset, buffer_offset)?;
-        // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
-        // is either registered device memory (checked against its allocation at
-        // registration) or the rest of the device allocation the runtime reported just now.
-        let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
-        Ok(Planned { flight, direction, memory, device, file_offset: plan.file_offset })
+        Ok(Deferred { flight, direction, buffer_base, buffer_len, device, signal })
     }
 
     /// Length and device of an unregistered buffer (or a pointer into a registered one): the

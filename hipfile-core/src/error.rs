@@ -116,6 +116,7 @@ impl HipError {
     pub const NOT_FOUND: HipError = HipError(500);
     pub const NOT_READY: HipError = HipError(600);
     pub const LAUNCH_FAILURE: HipError = HipError(719);
+    pub const NOT_SUPPORTED: HipError = HipError(801);
     pub const UNKNOWN: HipError = HipError(999);
 
     /// The HIP name of the code, where it is one this crate knows.
@@ -131,6 +132,7 @@ impl HipError {
             500 => "hipErrorNotFound",
             600 => "hipErrorNotReady",
             719 => "hipErrorLaunchFailure",
+            801 => "hipErrorNotSupported",
             999 => "hipErrorUnknown",
             _ => return None,
         })
@@ -238,6 +240,17 @@ pub fn ssize_result(result: &Result<usize>) -> SsizeResult {
         Err(Error::Op(op)) => fail(-(op.code() as isize), None),
         Err(Error::Hip(hip)) => fail(-(hip.0 as isize), None),
         Err(Error::Config(_)) => fail(-(OpError::DriverInvalidProps.code() as isize), None),
+    }
+}
+
+/// A result as a batch event's `ret` or a stream-ordered operation's `*bytes_*_p` carries it:
+/// the bytes, or a negative `errno` (`-EFBIG`), hipFile code (`-5022`) or HIP error. This is
+/// [`ssize_result`]'s convention with the `errno` itself in place of `-1` (another thread reads
+/// it, so `errno` cannot carry it).
+pub fn negative_ret(result: &Result<usize>) -> i64 {
+    match result {
+        Err(Error::Os(errno)) => -i64::from(*errno),
+        _ => ssize_result(result).value as i64,
     }
 }
 

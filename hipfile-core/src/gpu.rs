@@ -48,6 +48,10 @@ impl Stream {
     pub const NULL: Stream = Stream(0);
 }
 
+/// A runtime event: a marker recorded on a stream, done once the work before it has run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Event(pub usize);
+
 /// Which way a copy goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyKind {
@@ -141,6 +145,27 @@ pub trait GpuRuntime: Send + Sync {
 
     /// Queues `f` on `stream`, to run after the work queued before it.
     fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError>;
+
+    /// Queues on `stream` a wait until the 32-bit word at `addr` reaches `value` (cyclic
+    /// comparison: `(word - value) as i32 >= 0`), a stream memory operation: the stream stops
+    /// there, and nothing else of the context does.
+    ///
+    /// # Safety
+    /// `addr` must be a 4-byte aligned word of pinned host memory from `host_alloc`, which
+    /// stays allocated until the stream has passed the wait.
+    unsafe fn stream_wait_value32(&self, stream: Stream, addr: usize, value: u32) -> Result<(), HipError>;
+
+    /// Creates an event (without timing).
+    fn event_create(&self) -> Result<Event, HipError>;
+
+    /// Records `event` on `stream`: it completes when the work queued before it has run.
+    fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError>;
+
+    /// Whether `event` has completed (`false` while the work before it is still to run).
+    fn event_query(&self, event: Event) -> Result<bool, HipError>;
+
+    /// Destroys an event.
+    fn event_destroy(&self, event: Event) -> Result<(), HipError>;
 
     /// Allocates `len` bytes of device memory on the current device.
     fn device_alloc(&self, len: usize) -> Result<usize, HipError>;

@@ -53,6 +53,7 @@ pub mod gpu;
 pub mod io;
 pub mod log;
 pub mod pool;
+pub mod stream;
 pub mod sync;
 
 pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile};
@@ -64,5 +65,6 @@ pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
-pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, Event, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;
+pub use stream::{AsyncParams, StreamSignal};

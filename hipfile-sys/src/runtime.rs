@@ -5,7 +5,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 
-use hipfile_core::{CopyKind, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::loader::{Library, LoadError};
 
@@ -181,6 +181,24 @@ enum HostFuncEntry {
     StreamAddCallback(unsafe extern "C" fn(RawStream, StreamCallback, *mut c_void, c_uint) -> HipResult),
 }
 
+/// How a runtime queues a wait on a 32-bit word: `hipStreamWaitValue32` (with a mask), or the
+/// CUDA driver's `cuStreamWaitValue32` (CUDA's runtime has none; a `CUstream` is a
+/// `cudaStream_t`, and pinned host memory has the same address on the device under unified
+/// addressing).
+#[derive(Clone, Copy)]
+enum WaitValueEntry {
+    Hip(unsafe extern "C" fn(RawStream, *mut c_void, u32, c_uint, u32) -> HipResult),
+    Cuda(unsafe extern "C" fn(RawStream, u64, u32, c_uint) -> HipResult),
+}
+
+/// `hipStreamWaitValueGte` / `CU_STREAM_WAIT_VALUE_GEQ`.
+const WAIT_VALUE_GEQ: c_uint = 0;
+/// `hipStreamNonBlocking` / `cudaStreamNonBlocking`: the library's streams never wait for the
+/// legacy default stream (which a stream-ordered operation may hold at a wait).
+const STREAM_NON_BLOCKING: c_uint = 1;
+/// `hipEventDisableTiming` / `cudaEventDisableTiming`.
+const EVENT_DISABLE_TIMING: c_uint = 2;
+
 /// The HIP entry points hipFile uses, resolved once.
 #[derive(Clone, Copy)]
 struct Api {
@@ -191,10 +209,16 @@ struct Api {
     free: unsafe extern "C" fn(*mut c_void) -> HipResult,
     memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> HipResult,
     memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, RawStream) -> HipResult,
-    stream_create: unsafe extern "C" fn(*mut RawStream) -> HipResult,
+    stream_create: unsafe extern "C" fn(*mut RawStream, c_uint) -> HipResult,
     stream_destroy: unsafe extern "C" fn(RawStream) -> HipResult,
     stream_synchronize: unsafe extern "C" fn(RawStream) -> HipResult,
     host_func: HostFuncEntry,
+    /// Stream memory operations: `None` where the runtime has none.
+    wait_value: Option<WaitValueEntry>,
+    event_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> HipResult,
+    event_record: unsafe extern "C" fn(*mut c_void, RawStream) -> HipResult,
+    event_query: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    event_destroy: unsafe extern "C" fn(*mut c_void) -> HipResult,
     host_malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> HipResult,
     host_free: unsafe extern "C" fn(*mut c_void) -> HipResult,
     host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> HipResult,
@@ -229,11 +253,11 @@ impl Api {
             };
         }
         macro_rules! resolve {
-            ($host_func:ident, $get_proc_address:ident; $($field:ident = $lib:ident $hip:literal $cuda:literal),* $(,)?) => {
+            ($host_func:ident, $wait_value:ident, $get_proc_address:ident; $($field:ident = $lib:ident $hip:literal $cuda:literal),* $(,)?) => {
                 Api { $($field: {
                     let name = match vendor { Vendor::Hip => $hip, Vendor::Cuda => $cuda };
                     optional!($lib, name).ok_or_else(|| format!("missing symbol {name}"))?
-                },)* $host_func, $get_proc_address }
+                },)* $host_func, $wait_value, $get_proc_address }
             };
         }
         let (launch, add_callback) = match vendor {
@@ -248,8 +272,14 @@ impl Api {
             Vendor::Hip => optional!(lib, "hipGetProcAddress"),
             Vendor::Cuda => None,
         };
+        let wait_value = match vendor {
+            Vendor::Hip => optional!(lib, "hipStreamWaitValue32").map(WaitValueEntry::Hip),
+            Vendor::Cuda => optional!(driver, "cuStreamWaitValue32_v2")
+                .or_else(|| optional!(driver, "cuStreamWaitValue32"))
+                .map(WaitValueEntry::Cuda),
+        };
         Ok(resolve! {
-            host_func, get_proc_address;
+            host_func, wait_value, get_proc_address;
             runtime_get_version = lib "hipRuntimeGetVersion" "cudaRuntimeGetVersion",
             pointer_get_attributes = lib "hipPointerGetAttributes" "cudaPointerGetAttributes",
             // CUdeviceptr is a 64-bit integer: the same ABI as HIP's pointers on 64-bit targets.
@@ -258,9 +288,13 @@ impl Api {
             free = lib "hipFree" "cudaFree",
             memcpy = lib "hipMemcpy" "cudaMemcpy",
             memcpy_async = lib "hipMemcpyAsync" "cudaMemcpyAsync",
-            stream_create = lib "hipStreamCreate" "cudaStreamCreate",
+            stream_create = lib "hipStreamCreateWithFlags" "cudaStreamCreateWithFlags",
             stream_destroy = lib "hipStreamDestroy" "cudaStreamDestroy",
             stream_synchronize = lib "hipStreamSynchronize" "cudaStreamSynchronize",
+            event_create = lib "hipEventCreateWithFlags" "cudaEventCreateWithFlags",
+            event_record = lib "hipEventRecord" "cudaEventRecord",
+            event_query = lib "hipEventQuery" "cudaEventQuery",
+            event_destroy = lib "hipEventDestroy" "cudaEventDestroy",
             host_malloc = lib "hipHostMalloc" "cudaHostAlloc",
             host_free = lib "hipHostFree" "cudaFreeHost",
             host_register = lib "hipHostRegister" "cudaHostRegister",
@@ -531,8 +565,8 @@ impl GpuRuntime for LoadedRuntime {
 
     fn stream_create(&self) -> Result<Stream, HipError> {
         let mut stream = std::ptr::null_mut();
-        // SAFETY: resolved `hipStreamCreate`; `stream` is writable.
-        check(unsafe { (self.api.stream_create)(&mut stream) })?;
+        // SAFETY: resolved `hipStreamCreateWithFlags`; `stream` is writable.
+        check(unsafe { (self.api.stream_create)(&mut stream, STREAM_NON_BLOCKING) })?;
         Ok(Stream(stream as usize))
     }
 
@@ -561,6 +595,43 @@ impl GpuRuntime for LoadedRuntime {
             drop(unsafe { Box::from_raw(data.cast::<HostFn>()) });
         }
         check(rc)
+    }
+
+    unsafe fn stream_wait_value32(&self, stream: Stream, addr: usize, value: u32) -> Result<(), HipError> {
+        let raw = stream.0 as RawStream;
+        check(match self.api.wait_value {
+            // SAFETY: resolved `hipStreamWaitValue32`; the word is the caller's (pinned, kept).
+            Some(WaitValueEntry::Hip(f)) => unsafe { f(raw, addr as *mut c_void, value, WAIT_VALUE_GEQ, u32::MAX) },
+            // SAFETY: resolved `cuStreamWaitValue32`; as above (the host address is the
+            // device address under unified addressing).
+            Some(WaitValueEntry::Cuda(f)) => unsafe { f(raw, addr as u64, value, WAIT_VALUE_GEQ) },
+            None => HipError::NOT_SUPPORTED.0,
+        })
+    }
+
+    fn event_create(&self) -> Result<Event, HipError> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: resolved `hipEventCreateWithFlags`; `event` is writable.
+        check(unsafe { (self.api.event_create)(&mut event, EVENT_DISABLE_TIMING) })?;
+        Ok(Event(event as usize))
+    }
+
+    fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError> {
+        // SAFETY: resolved `hipEventRecord`; the runtime validates both handles.
+        check(unsafe { (self.api.event_record)(event.0 as *mut c_void, stream.0 as RawStream) })
+    }
+
+    fn event_query(&self, event: Event) -> Result<bool, HipError> {
+        // SAFETY: resolved `hipEventQuery`; the runtime validates the handle.
+        match unsafe { (self.api.event_query)(event.0 as *mut c_void) } {
+            rc if HipError(rc) == HipError::NOT_READY => Ok(false),
+            rc => check(rc).map(|()| true),
+        }
+    }
+
+    fn event_destroy(&self, event: Event) -> Result<(), HipError> {
+        // SAFETY: resolved `hipEventDestroy`; the runtime validates the handle.
+        check(unsafe { (self.api.event_destroy)(event.0 as *mut c_void) })
     }
 
     fn device_alloc(&self, len: usize) -> Result<usize, HipError> {

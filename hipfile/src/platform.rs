@@ -140,6 +140,9 @@ impl Platform for SystemPlatform {
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.gpu
     }
+    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+        self.gpu.clone()
+    }
 
     fn backends(&self, config: &Config) -> Result<Vec<SystemBackend>> {
         Ok(match config.backend {
