@@ -331,6 +331,30 @@ void hipFileBatchIODestroy(hipFileBatchHandle_t batch_idp);
 #define HIPFILE_STREAM_PAGE_ALIGNED_INPUTS (1 << 3)
 #define HIPFILE_STREAM_FLAGS_MASK 0xf
 
+/* Queues a read of *size_p bytes at *file_offset_p into buffer_base + *buffer_offset_p on
+ * stream: it runs after the work queued before it and before the work queued after it. The
+ * values are read when it runs (at this call for those the stream's FIXED flags name); the
+ * size may shrink by then, not grow. The result (bytes, or a negative error) is stored in
+ * *bytes_read_p when it is done; a size of 0 stores 0 at once. The pointers must stay valid
+ * until then. */
+HIPFILE_API
+hipFileError_t hipFileReadAsync(hipFileHandle_t fh, void *buffer_base, size_t *size_p, hoff_t *file_offset_p,
+                                hoff_t *buffer_offset_p, ssize_t *bytes_read_p, hipStream_t stream);
+
+/* The write counterpart of hipFileReadAsync. */
+HIPFILE_API
+hipFileError_t hipFileWriteAsync(hipFileHandle_t fh, void *buffer_base, size_t *size_p, hoff_t *file_offset_p,
+                                 hoff_t *buffer_offset_p, ssize_t *bytes_written_p, hipStream_t stream);
+
+/* Registers stream with HIPFILE_STREAM_* flags (within HIPFILE_STREAM_FLAGS_MASK); twice is
+ * hipFileInvalidValue. Needs no open driver. */
+HIPFILE_API
+hipFileError_t hipFileStreamRegister(hipStream_t stream, unsigned flags);
+
+/* Forgets a registered stream's flags; an unregistered stream is hipFileInvalidValue. */
+HIPFILE_API
+hipFileError_t hipFileStreamDeregister(hipStream_t stream);
+
 /* ------------------------------------------------------------------- core */
 
 /* The API version (HIPFILE_VERSION_*); null arguments are skipped. */

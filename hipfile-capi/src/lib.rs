@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use hipfile::error::op_error_cstr;
 use hipfile::log::log_once;
-use hipfile::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError, Result};
+use hipfile::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError, Result, Stream};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{
     hipError_t, hipFileBatchHandle_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileIOEvents_t,
-    hipFileIOParams_t, hipFileOpError_t, hoff_t,
+    hipFileIOParams_t, hipFileOpError_t, hipStream_t, hoff_t,
 };
 use hipfile::{SystemBackend, SystemPlatform};
 
@@ -358,6 +358,99 @@ pub extern "C" fn hipFileBatchIODestroy(batch_idp: hipFileBatchHandle_t) {
             d.batch_destroy(BatchId(batch_idp as u64));
         }
     })
+}
+
+/// `hipFileReadAsync`: queues a read on `stream` (semantics §12): it runs after the work queued
+/// before it, reading `*size_p`, `*file_offset_p` and `*buffer_offset_p` then (at this call for
+/// those the stream's FIXED flags name; the size may shrink, not grow), and stores the bytes
+/// read, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), in `*bytes_read_p`.
+/// A size of 0 stores 0 at once. Opens a closed driver (as upstream).
+///
+/// Returns `hipFileInvalidValue` (a null argument, offsets or size out of range), the codes of
+/// `hipFileRead`'s checks, or `hipFileHipDriverError` when the runtime refused the stream work.
+///
+/// # Safety
+/// The four pointers must be null or valid until the stream has run the operation (read, and
+/// for `bytes_read_p` written, from another thread).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileReadAsync(
+    fh: hipFileHandle_t,
+    buffer_base: *mut c_void,
+    size_p: *mut usize,
+    file_offset_p: *mut hoff_t,
+    buffer_offset_p: *mut hoff_t,
+    bytes_read_p: *mut libc::ssize_t,
+    stream: hipStream_t,
+) -> hipFileError_t {
+    let values = ffi::CallerValues {
+        size: size_p,
+        file_offset: file_offset_p,
+        buffer_offset: buffer_offset_p,
+        bytes: bytes_read_p,
+    };
+    stream_io(Direction::Read, fh, buffer_base, values, stream)
+}
+
+/// `hipFileWriteAsync`: the write counterpart of [`hipFileReadAsync`].
+///
+/// # Safety
+/// As [`hipFileReadAsync`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileWriteAsync(
+    fh: hipFileHandle_t,
+    buffer_base: *mut c_void,
+    size_p: *mut usize,
+    file_offset_p: *mut hoff_t,
+    buffer_offset_p: *mut hoff_t,
+    bytes_written_p: *mut libc::ssize_t,
+    stream: hipStream_t,
+) -> hipFileError_t {
+    let values = ffi::CallerValues {
+        size: size_p,
+        file_offset: file_offset_p,
+        buffer_offset: buffer_offset_p,
+        bytes: bytes_written_p,
+    };
+    stream_io(Direction::Write, fh, buffer_base, values, stream)
+}
+
+/// One stream-ordered operation: null checks, the implicit open, then the driver.
+fn stream_io(
+    direction: Direction,
+    fh: hipFileHandle_t,
+    buffer_base: *mut c_void,
+    values: ffi::CallerValues,
+    stream: hipStream_t,
+) -> hipFileError_t {
+    boundary(|| {
+        let ffi::CallerValues { size, file_offset, buffer_offset, bytes } = values;
+        if buffer_base.is_null() || size.is_null() || file_offset.is_null() || buffer_offset.is_null() || bytes.is_null()
+        {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        hipFileError_t::from_result(driver().and_then(|d| {
+            logged(d.open_implicitly())?;
+            let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
+            d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream)
+        }))
+    })
+}
+
+/// `hipFileStreamRegister`: `flags` (`HIPFILE_STREAM_*`, within `HIPFILE_STREAM_FLAGS_MASK`)
+/// name the values of the stream's operations read at submission. Needs no open driver.
+///
+/// Returns `hipFileInvalidValue` (flags outside the mask, the stream registered already).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> hipFileError_t {
+    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.stream_register(Stream(stream as usize), flags))))
+}
+
+/// `hipFileStreamDeregister`: forgets a registered stream's flags.
+///
+/// Returns `hipFileInvalidValue` for a stream not registered.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileStreamDeregister(stream: hipStream_t) -> hipFileError_t {
+    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.stream_deregister(Stream(stream as usize)))))
 }
 
 /// `hipFileGetOpErrorString`: a static description of any value ("Unknown hipFile error"

@@ -157,6 +157,41 @@ fn batches_under_sanitizers() {
     batch(Flavour::Sanitized, "auto");
 }
 
+/// `async`: stream-ordered I/O case by case (tests/c/async.c), with `signal` telling the
+/// stream it has reached an operation.
+fn stream_ordered(flavour: Flavour, backend: &str, signal: &str) {
+    let exe = build("async", flavour, &[]);
+    let dir = scratch("c-data");
+    let env = [("HIPFILE_BACKEND", backend), ("HIPFILE_STREAM_SIGNAL", signal), ANY_FS];
+    let out = run_ok(&mut program(&exe, &[&dir], &env));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn stream_ordered_io_as_upstreams_tests_have_it_auto() {
+    stream_ordered(Flavour::Plain, "auto", "hostfn");
+}
+
+#[test]
+fn stream_ordered_io_as_upstreams_tests_have_it_bounce() {
+    stream_ordered(Flavour::Plain, "bounce", "hostfn");
+}
+
+#[test]
+fn stream_ordered_io_signalled_by_events() {
+    stream_ordered(Flavour::Plain, "bounce", "event");
+}
+
+#[test]
+fn stream_ordered_io_inline() {
+    stream_ordered(Flavour::Plain, "bounce", "inline");
+}
+
+#[test]
+fn stream_ordered_io_under_sanitizers() {
+    stream_ordered(Flavour::Sanitized, "auto", "hostfn");
+}
+
 /// `devices` with two mock devices: buffers of either device, registered or not, whatever
 /// device is current, which stays current.
 fn devices(flavour: Flavour, backend: &str) {

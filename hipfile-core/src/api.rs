@@ -3,10 +3,14 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
+use crate::backend::Direction;
 use crate::batch::{BatchEntry, BatchEvent, BatchId};
 use crate::driver::{Driver, HandleId, Platform};
 use crate::error::{Error, Result};
+use crate::gpu::Stream;
+use crate::stream::AsyncParams;
 
 /// Keeps a driver open (one use count) for as long as it lives.
 pub struct DriverGuard<P: Platform> {
@@ -37,6 +41,17 @@ impl<P: Platform> DriverGuard<P> {
     /// drop, after its running entries have finished.
     pub fn batch(&self, capacity: usize) -> Result<Batch<'_, P>> {
         Ok(Batch { driver: &self.driver, id: self.driver.batch_setup(capacity)? })
+    }
+
+    /// Registers `stream` with `flags` (`STREAM_FIXED_*`, `hipFileStreamRegister`) until
+    /// [`deregister_stream`](Self::deregister_stream).
+    pub fn register_stream(&self, stream: Stream, flags: u32) -> Result<()> {
+        self.driver.stream_register(stream, flags)
+    }
+
+    /// Forgets a stream's flags (`hipFileStreamDeregister`).
+    pub fn deregister_stream(&self, stream: Stream) -> Result<()> {
+        self.driver.stream_deregister(stream)
     }
 
     /// Registers the device memory `[addr, addr + len)`; deregistered on drop.
@@ -100,6 +115,52 @@ impl<P: Platform> RegisteredFile<'_, P> {
         Ok(done)
     }
 
+    /// Queues a read on `stream` (`hipFileReadAsync`, semantics §12): it runs after the work
+    /// queued before it and before the work queued after it. The values live in the returned
+    /// [`StreamIo`], read when the operation runs unless the stream was registered with FIXED
+    /// flags; its result is there once the stream has run it.
+    pub fn read_async(
+        &self,
+        buffer: usize,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+        stream: Stream,
+    ) -> Result<Arc<StreamIo>> {
+        self.stream_io(Direction::Read, buffer, size, file_offset, buffer_offset, stream)
+    }
+
+    /// Queues a write on `stream` (`hipFileWriteAsync`); see [`read_async`](Self::read_async).
+    pub fn write_async(
+        &self,
+        buffer: usize,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+        stream: Stream,
+    ) -> Result<Arc<StreamIo>> {
+        self.stream_io(Direction::Write, buffer, size, file_offset, buffer_offset, stream)
+    }
+
+    fn stream_io(
+        &self,
+        direction: Direction,
+        buffer: usize,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+        stream: Stream,
+    ) -> Result<Arc<StreamIo>> {
+        let io = Arc::new(StreamIo {
+            size: AtomicUsize::new(size),
+            file_offset: AtomicI64::new(offset(file_offset)?),
+            buffer_offset: AtomicI64::new(offset(buffer_offset)?),
+            result: AtomicI64::new(PENDING),
+        });
+        self.driver.submit_async(direction, self.id, buffer, io.clone(), stream)?;
+        Ok(io)
+    }
+
     /// Writes all `size` bytes, looping over the per-call cap.
     pub fn write_all(&self, buffer: usize, size: usize, file_offset: u64) -> Result<()> {
         let mut done = 0;
@@ -114,6 +175,63 @@ impl<P: Platform> Drop for RegisteredFile<'_, P> {
     fn drop(&mut self) {
         // Fails only if the driver dropped the registration already, which a guard prevents.
         let _ = self.driver.handle_deregister(self.id);
+    }
+}
+
+/// The result of a [`StreamIo`] still to run.
+const PENDING: i64 = i64::MIN;
+
+/// A stream-ordered operation's values and result, shared with the library until its stream
+/// has run it: what C passes as pointers to `hipFileReadAsync`.
+#[derive(Debug)]
+pub struct StreamIo {
+    size: AtomicUsize,
+    file_offset: AtomicI64,
+    buffer_offset: AtomicI64,
+    result: AtomicI64,
+}
+
+impl StreamIo {
+    /// The bytes moved, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), once
+    /// the stream has run the operation; `None` before.
+    pub fn result(&self) -> Option<i64> {
+        Some(self.result.load(Ordering::Acquire)).filter(|&r| r != PENDING)
+    }
+
+    /// Changes the size before the stream reaches the operation (ignored when the stream is
+    /// registered with `STREAM_FIXED_FILE_SIZE`); larger than at submission fails it.
+    pub fn set_size(&self, size: usize) {
+        self.size.store(size, Ordering::Release);
+    }
+
+    /// Changes the file offset before the stream reaches the operation (ignored with
+    /// `STREAM_FIXED_FILE_OFFSET`).
+    pub fn set_file_offset(&self, offset: i64) {
+        self.file_offset.store(offset, Ordering::Release);
+    }
+
+    /// Changes the buffer offset before the stream reaches the operation (ignored with
+    /// `STREAM_FIXED_BUF_OFFSET`).
+    pub fn set_buffer_offset(&self, offset: i64) {
+        self.buffer_offset.store(offset, Ordering::Release);
+    }
+}
+
+impl AsyncParams for StreamIo {
+    fn size(&self) -> usize {
+        self.size.load(Ordering::Acquire)
+    }
+
+    fn file_offset(&self) -> i64 {
+        self.file_offset.load(Ordering::Acquire)
+    }
+
+    fn buffer_offset(&self) -> i64 {
+        self.buffer_offset.load(Ordering::Acquire)
+    }
+
+    fn complete(&self, result: i64) {
+        self.result.store(result, Ordering::Release);
     }
 }
 

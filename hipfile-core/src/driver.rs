@@ -263,6 +263,15 @@ impl<P: Platform> Driver<P> {
         Ok(())
     }
 
+    /// Opens a closed driver with a count of 1, as registrations and stream-ordered calls do
+    /// (semantics §2, §12); leaves an open one alone.
+    pub fn open_implicitly(&self) -> Result<()> {
+        if self.read_state().use_count > 0 {
+            return Ok(());
+        }
+        self.ensure_open(&mut self.write_state()).map(drop)
+    }
+
     /// Opens with a count of 1 if the driver is closed; otherwise leaves the count alone
     /// (the implicit open of the first registration).
     fn ensure_open<'s>(&self, state: &'s mut State<P::Backend>) -> Result<&'s mut Open<P::Backend>> {

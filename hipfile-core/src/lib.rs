@@ -56,7 +56,7 @@ pub mod pool;
 pub mod stream;
 pub mod sync;
 
-pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile};
+pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile, StreamIo};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
 pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use config::{BackendChoice, BounceSettings, Config};

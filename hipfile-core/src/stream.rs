@@ -157,12 +157,20 @@ struct PollerState {
     events: Vec<(Event, Job)>,
     /// Whether a thread is polling them.
     polling: bool,
+    /// The fork generation of that thread ([`crate::fork`]): a forked child has none.
+    fork: u64,
 }
 
 impl Poller {
     /// Watches `event`; `job` goes to `runner` once the stream has reached it.
     fn watch(self: &Arc<Self>, gpu: Arc<dyn GpuRuntime>, runner: &Arc<WorkerPool>, event: Event, job: Job) {
         let mut state = lock(&self.pending);
+        let fork = crate::fork::generation();
+        if state.fork != fork {
+            // A forked child: the parent's events and poller are not its own.
+            std::mem::forget(std::mem::take(&mut state.events));
+            (state.fork, state.polling) = (fork, false);
+        }
         state.events.push((event, job));
         if !std::mem::replace(&mut state.polling, true) {
             let (me, pool) = (Arc::clone(self), Arc::clone(runner));
@@ -244,6 +252,9 @@ impl<B: Backend> Operation<B> {
         }
         let file_offset = self.file_offset.unwrap_or_else(|| self.params.file_offset());
         let buffer_offset = self.buffer_offset.unwrap_or_else(|| self.params.buffer_offset());
+        if file_offset < 0 || buffer_offset < 0 {
+            return -i64::from(OpError::InvalidValue.code());
+        }
         crate::error::negative_ret(&self.deferred.plan(size, file_offset, buffer_offset).and_then(|p| p.run()))
     }
 }
@@ -291,6 +302,9 @@ impl<P: Platform> Driver<P> {
             return Ok(());
         }
         let (file_offset, buffer_offset) = (params.file_offset(), params.buffer_offset());
+        if file_offset < 0 || buffer_offset < 0 {
+            return Err(OpError::InvalidValue.into()); // upstream's answer here (not `EINVAL`)
+        }
         let deferred = self.deferred(direction, handle, buffer_base)?;
         drop(deferred.plan(size, file_offset, buffer_offset)?); // checked as a synchronous call
         let streams = self.streams();

@@ -221,6 +221,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         ("xtask/gpu-bench/capi_cuda.c", "capi_cuda", &[][..]),
         ("hipfile-capi/tests/c/safety.c", "safety_cuda", &over_cuda[..]),
         ("hipfile-capi/tests/c/devices.c", "devices_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/async.c", "async_cuda", &over_cuda[..]),
     ] {
         let (src, out) = (root.join(source), bundle.join(program));
         let (src, out) = (src.to_string_lossy().into_owned(), out.to_string_lossy().into_owned());

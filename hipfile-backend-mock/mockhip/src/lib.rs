@@ -18,7 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::{MemcpyKind, MockGpu};
-use hipfile_core::{GpuRuntime, HipError, MemoryType, Stream};
+use hipfile_core::{Event, GpuRuntime, HipError, MemoryType, Stream};
 use hipfile_sys::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
@@ -340,6 +340,88 @@ pub unsafe extern "C" fn hipStreamCreate(s: *mut *mut c_void) -> c_int {
         // SAFETY: the caller's contract; checked non-null above.
         unsafe { put(s, created.0 as *mut c_void) }
     })
+}
+
+/// `hipStreamCreateWithFlags`: the mock's streams never wait for the null stream (which runs
+/// its work at once), so every flag means the same.
+///
+/// # Safety
+/// `s` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreateWithFlags(s: *mut *mut c_void, _flags: c_uint) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { hipStreamCreate(s) }
+}
+
+/// `hipStreamWaitValue32` with `hipStreamWaitValueGte` (cyclic, as CUDA's) on pinned host
+/// memory; other comparisons are `hipErrorInvalidValue` (libhipfile uses only this one).
+///
+/// # Safety
+/// `ptr` must be a word of memory from `hipHostMalloc` that outlives the wait.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamWaitValue32(
+    s: *mut c_void,
+    ptr: *mut c_void,
+    value: u32,
+    flags: c_uint,
+    mask: u32,
+) -> c_int {
+    call(|| {
+        if flags != 0 || mask != u32::MAX {
+            return Err(HipError::INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { gpu().stream_wait_value32(stream(s), ptr as usize, value) }
+    })
+}
+
+/// `hipEventCreateWithFlags`.
+///
+/// # Safety
+/// `event` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut *mut c_void, _flags: c_uint) -> c_int {
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put(event, gpu().event_create()?.0 as *mut c_void) })
+}
+
+/// `hipEventCreate`.
+///
+/// # Safety
+/// `event` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipEventCreate(event: *mut *mut c_void) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { hipEventCreateWithFlags(event, 0) }
+}
+
+/// `hipEventRecord`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipEventRecord(event: *mut c_void, s: *mut c_void) -> c_int {
+    call(|| gpu().event_record(Event(event as usize), stream(s)))
+}
+
+/// `hipEventQuery`: `hipErrorNotReady` while the work before the event is still to run.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipEventQuery(event: *mut c_void) -> c_int {
+    call(|| if gpu().event_query(Event(event as usize))? { Ok(()) } else { Err(HipError::NOT_READY) })
+}
+
+/// `hipEventSynchronize`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipEventSynchronize(event: *mut c_void) -> c_int {
+    call(|| {
+        while !gpu().event_query(Event(event as usize))? {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+        Ok(())
+    })
+}
+
+/// `hipEventDestroy`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipEventDestroy(event: *mut c_void) -> c_int {
+    call(|| gpu().event_destroy(Event(event as usize)))
 }
 
 /// `hipStreamDestroy`: waits for the stream's work first.

@@ -91,6 +91,11 @@ static int (*cuda_memset)(void *, int, size_t);
 static int (*cuda_set_device)(int);
 static int (*cuda_get_device)(int *);
 static int (*cuda_get_device_count)(int *);
+static int (*cuda_stream_create_with_flags)(void **, unsigned);
+static int (*cuda_stream_destroy)(void *);
+static int (*cuda_stream_synchronize)(void *);
+static int (*cuda_memcpy_async)(void *, const void *, size_t, int, void *);
+static int (*cuda_launch_host_func)(void *, void (*)(void *), void *);
 #define hipMalloc(p, n) cuda_malloc((void **)(p), (n))
 #define hipFree(p) cuda_free(p)
 #define hipMemcpy(d, s, n, k) cuda_memcpy((d), (s), (n), (int)(k))
@@ -98,6 +103,11 @@ static int (*cuda_get_device_count)(int *);
 #define hipSetDevice(d) cuda_set_device(d)
 #define hipGetDevice(d) cuda_get_device(d)
 #define hipGetDeviceCount(c) cuda_get_device_count(c)
+#define hipStreamCreateWithFlags(s, f) cuda_stream_create_with_flags((void **)(s), (f))
+#define hipStreamDestroy(s) cuda_stream_destroy(s)
+#define hipStreamSynchronize(s) cuda_stream_synchronize(s)
+#define hipMemcpyAsync(d, s, n, k, st) cuda_memcpy_async((d), (s), (n), (int)(k), (st))
+#define hipLaunchHostFunc(s, f, a) cuda_launch_host_func((s), (f), (a))
 static inline void gpu_init(void)
 {
     void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
@@ -109,8 +119,14 @@ static inline void gpu_init(void)
     *(void **)&cuda_set_device = dlsym(rt, "cudaSetDevice");
     *(void **)&cuda_get_device = dlsym(rt, "cudaGetDevice");
     *(void **)&cuda_get_device_count = dlsym(rt, "cudaGetDeviceCount");
+    *(void **)&cuda_stream_create_with_flags = dlsym(rt, "cudaStreamCreateWithFlags");
+    *(void **)&cuda_stream_destroy = dlsym(rt, "cudaStreamDestroy");
+    *(void **)&cuda_stream_synchronize = dlsym(rt, "cudaStreamSynchronize");
+    *(void **)&cuda_memcpy_async = dlsym(rt, "cudaMemcpyAsync");
+    *(void **)&cuda_launch_host_func = dlsym(rt, "cudaLaunchHostFunc");
     CHECK(cuda_malloc && cuda_free && cuda_memcpy && cuda_memset && cuda_set_device && cuda_get_device &&
-          cuda_get_device_count);
+          cuda_get_device_count && cuda_stream_create_with_flags && cuda_stream_destroy &&
+          cuda_stream_synchronize && cuda_memcpy_async && cuda_launch_host_func);
 }
 #else
 /* With HIP (or the mock HIP runtime) linked in, nothing to set up. */
