@@ -26,6 +26,7 @@ struct State {
     eintr: u32,
     no_path: Option<i32>,
     refuse_host_register: Option<HipError>,
+    no_stream_waits: bool,
 }
 
 impl Faults {
@@ -75,6 +76,12 @@ impl Faults {
         self.arm(|s| s.refuse_host_register = Some(error));
     }
 
+    /// Stream waits (`hipStreamWaitValue32`) fail with `hipErrorNotSupported`, as on a runtime
+    /// or device without stream memory operations.
+    pub fn refuse_stream_waits(&self) {
+        self.arm(|s| s.no_stream_waits = true);
+    }
+
     /// Disarms everything.
     pub fn clear(&self) {
         *lock(&self.state) = State::default();
@@ -118,6 +125,13 @@ impl Faults {
     }
 
     /// Called before a host registration.
+    pub(crate) fn before_stream_wait(&self) -> Result<(), HipError> {
+        match self.state().is_some_and(|s| s.no_stream_waits) {
+            true => Err(HipError::NOT_SUPPORTED),
+            false => Ok(()),
+        }
+    }
+
     pub(crate) fn before_host_register(&self) -> Result<(), HipError> {
         self.state().and_then(|s| s.refuse_host_register).map_or(Ok(()), Err)
     }
