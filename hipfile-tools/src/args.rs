@@ -83,6 +83,11 @@ pub(crate) struct BenchArgs {
     /// for before the next (0: one synchronous call at a time)
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = batch_size)]
     pub(crate) batch: usize,
+    /// Issue each thread's calls as stream-ordered operations (hipFileReadAsync/WriteAsync)
+    /// on a stream of its own, synchronized at the end of each run; reports the time each
+    /// call took to queue, and how long a host function on another stream waited meanwhile
+    #[arg(long, conflicts_with = "batch")]
+    pub(crate) stream: bool,
     /// Calls per random run
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,

@@ -7,10 +7,11 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use hipfile::io::{pread, transfer_loop};
+use hipfile::sync::lock;
 use hipfile::mock::MockGpu;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
@@ -39,6 +40,27 @@ pub(crate) struct Outcome {
     pub(crate) verified: Option<bool>,
     /// Per backend, how its counters grew over this mode's runs (with `--profile`).
     pub(crate) profile: Vec<(&'static str, Vec<(&'static str, u64)>)>,
+    /// With `--stream`: what queueing cost and what other streams saw.
+    pub(crate) stream: Option<StreamTimes>,
+}
+
+/// Times of stream-ordered runs, in microseconds: over every call of every run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StreamTimes {
+    /// Time each `hipFileReadAsync`/`WriteAsync` call took to return: median and worst.
+    pub(crate) enqueue_median_us: f64,
+    pub(crate) enqueue_worst_us: f64,
+    /// Meanwhile, a host function queued on an idle stream every millisecond: how long each
+    /// waited to run (what the library's own stream work costs other streams of the context).
+    pub(crate) other_stream_median_us: f64,
+    pub(crate) other_stream_worst_us: f64,
+    pub(crate) other_stream_probes: usize,
+}
+
+/// Median and largest of `samples` (microseconds), 0 for none.
+fn median_and_worst(mut samples: Vec<f64>) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    (samples.get(samples.len() / 2).copied().unwrap_or(0.0), samples.last().copied().unwrap_or(0.0))
 }
 
 /// What the benchmark ran on and what it measured.
@@ -320,6 +342,7 @@ fn measure(
     let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum::<u64>() * targets.len() as u64;
     let cold = args.cold && mode.is_read();
     let mut rates = Vec::new();
+    let (enqueued, probes) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
     for run in 0..args.runs {
         if cold {
             drop_caches()?;
@@ -341,11 +364,14 @@ fn measure(
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
             }
+            if args.stream {
+                s.spawn(|| probe_other_stream(gpu, &stop, &probes));
+            }
             let workers: Vec<_> = targets
                 .iter()
                 .flat_map(|t| calls.iter().map(move |mine| (t, mine)))
                 .map(|(&(device, memory), mine)| {
-                    let (done, ready) = (&done, &ready);
+                    let (done, ready, enqueued) = (&done, &ready, &enqueued);
                     s.spawn(move || -> Result<(Instant, Instant), String> {
                         let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
                         ready.wait();
@@ -353,8 +379,11 @@ fn measure(
                         let start = Instant::now();
                         if args.batch > 0 {
                             batched(file, mode, memory, mine, args.batch, done)?;
+                        } else if args.stream {
+                            let took = streamed(file, mode, memory, mine, gpu, done)?;
+                            lock(enqueued).extend(took);
                         }
-                        for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0) {
+                        for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
                             let dev = memory.addr();
                             let n = if mode.is_read() {
                                 file.read(dev, len, offset, at as u64)
@@ -414,7 +443,77 @@ fn measure(
         run_gbps: rates,
         verified,
         profile: Vec::new(),
+        stream: args.stream.then(|| {
+            let probes = probes.into_inner().unwrap_or_default();
+            let other_stream_probes = probes.len();
+            let (enqueue_median_us, enqueue_worst_us) = median_and_worst(enqueued.into_inner().unwrap_or_default());
+            let (other_stream_median_us, other_stream_worst_us) = median_and_worst(probes);
+            StreamTimes {
+                enqueue_median_us,
+                enqueue_worst_us,
+                other_stream_median_us,
+                other_stream_worst_us,
+                other_stream_probes,
+            }
+        }),
     })
+}
+
+/// `calls` as stream-ordered operations on a stream of this thread's, then the stream
+/// synchronized and every result checked; returns how long each call took to queue (µs).
+fn streamed(
+    file: &RegisteredFile<'_, Sys>,
+    mode: Mode,
+    memory: DeviceSpan,
+    calls: &[Call],
+    gpu: &dyn GpuRuntime,
+    done: &AtomicU64,
+) -> Result<Vec<f64>, String> {
+    let stream = gpu.stream_create().map_err(|e| format!("stream: {e}"))?;
+    let mut took = Vec::with_capacity(calls.len());
+    let mut ios = Vec::with_capacity(calls.len());
+    let queued = calls.iter().try_for_each(|&(offset, at, len)| {
+        let t = Instant::now();
+        let io = if mode.is_read() {
+            file.read_async(memory.addr(), len, offset, at as u64, stream)
+        } else {
+            file.write_async(memory.addr(), len, offset, at as u64, stream)
+        };
+        took.push(t.elapsed().as_secs_f64() * 1e6);
+        ios.push((io.map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?, len, offset));
+        Ok::<(), String>(())
+    });
+    let synchronized = gpu.stream_synchronize(stream).map_err(|e| format!("stream: {e}"));
+    let _ = gpu.stream_destroy(stream);
+    queued?;
+    synchronized?;
+    for (io, len, offset) in ios {
+        match io.result() {
+            Some(n) if n == len as i64 => done.fetch_add(len as u64, Ordering::Relaxed),
+            other => return Err(format!("{} of {len} bytes at {offset}: {other:?}", mode.name())),
+        };
+    }
+    Ok(took)
+}
+
+/// Until `stop`: every millisecond, a host function on a stream of its own, timed from being
+/// queued to running (µs each, into `probes`).
+fn probe_other_stream(gpu: &dyn GpuRuntime, stop: &AtomicBool, probes: &Mutex<Vec<f64>>) {
+    let Ok(stream) = gpu.stream_create() else { return };
+    while !stop.load(Ordering::Relaxed) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let queued = Instant::now();
+        if gpu.launch_host_func(stream, Box::new(move || { let _ = tx.send(queued.elapsed()); })).is_err() {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(waited) => lock(probes).push(waited.as_secs_f64() * 1e6),
+            Err(_) => break,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = gpu.stream_synchronize(stream);
+    let _ = gpu.stream_destroy(stream);
 }
 
 /// `calls` as batches of up to `size` entries (`hipFileBatchIO*`): each batch submitted whole

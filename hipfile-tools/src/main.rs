@@ -81,6 +81,19 @@ fn print(report: &Report, json: bool) {
             }
         );
     }
+    for o in &report.outcomes {
+        if let Some(t) = &o.stream {
+            println!(
+                "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst); a host function on another stream waited {:.1} µs (median), {:.1} µs (worst) over {} probes",
+                o.mode.name(),
+                t.enqueue_median_us,
+                t.enqueue_worst_us,
+                t.other_stream_median_us,
+                t.other_stream_worst_us,
+                t.other_stream_probes
+            );
+        }
+    }
     if report.outcomes.iter().any(|o| !o.profile.is_empty()) {
         println!("\nprofile (summed over all runs of a mode and over threads):");
         report.outcomes.iter().for_each(print_profile);
@@ -144,6 +157,13 @@ fn to_json(r: &Report) -> String {
                 "run_gbps": o.run_gbps.iter().map(|&g| rounded(g)).collect::<Vec<_>>(),
                 "verified": o.verified,
                 "profile": profile,
+                "stream": o.stream.as_ref().map(|t| json!({
+                    "enqueue_median_us": t.enqueue_median_us,
+                    "enqueue_worst_us": t.enqueue_worst_us,
+                    "other_stream_median_us": t.other_stream_median_us,
+                    "other_stream_worst_us": t.other_stream_worst_us,
+                    "other_stream_probes": t.other_stream_probes,
+                })),
             })
         })
         .collect();
