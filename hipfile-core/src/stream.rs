@@ -273,6 +273,11 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::InvalidValue.into());
         }
         state.flags = Some(flags);
+        if state.word == 0 {
+            // The gate's word now, so the first operation does not pay for pinning it (it
+            // tries again if this fails).
+            state.word = self.streams().word(self.platform().gpu()).unwrap_or(0);
+        }
         Ok(())
     }
 

@@ -88,6 +88,10 @@ pub(crate) struct BenchArgs {
     /// call took to queue, and how long a host function on another stream waited meanwhile
     #[arg(long, conflicts_with = "batch")]
     pub(crate) stream: bool,
+    /// Every millisecond of the runs, time a host function on a stream of its own from being
+    /// queued to running (what the runs cost other streams; implied by --stream)
+    #[arg(long)]
+    pub(crate) probe: bool,
     /// Calls per random run
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,

@@ -40,13 +40,16 @@ pub(crate) struct Outcome {
     pub(crate) verified: Option<bool>,
     /// Per backend, how its counters grew over this mode's runs (with `--profile`).
     pub(crate) profile: Vec<(&'static str, Vec<(&'static str, u64)>)>,
-    /// With `--stream`: what queueing cost and what other streams saw.
+    /// With `--stream` or `--probe`: what queueing cost and what other streams saw.
     pub(crate) stream: Option<StreamTimes>,
 }
 
-/// Times of stream-ordered runs, in microseconds: over every call of every run.
+/// Times of stream-ordered runs (`--stream`, `--probe`), in microseconds: over every call of
+/// every run.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StreamTimes {
+    /// Stream-ordered calls timed (0 without `--stream`).
+    pub(crate) queued_calls: usize,
     /// Time each `hipFileReadAsync`/`WriteAsync` call took to return: median and worst.
     pub(crate) enqueue_median_us: f64,
     pub(crate) enqueue_worst_us: f64,
@@ -364,7 +367,7 @@ fn measure(
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
             }
-            if args.stream {
+            if args.stream || args.probe {
                 s.spawn(|| probe_other_stream(gpu, &stop, &probes));
             }
             let workers: Vec<_> = targets
@@ -443,12 +446,15 @@ fn measure(
         run_gbps: rates,
         verified,
         profile: Vec::new(),
-        stream: args.stream.then(|| {
+        stream: (args.stream || args.probe).then(|| {
             let probes = probes.into_inner().unwrap_or_default();
             let other_stream_probes = probes.len();
-            let (enqueue_median_us, enqueue_worst_us) = median_and_worst(enqueued.into_inner().unwrap_or_default());
+            let enqueued = enqueued.into_inner().unwrap_or_default();
+            let queued_calls = enqueued.len();
+            let (enqueue_median_us, enqueue_worst_us) = median_and_worst(enqueued);
             let (other_stream_median_us, other_stream_worst_us) = median_and_worst(probes);
             StreamTimes {
+                queued_calls,
                 enqueue_median_us,
                 enqueue_worst_us,
                 other_stream_median_us,
@@ -503,7 +509,10 @@ fn probe_other_stream(gpu: &dyn GpuRuntime, stop: &AtomicBool, probes: &Mutex<Ve
     while !stop.load(Ordering::Relaxed) {
         let (tx, rx) = std::sync::mpsc::channel();
         let queued = Instant::now();
-        if gpu.launch_host_func(stream, Box::new(move || { let _ = tx.send(queued.elapsed()); })).is_err() {
+        let ran = move || {
+            let _ = tx.send(queued.elapsed());
+        };
+        if gpu.launch_host_func(stream, Box::new(ran)).is_err() {
             break;
         }
         match rx.recv_timeout(Duration::from_secs(10)) {

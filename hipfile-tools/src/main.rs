@@ -83,11 +83,18 @@ fn print(report: &Report, json: bool) {
     }
     for o in &report.outcomes {
         if let Some(t) = &o.stream {
+            if t.queued_calls > 0 {
+                println!(
+                    "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst) over {} calls",
+                    o.mode.name(),
+                    t.enqueue_median_us,
+                    t.enqueue_worst_us,
+                    t.queued_calls
+                );
+            }
             println!(
-                "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst); a host function on another stream waited {:.1} µs (median), {:.1} µs (worst) over {} probes",
+                "{}: a host function on another stream waited {:.1} µs (median), {:.1} µs (worst) over {} probes",
                 o.mode.name(),
-                t.enqueue_median_us,
-                t.enqueue_worst_us,
                 t.other_stream_median_us,
                 t.other_stream_worst_us,
                 t.other_stream_probes
@@ -158,6 +165,7 @@ fn to_json(r: &Report) -> String {
                 "verified": o.verified,
                 "profile": profile,
                 "stream": o.stream.as_ref().map(|t| json!({
+                    "queued_calls": t.queued_calls,
                     "enqueue_median_us": t.enqueue_median_us,
                     "enqueue_worst_us": t.enqueue_worst_us,
                     "other_stream_median_us": t.other_stream_median_us,
