@@ -400,7 +400,7 @@ impl GpuRuntime for MockGpu {
 
     unsafe fn stream_wait_value32(&self, stream: Stream, addr: usize, value: u32) -> Result<(), HipError> {
         self.faults.before_stream_wait()?;
-        if addr % 4 != 0 || self.pointer_info(addr)?.memory_type != MemoryType::Host {
+        if !addr.is_multiple_of(4) || self.pointer_info(addr)?.memory_type != MemoryType::Host {
             return Err(HipError::INVALID_VALUE);
         }
         self.enqueue(

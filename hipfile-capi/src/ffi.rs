@@ -197,6 +197,44 @@ pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
     r.value
 }
 
+/// A stream-ordered operation's values in the caller's memory: read when the operation runs,
+/// the result stored there when it is done.
+pub(crate) struct CallerValues {
+    pub(crate) size: *const usize,
+    pub(crate) file_offset: *const hoff_t,
+    pub(crate) buffer_offset: *const hoff_t,
+    pub(crate) bytes: *mut libc::ssize_t,
+}
+
+// SAFETY: the pointers are the caller's, valid (and only read and written as below) until the
+// stream has run the operation, whichever thread runs it: `hipFileReadAsync`'s contract.
+unsafe impl Send for CallerValues {}
+// SAFETY: as above; the library reads and writes them from one thread at a time.
+unsafe impl Sync for CallerValues {}
+
+impl hipfile::AsyncParams for CallerValues {
+    fn size(&self) -> usize {
+        // SAFETY: non-null (checked at submission), valid by the contract above; volatile
+        // because the caller may change it until the stream reaches the operation.
+        unsafe { self.size.read_volatile() }
+    }
+
+    fn file_offset(&self) -> i64 {
+        // SAFETY: as `size`.
+        unsafe { self.file_offset.read_volatile() }
+    }
+
+    fn buffer_offset(&self) -> i64 {
+        // SAFETY: as `size`.
+        unsafe { self.buffer_offset.read_volatile() }
+    }
+
+    fn complete(&self, result: i64) {
+        // SAFETY: non-null (checked at submission), writable by the contract above.
+        unsafe { self.bytes.write_volatile(result as libc::ssize_t) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,43 +271,5 @@ mod tests {
         assert_eq!(ssize_return(Err(OpError::HandleNotRegistered.into())), -5027);
         assert_eq!(ssize_return(Err(Error::Os(libc::EIO))), -1);
         assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EIO));
-    }
-}
-
-/// A stream-ordered operation's values in the caller's memory: read when the operation runs,
-/// the result stored there when it is done.
-pub(crate) struct CallerValues {
-    pub(crate) size: *const usize,
-    pub(crate) file_offset: *const hoff_t,
-    pub(crate) buffer_offset: *const hoff_t,
-    pub(crate) bytes: *mut libc::ssize_t,
-}
-
-// SAFETY: the pointers are the caller's, valid (and only read and written as below) until the
-// stream has run the operation, whichever thread runs it: `hipFileReadAsync`'s contract.
-unsafe impl Send for CallerValues {}
-// SAFETY: as above; the library reads and writes them from one thread at a time.
-unsafe impl Sync for CallerValues {}
-
-impl hipfile::AsyncParams for CallerValues {
-    fn size(&self) -> usize {
-        // SAFETY: non-null (checked at submission), valid by the contract above; volatile
-        // because the caller may change it until the stream reaches the operation.
-        unsafe { self.size.read_volatile() }
-    }
-
-    fn file_offset(&self) -> i64 {
-        // SAFETY: as `size`.
-        unsafe { self.file_offset.read_volatile() }
-    }
-
-    fn buffer_offset(&self) -> i64 {
-        // SAFETY: as `size`.
-        unsafe { self.buffer_offset.read_volatile() }
-    }
-
-    fn complete(&self, result: i64) {
-        // SAFETY: non-null (checked at submission), writable by the contract above.
-        unsafe { self.bytes.write_volatile(result as libc::ssize_t) }
     }
 }

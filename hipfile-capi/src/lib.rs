@@ -424,7 +424,11 @@ fn stream_io(
 ) -> hipFileError_t {
     boundary(|| {
         let ffi::CallerValues { size, file_offset, buffer_offset, bytes } = values;
-        if buffer_base.is_null() || size.is_null() || file_offset.is_null() || buffer_offset.is_null() || bytes.is_null()
+        if buffer_base.is_null()
+            || size.is_null()
+            || file_offset.is_null()
+            || buffer_offset.is_null()
+            || bytes.is_null()
         {
             return hipFileError_t::op(OpError::InvalidValue);
         }

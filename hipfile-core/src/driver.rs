@@ -527,7 +527,12 @@ impl<P: Platform> Driver<P> {
     /// The part of [`plan`](Self::plan) that needs the driver: the file, the backends and the
     /// buffer, looked up now; the sizes and offsets come later (a stream-ordered operation
     /// reads them when its stream reaches it).
-    pub(crate) fn deferred(&self, direction: Direction, handle: HandleId, buffer_base: usize) -> Result<Deferred<P::Backend>> {
+    pub(crate) fn deferred(
+        &self,
+        direction: Direction,
+        handle: HandleId,
+        buffer_base: usize,
+    ) -> Result<Deferred<P::Backend>> {
         let (flight, signal) = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.

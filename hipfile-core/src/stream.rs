@@ -62,7 +62,7 @@ pub enum StreamSignal {
 }
 
 /// Where a stream-ordered operation reads its size and offsets when it runs, and leaves its
-/// result: the caller's memory behind C pointers, or a Rust [`StreamIo`].
+/// result: the caller's memory behind C pointers, or a Rust [`StreamIo`](crate::StreamIo).
 pub trait AsyncParams: Send + Sync + 'static {
     /// `*size_p`.
     fn size(&self) -> usize;
@@ -192,15 +192,20 @@ impl Poller {
                     state.polling = false;
                     return;
                 }
-                let (ready, waiting) =
-                    std::mem::take(&mut state.events).into_iter().partition(|(e, _)| gpu.event_query(*e).unwrap_or(true));
+                let (ready, waiting) = std::mem::take(&mut state.events)
+                    .into_iter()
+                    .partition(|(e, _)| gpu.event_query(*e).unwrap_or(true));
                 state.events = waiting;
                 ready
             };
             if ready.is_empty() {
                 // Spin briefly, then back off to 20 µs between looks.
                 idle += 1;
-                if idle < 64 { std::thread::yield_now() } else { std::thread::sleep(Duration::from_micros(20)) }
+                if idle < 64 {
+                    std::thread::yield_now()
+                } else {
+                    std::thread::sleep(Duration::from_micros(20))
+                }
                 continue;
             }
             idle = 0;

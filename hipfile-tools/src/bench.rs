@@ -11,8 +11,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use hipfile::io::{pread, transfer_loop};
-use hipfile::sync::lock;
 use hipfile::mock::MockGpu;
+use hipfile::sync::lock;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
     RegisteredFile, SystemPlatform, max_rw_count,

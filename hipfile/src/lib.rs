@@ -33,14 +33,14 @@
 
 mod platform;
 
+pub use hipfile_core::AsyncParams;
+/// Stream-ordered I/O: its flags and where an operation's values come from.
+pub use hipfile_core::stream;
 pub use hipfile_core::{
     BackendChoice, Batch, BatchEntry, BatchEvent, BatchId, BounceSettings, Capability, Config, Declined, DeviceCopy,
     DeviceSpan, Direction, Driver, DriverGuard, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError,
     RegisteredBuffer, RegisteredFile, Result, Stream, StreamIo, StreamSignal, max_rw_count,
 };
-/// Stream-ordered I/O: its flags and where an operation's values come from.
-pub use hipfile_core::stream;
-pub use hipfile_core::AsyncParams;
 pub use platform::{SystemBackend, SystemPlatform, unavailable};
 
 /// The driver's lock held across `fork` (the C library's `pthread_atfork` handlers).

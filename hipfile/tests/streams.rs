@@ -138,8 +138,8 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
                         .map(|i| {
                             let at = REGION / 2 + i * (REGION / 32);
                             BatchEntry {
-                                direction: if round % 2 == 0 { Direction::Read } else { Direction::Write },
-                                handle: if round % 2 == 0 { input.id() } else { output.id() },
+                                direction: if round.is_multiple_of(2) { Direction::Read } else { Direction::Write },
+                                handle: if round.is_multiple_of(2) { input.id() } else { output.id() },
                                 buffer_base: dev,
                                 buffer_offset: at as i64,
                                 file_offset: (base as usize + at) as i64,
@@ -153,7 +153,7 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
                     assert!(events.iter().all(|e| e.result == Ok(REGION / 32)), "{events:?}");
                     gpu.stream_synchronize(s).unwrap();
                     assert!(ios.iter().all(|(io, size)| io.result() == Some(*size as i64)));
-                    if round % 2 == 0 {
+                    if round.is_multiple_of(2) {
                         let mut back = vec![0u8; REGION];
                         gpu.read_device(dev, &mut back).unwrap();
                         assert!(back[..] == data[t * REGION..(t + 1) * REGION], "thread {t} round {round}");
@@ -179,7 +179,7 @@ fn file_read_or_write(
     buffer_offset: usize,
     s: Stream,
 ) -> Arc<hipfile::StreamIo> {
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         input.read_async(dev, size, file_offset, buffer_offset as u64, s).unwrap()
     } else {
         output.write_async(dev, size, file_offset, buffer_offset as u64, s).unwrap()
