@@ -15,7 +15,7 @@ use hipfile::mock::MockGpu;
 use hipfile::sync::lock;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
-    RegisteredFile, SystemPlatform, max_rw_count,
+    RegisteredFile, Stream, SystemPlatform, max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -377,13 +377,21 @@ fn measure(
                     let (done, ready, enqueued) = (&done, &ready, &enqueued);
                     s.spawn(move || -> Result<(Instant, Instant), String> {
                         let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
+                        // A stream of this thread's, registered (which pins its gate word)
+                        // before the clock starts, as an application sets its streams up.
+                        let stream = match (args.stream, &made_current) {
+                            (true, Ok(())) => Some(StreamOfMine::new(file.driver(), gpu)),
+                            _ => None,
+                        }
+                        .transpose();
                         ready.wait();
                         made_current?;
+                        let stream = stream?;
                         let start = Instant::now();
                         if args.batch > 0 {
                             batched(file, mode, memory, mine, args.batch, done)?;
-                        } else if args.stream {
-                            let took = streamed(file, mode, memory, mine, gpu, done)?;
+                        } else if let Some(stream) = &stream {
+                            let took = streamed(file, mode, memory, mine, gpu, stream.0, done)?;
                             lock(enqueued).extend(took);
                         }
                         for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
@@ -465,17 +473,37 @@ fn measure(
     })
 }
 
-/// `calls` as stream-ordered operations on a stream of this thread's, then the stream
-/// synchronized and every result checked; returns how long each call took to queue (µs).
+/// A stream created and registered with the driver (no FIXED flags) for one thread's runs;
+/// deregistered and destroyed on drop.
+struct StreamOfMine<'a>(Stream, &'a Driver<Sys>, &'a dyn GpuRuntime);
+
+impl<'a> StreamOfMine<'a> {
+    fn new(driver: &'a Driver<Sys>, gpu: &'a dyn GpuRuntime) -> Result<Self, String> {
+        let stream = gpu.stream_create().map_err(|e| format!("stream: {e}"))?;
+        let mine = StreamOfMine(stream, driver, gpu);
+        driver.stream_register(stream, 0).map_err(|e| format!("stream register: {e}"))?;
+        Ok(mine)
+    }
+}
+
+impl Drop for StreamOfMine<'_> {
+    fn drop(&mut self) {
+        let _ = self.1.stream_deregister(self.0);
+        let _ = self.2.stream_destroy(self.0);
+    }
+}
+
+/// `calls` as stream-ordered operations on `stream`, then the stream synchronized and every
+/// result checked; returns how long each call took to queue (µs).
 fn streamed(
     file: &RegisteredFile<'_, Sys>,
     mode: Mode,
     memory: DeviceSpan,
     calls: &[Call],
     gpu: &dyn GpuRuntime,
+    stream: Stream,
     done: &AtomicU64,
 ) -> Result<Vec<f64>, String> {
-    let stream = gpu.stream_create().map_err(|e| format!("stream: {e}"))?;
     let mut took = Vec::with_capacity(calls.len());
     let mut ios = Vec::with_capacity(calls.len());
     let queued = calls.iter().try_for_each(|&(offset, at, len)| {
@@ -490,7 +518,6 @@ fn streamed(
         Ok::<(), String>(())
     });
     let synchronized = gpu.stream_synchronize(stream).map_err(|e| format!("stream: {e}"));
-    let _ = gpu.stream_destroy(stream);
     queued?;
     synchronized?;
     for (io, len, offset) in ios {
