@@ -236,7 +236,10 @@ impl<B: Backend> Operation<B> {
     /// Runs the operation, stores its result, and opens the gate.
     fn run(self) {
         if !self.abandoned.load(Ordering::Acquire) {
-            let result = self.execute();
+            // A fault inside the library still completes the operation and opens the gate:
+            // a stream must never wait forever on it.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute()))
+                .unwrap_or(-i64::from(OpError::InternalError.code()));
             self.params.complete(result);
         }
         let Operation { deferred, gate, .. } = self;

@@ -85,10 +85,11 @@ fn print(report: &Report, json: bool) {
         if let Some(t) = &o.stream {
             if t.queued_calls > 0 {
                 println!(
-                    "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst) over {} calls",
+                    "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst), the first of a run at most {:.1} µs, over {} calls",
                     o.mode.name(),
                     t.enqueue_median_us,
                     t.enqueue_worst_us,
+                    t.enqueue_first_worst_us,
                     t.queued_calls
                 );
             }
@@ -166,6 +167,7 @@ fn to_json(r: &Report) -> String {
                 "profile": profile,
                 "stream": o.stream.as_ref().map(|t| json!({
                     "queued_calls": t.queued_calls,
+                    "enqueue_first_worst_us": t.enqueue_first_worst_us,
                     "enqueue_median_us": t.enqueue_median_us,
                     "enqueue_worst_us": t.enqueue_worst_us,
                     "other_stream_median_us": t.other_stream_median_us,
