@@ -4,7 +4,6 @@
 //!   stream-ordered reads on one stream (each waited for at the end);
 //! - one 4 KiB read: synchronous, as a batch of one, on a stream (the per-operation cost).
 
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
