@@ -170,6 +170,26 @@ typedef struct hipFileDriverProps {
     unsigned max_batch_io_timeout_msecs;
 } hipFileDriverProps_t;
 
+/* The driver's properties (sizes in KiB): the open driver's, or while it is closed those the
+ * next open would have; does not open the driver. */
+HIPFILE_API
+hipFileError_t hipFileDriverGetProperties(hipFileDriverProps_t *props);
+
+/* Stage, like the parameters they name, values for the next open (hipFileDriverAlreadyOpen
+ * while open): poll mode and its threshold, the direct-I/O size (the staged chunk), the device
+ * cache size, the pinned memory limit; sizes in KiB. */
+HIPFILE_API
+hipFileError_t hipFileDriverSetPollMode(bool poll, size_t poll_threshold_size);
+
+HIPFILE_API
+hipFileError_t hipFileDriverSetMaxDirectIOSize(size_t max_direct_io_size);
+
+HIPFILE_API
+hipFileError_t hipFileDriverSetMaxCacheSize(size_t max_cache_size);
+
+HIPFILE_API
+hipFileError_t hipFileDriverSetMaxPinnedMemSize(size_t max_pinned_size);
+
 /* Opens the driver (increments its use count). Optional: the first handle or buffer
  * registration opens it too. */
 HIPFILE_API
@@ -398,6 +418,30 @@ typedef enum hipFileStringConfigParameter_t {
     hipFileParamEnvLogfilePath,
     hipFileParamLogDir
 } hipFileStringConfigParameter_t;
+
+/* Parameters: a value set while the driver is closed is staged and applied at the next open;
+ * while open the value in use is read back, and setting one is hipFileDriverAlreadyOpen; the
+ * defaults are back after the driver closes. Unknown parameters and values out of range are
+ * hipFileInvalidValue. */
+HIPFILE_API
+hipFileError_t hipFileGetParameterSizeT(hipFileSizeTConfigParameter_t param, size_t *value);
+
+HIPFILE_API
+hipFileError_t hipFileGetParameterBool(hipFileBoolConfigParameter_t param, bool *value);
+
+/* Writes the value and its NUL into desc_str; hipFileInvalidValue (nothing written) if len
+ * bytes do not hold them. */
+HIPFILE_API
+hipFileError_t hipFileGetParameterString(hipFileStringConfigParameter_t param, char *desc_str, int len);
+
+HIPFILE_API
+hipFileError_t hipFileSetParameterSizeT(hipFileSizeTConfigParameter_t param, size_t value);
+
+HIPFILE_API
+hipFileError_t hipFileSetParameterBool(hipFileBoolConfigParameter_t param, bool value);
+
+HIPFILE_API
+hipFileError_t hipFileSetParameterString(hipFileStringConfigParameter_t param, const char *desc_str);
 
 /* ------------------------------------------------------------------ stats */
 

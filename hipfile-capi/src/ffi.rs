@@ -19,6 +19,72 @@ pub type hipFileHandle_t = *mut c_void;
 /// `hoff_t` (`off_t`).
 pub type hoff_t = libc::off_t;
 
+/// `hipFileSizeTConfigParameter_t`: taken as an `int` and validated.
+pub type hipFileSizeTConfigParameter_t = c_int;
+/// `hipFileBoolConfigParameter_t`: taken as an `int` and validated.
+pub type hipFileBoolConfigParameter_t = c_int;
+/// `hipFileStringConfigParameter_t`: taken as an `int` and validated.
+pub type hipFileStringConfigParameter_t = c_int;
+
+/// The `nvfs` member of `hipFileDriverProps_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFileDriverPropsNvfs {
+    /// `major_version`.
+    pub major_version: std::ffi::c_uint,
+    /// `minor_version`.
+    pub minor_version: std::ffi::c_uint,
+    /// `poll_thresh_size` (KiB).
+    pub poll_thresh_size: u64,
+    /// `max_direct_io_size` (KiB).
+    pub max_direct_io_size: u64,
+    /// `driver_status_flags`.
+    pub driver_status_flags: std::ffi::c_uint,
+    /// `driver_control_flags`.
+    pub driver_control_flags: std::ffi::c_uint,
+}
+
+/// `hipFileDriverProps_t` (sizes in KiB).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFileDriverProps_t {
+    /// `nvfs`.
+    pub nvfs: hipFileDriverPropsNvfs,
+    /// `feature_flags`.
+    pub feature_flags: std::ffi::c_uint,
+    /// `max_device_cache_size`.
+    pub max_device_cache_size: u64,
+    /// `per_buffer_cache_size`.
+    pub per_buffer_cache_size: u64,
+    /// `max_device_pinned_mem_size`.
+    pub max_device_pinned_mem_size: u64,
+    /// `max_batch_io_count`.
+    pub max_batch_io_count: std::ffi::c_uint,
+    /// `max_batch_io_timeout_msecs`.
+    pub max_batch_io_timeout_msecs: std::ffi::c_uint,
+}
+
+impl From<hipfile::DriverProperties> for hipFileDriverProps_t {
+    fn from(p: hipfile::DriverProperties) -> Self {
+        hipFileDriverProps_t {
+            nvfs: hipFileDriverPropsNvfs {
+                major_version: p.version.0,
+                minor_version: p.version.1,
+                poll_thresh_size: p.poll_threshold_kb,
+                max_direct_io_size: p.max_direct_io_kb,
+                driver_status_flags: p.status_flags,
+                driver_control_flags: p.control_flags,
+            },
+            feature_flags: p.feature_flags,
+            max_device_cache_size: p.max_device_cache_kb,
+            per_buffer_cache_size: p.per_buffer_cache_kb,
+            max_device_pinned_mem_size: p.max_pinned_kb,
+            max_batch_io_count: p.max_batch_io_count,
+            max_batch_io_timeout_msecs: p.max_batch_io_timeout_ms,
+        }
+    }
+}
+
 /// `hipStream_t`: the runtime's stream handle (null: the default stream).
 pub type hipStream_t = *mut c_void;
 
@@ -237,6 +303,15 @@ impl hipfile::AsyncParams for CallerValues {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn driver_properties_have_amds_layout() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<super::hipFileDriverProps_t>(), 72);
+        assert_eq!(offset_of!(super::hipFileDriverProps_t, feature_flags), 32);
+        assert_eq!(offset_of!(super::hipFileDriverProps_t, max_device_cache_size), 40);
+        assert_eq!(offset_of!(super::hipFileDriverProps_t, max_batch_io_count), 64);
+    }
+
     use super::*;
 
     #[test]

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use hipfile::error::op_error_cstr;
 use hipfile::log::log_once;
-use hipfile::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError, Result, Stream};
+use hipfile::{
+    BatchEntry, BatchId, BoolParam, Direction, Driver, Error, HandleId, OpError, Result, SizeParam, Stream, StringParam,
+};
 
 use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
 pub use ffi::{
@@ -455,6 +457,175 @@ pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> h
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileStreamDeregister(stream: hipStream_t) -> hipFileError_t {
     boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.stream_deregister(Stream(stream as usize)))))
+}
+
+/// `hipFileDriverGetProperties`: the open driver's properties, or while it is closed those the
+/// next open would have (semantics §13). Does not open the driver.
+///
+/// Returns `hipFileInvalidValue` for a null `props`.
+///
+/// # Safety
+/// `props` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriverProps_t) -> hipFileError_t {
+    boundary(|| {
+        if props.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        hipFileError_t::from_result(driver().map(|d| {
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { props.write(d.properties().into()) };
+        }))
+    })
+}
+
+/// `hipFileDriverSetPollMode`: stages poll mode and its threshold (KiB) for the next open
+/// (kept and reported; nothing polls here). `hipFileDriverAlreadyOpen` while open.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileDriverSetPollMode(poll: bool, poll_threshold_size: usize) -> hipFileError_t {
+    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.set_poll_mode(poll, poll_threshold_size))))
+}
+
+/// `hipFileDriverSetMaxDirectIOSize`: stages the staged path's chunk (KiB, a multiple of 4 from
+/// 64 to 262144) for the next open. `hipFileDriverAlreadyOpen` while open.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileDriverSetMaxDirectIOSize(max_direct_io_size: usize) -> hipFileError_t {
+    set_size(SizeParam::MaxDirectIoSizeKb, max_direct_io_size)
+}
+
+/// `hipFileDriverSetMaxCacheSize`: stages the device cache size (KiB; kept and reported) for
+/// the next open. `hipFileDriverAlreadyOpen` while open.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileDriverSetMaxCacheSize(max_cache_size: usize) -> hipFileError_t {
+    set_size(SizeParam::MaxDeviceCacheSizeKb, max_cache_size)
+}
+
+/// `hipFileDriverSetMaxPinnedMemSize`: stages the pinned staging memory per device (KiB, at
+/// least 1024) for the next open. `hipFileDriverAlreadyOpen` while open.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileDriverSetMaxPinnedMemSize(max_pinned_size: usize) -> hipFileError_t {
+    set_size(SizeParam::MaxDevicePinnedMemSizeKb, max_pinned_size)
+}
+
+fn set_size(param: SizeParam, value: usize) -> hipFileError_t {
+    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.set_size_parameter(param, value))))
+}
+
+/// `hipFileGetParameterSizeT`: the value in use while the driver is open; while closed, the
+/// value the next open would apply (semantics §13).
+///
+/// Returns `hipFileInvalidValue` (unknown parameter, null `value`).
+///
+/// # Safety
+/// `value` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetParameterSizeT(
+    param: ffi::hipFileSizeTConfigParameter_t,
+    value: *mut usize,
+) -> hipFileError_t {
+    boundary(|| match SizeParam::from_raw(param) {
+        Some(p) if !value.is_null() => hipFileError_t::from_result(driver().map(|d| {
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { value.write(d.size_parameter(p)) };
+        })),
+        _ => hipFileError_t::op(OpError::InvalidValue),
+    })
+}
+
+/// `hipFileGetParameterBool`: as [`hipFileGetParameterSizeT`].
+///
+/// # Safety
+/// `value` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetParameterBool(
+    param: ffi::hipFileBoolConfigParameter_t,
+    value: *mut bool,
+) -> hipFileError_t {
+    boundary(|| match BoolParam::from_raw(param) {
+        Some(p) if !value.is_null() => hipFileError_t::from_result(driver().map(|d| {
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { value.write(d.bool_parameter(p)) };
+        })),
+        _ => hipFileError_t::op(OpError::InvalidValue),
+    })
+}
+
+/// `hipFileGetParameterString`: the value and its NUL into `desc_str`, as
+/// [`hipFileGetParameterSizeT`]. `hipFileInvalidValue` (and nothing written) for a null
+/// buffer or one of `len` bytes that does not hold both.
+///
+/// # Safety
+/// `desc_str` must be null or writable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetParameterString(
+    param: ffi::hipFileStringConfigParameter_t,
+    desc_str: *mut c_char,
+    len: c_int,
+) -> hipFileError_t {
+    boundary(|| {
+        let (Some(p), Ok(len)) = (StringParam::from_raw(param), usize::try_from(len)) else {
+            return hipFileError_t::op(OpError::InvalidValue);
+        };
+        if desc_str.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        hipFileError_t::from_result(driver().and_then(|d| {
+            let value = d.string_parameter(p);
+            if value.len() >= len {
+                return Err(OpError::InvalidValue.into());
+            }
+            // SAFETY: `len` writable bytes by the caller's contract, and the value with its NUL
+            // fits in them (checked above); the library's string does not overlap the caller's.
+            unsafe {
+                std::ptr::copy_nonoverlapping(value.as_ptr().cast::<c_char>(), desc_str, value.len());
+                desc_str.add(value.len()).write(0);
+            }
+            Ok(())
+        }))
+    })
+}
+
+/// `hipFileSetParameterSizeT`: stages the value for the next open (semantics §13).
+///
+/// Returns `hipFileDriverAlreadyOpen` while the driver is open, `hipFileInvalidValue` for an
+/// unknown parameter or a value out of its range.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileSetParameterSizeT(param: ffi::hipFileSizeTConfigParameter_t, value: usize) -> hipFileError_t {
+    match SizeParam::from_raw(param) {
+        Some(p) => set_size(p, value),
+        None => hipFileError_t::op(OpError::InvalidValue),
+    }
+}
+
+/// `hipFileSetParameterBool`: as [`hipFileSetParameterSizeT`].
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFileSetParameterBool(param: ffi::hipFileBoolConfigParameter_t, value: bool) -> hipFileError_t {
+    boundary(|| match BoolParam::from_raw(param) {
+        Some(p) => hipFileError_t::from_result(driver().and_then(|d| d.set_bool_parameter(p, value))),
+        None => hipFileError_t::op(OpError::InvalidValue),
+    })
+}
+
+/// `hipFileSetParameterString`: as [`hipFileSetParameterSizeT`]; a null or non-UTF-8 string is
+/// `hipFileInvalidValue`.
+///
+/// # Safety
+/// `desc_str` must be null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileSetParameterString(
+    param: ffi::hipFileStringConfigParameter_t,
+    desc_str: *const c_char,
+) -> hipFileError_t {
+    boundary(|| {
+        let Some(p) = StringParam::from_raw(param).filter(|_| !desc_str.is_null()) else {
+            return hipFileError_t::op(OpError::InvalidValue);
+        };
+        // SAFETY: non-null and NUL-terminated by the caller's contract.
+        let Ok(value) = unsafe { std::ffi::CStr::from_ptr(desc_str) }.to_str() else {
+            return hipFileError_t::op(OpError::InvalidValue);
+        };
+        hipFileError_t::from_result(driver().and_then(|d| d.set_string_parameter(p, value)))
+    })
 }
 
 /// `hipFileGetOpErrorString`: a static description of any value ("Unknown hipFile error"

@@ -192,6 +192,23 @@ fn stream_ordered_io_under_sanitizers() {
     stream_ordered(Flavour::Sanitized, "auto", "hostfn");
 }
 
+/// `params`: parameters and driver properties (tests/c/params.c).
+fn params(flavour: Flavour) {
+    let exe = build("params", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn parameters_as_upstreams_tests_have_them() {
+    params(Flavour::Plain);
+}
+
+#[test]
+fn parameters_under_sanitizers() {
+    params(Flavour::Sanitized);
+}
+
 /// `devices` with two mock devices: buffers of either device, registered or not, whatever
 /// device is current, which stays current.
 fn devices(flavour: Flavour, backend: &str) {

@@ -21,7 +21,8 @@ use crate::error::{OpError, Result};
 use crate::pool::WorkerPool;
 use crate::sync::{lock, wait};
 
-/// The most entries a batch holds (upstream's `IBatchContext::MAX_SIZE`).
+/// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
+/// batch-size parameter (`hipFileParamPropertiesIOBatchsize`) changes it.
 pub const MAX_BATCH_ENTRIES: usize = 128;
 
 /// Threads running batch entries at most.
@@ -128,10 +129,11 @@ impl Batches {
 }
 
 impl<P: Platform> Driver<P> {
-    /// `hipFileBatchIOSetUp`: a batch of up to `capacity` entries (1 to
-    /// [`MAX_BATCH_ENTRIES`], else `hipFileInvalidValue`). Needs no open driver.
+    /// `hipFileBatchIOSetUp`: a batch of up to `capacity` entries (1 to the batch-size
+    /// parameter, [`MAX_BATCH_ENTRIES`] by default, else `hipFileInvalidValue`). Needs no open
+    /// driver.
     pub fn batch_setup(&self, capacity: usize) -> Result<BatchId> {
-        if !(1..=MAX_BATCH_ENTRIES).contains(&capacity) {
+        if !(1..=self.current_config().batch_size).contains(&capacity) {
             return Err(OpError::InvalidValue.into());
         }
         let b = self.batches();

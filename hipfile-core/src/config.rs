@@ -48,6 +48,59 @@ pub struct Config {
     /// `HIPFILE_STREAM_SIGNAL` (default `hostfn`): how a stream-ordered operation learns that
     /// its stream reached it (semantics §12).
     pub stream_signal: StreamSignal,
+    /// The most entries a batch may hold (`hipFileParamPropertiesIOBatchsize`, default 128).
+    pub batch_size: usize,
+    /// The statistics level, 0 to 3 (`hipFileParamProfileStats`, default 0).
+    pub stats_level: usize,
+    /// Parameters accepted and reported that steer nothing here (semantics §13).
+    pub kept: KeptValues,
+}
+
+/// Values of the parameters that have no effect here, kept so that they read back as set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptValues {
+    /// `hipFileParamExecutionMinIOThresholdSizeKB` (default 8192, as cuFile).
+    pub min_io_threshold_kb: usize,
+    /// `hipFileParamExecutionMaxRequestParallelism` (default 4).
+    pub max_request_parallelism: usize,
+    /// `hipFileParamPropertiesMaxDeviceCacheSizeKB` (default 131072).
+    pub max_device_cache_kb: usize,
+    /// `hipFileParamPropertiesPerBufferCacheSizeKB` (default 1024).
+    pub per_buffer_cache_kb: usize,
+    /// `hipFileParamPollthresholdSizeKB` (default 4).
+    pub poll_threshold_kb: usize,
+    /// `hipFileParamPropertiesBatchIOTimeoutMs` (default 0).
+    pub batch_io_timeout_ms: usize,
+    /// Boolean parameters by their C value (those without an effect; all default false).
+    pub bools: [bool; 12],
+    /// The string parameters.
+    pub strings: StringValues,
+}
+
+/// The string parameters' values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StringValues {
+    /// `hipFileParamLoggingLevel` (default `ERROR`).
+    pub logging_level: String,
+    /// `hipFileParamEnvLogfilePath` (default empty).
+    pub log_file: String,
+    /// `hipFileParamLogDir` (default empty).
+    pub log_dir: String,
+}
+
+impl Default for KeptValues {
+    fn default() -> Self {
+        KeptValues {
+            min_io_threshold_kb: 8192,
+            max_request_parallelism: 4,
+            max_device_cache_kb: 131072,
+            per_buffer_cache_kb: 1024,
+            poll_threshold_kb: 4,
+            batch_io_timeout_ms: 0,
+            bools: [false; 12],
+            strings: StringValues { logging_level: "ERROR".into(), log_file: String::new(), log_dir: String::new() },
+        }
+    }
 }
 
 /// Settings of the staged path. The defaults are meant to be right without tuning.
@@ -95,6 +148,9 @@ impl Default for Config {
             unsupported_file_systems: false,
             bounce: BounceSettings::default(),
             stream_signal: StreamSignal::HostFn,
+            batch_size: crate::batch::MAX_BATCH_ENTRIES,
+            stats_level: 0,
+            kept: KeptValues::default(),
         }
     }
 }

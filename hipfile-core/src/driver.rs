@@ -15,7 +15,8 @@ use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
-use crate::sync::{read, write};
+use crate::params::{DriverProperties, Setting};
+use crate::sync::{lock, read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
@@ -78,6 +79,8 @@ pub struct Driver<P: Platform> {
     handle_salt: u64,
     batches: crate::batch::Batches,
     streams: crate::stream::Streams,
+    /// Parameters set while closed, applied at the next open (semantics §13).
+    staged: std::sync::Mutex<Vec<Setting>>,
 }
 
 struct State<B> {
@@ -228,6 +231,7 @@ impl<P: Platform> Driver<P> {
             handle_salt: (salt | 1 << 63) & !0xffff_ffff,
             batches: crate::batch::Batches::new((salt.rotate_left(17) | 1 << 63) & !0xffff_ffff),
             streams: crate::stream::Streams::new(),
+            staged: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -286,7 +290,9 @@ impl<P: Platform> Driver<P> {
     fn start(&self, state: &mut State<P::Backend>) -> Result<()> {
         if state.open.is_none() {
             let generation = crate::fork::generation();
-            let config = Config::from_lookup(&self.env)?;
+            let mut config = Config::from_lookup(&self.env)?;
+            let mut staged = lock(&self.staged);
+            staged.iter().for_each(|s| config.apply(s));
             let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&config)?));
             state.open = Some(Open {
                 config,
@@ -296,8 +302,44 @@ impl<P: Platform> Driver<P> {
                 buffers: HashMap::new(),
                 generation,
             });
+            staged.clear(); // applied: the open's values now, the defaults again after close
         }
         Ok(())
+    }
+
+    /// The configuration in use while the driver is open; while it is closed, the one the next
+    /// open would use (the environment's, then the staged parameters).
+    pub(crate) fn current_config(&self) -> Config {
+        if let Some(open) = self.read_state().open.as_ref() {
+            return open.config.clone();
+        }
+        let mut config = Config::from_lookup(&self.env).unwrap_or_default();
+        lock(&self.staged).iter().for_each(|s| config.apply(s));
+        config
+    }
+
+    /// Stages a parameter for the next open: `hipFileDriverAlreadyOpen` while open, and
+    /// `hipFileInvalidValue` for a value out of range (semantics §13).
+    pub(crate) fn stage(&self, setting: Setting) -> Result<()> {
+        let state = self.read_state(); // an open cannot start meanwhile
+        if state.open.is_some() {
+            return Err(OpError::DriverAlreadyOpen.into());
+        }
+        Config::check(&setting)?;
+        let mut staged = lock(&self.staged);
+        staged.retain(|s| !s.same_parameter(&setting));
+        staged.push(setting);
+        Ok(())
+    }
+
+    /// `hipFileDriverGetProperties`: the open driver's, or while closed, those the next open
+    /// would have (without opening it).
+    pub fn properties(&self) -> DriverProperties {
+        if let Some(open) = self.read_state().open.as_ref() {
+            let direct = open.dispatcher.backends().iter().any(|b| b.kind() == BackendKind::Fastpath);
+            return DriverProperties::of(&open.config, direct);
+        }
+        DriverProperties::of(&self.current_config(), false)
     }
 
     /// The platform's backends under `config`, less the kinds the compat settings switch off.

@@ -1,0 +1,404 @@
+//! Parameters and driver properties (semantics §13): `hipFileGetParameter*`,
+//! `hipFileSetParameter*`, the `hipFileDriverSet*` setters and `hipFileDriverGetProperties`,
+//! with cuFile's semantics (upstream's system tests, `test/system/config.cpp`).
+//!
+//! A value set while the driver is closed is *staged*; the next open applies it over the
+//! `HIPFILE_*` settings, and it is then the value in use until the driver closes, when the
+//! defaults (and the environment) are back. Setting a value while the driver is open is
+//! `hipFileDriverAlreadyOpen`. Every value is checked when it is set.
+//!
+//! Each parameter that names something the library has steers it (see [`Config`]'s fields);
+//! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
+
+use crate::config::{Config, StringValues};
+use crate::driver::{Driver, Platform};
+use crate::error::{OpError, Result};
+use crate::stream::StreamSignal;
+
+macro_rules! parameters {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident,)+ }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vdoc])* $variant,)+ }
+
+        impl $name {
+            /// Every parameter, in the C enum's order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The parameter with the C enum's value `raw`, if any.
+            pub fn from_raw(raw: i32) -> Option<$name> {
+                usize::try_from(raw).ok().and_then(|i| Self::ALL.get(i).copied())
+            }
+        }
+    };
+}
+
+parameters! {
+    /// `hipFileSizeTConfigParameter_t`.
+    SizeParam {
+        /// `hipFileParamProfileStats`: the statistics level, 0 to 3.
+        ProfileStats,
+        /// `hipFileParamExecutionMaxIOQueueDepth`: direct reads in flight at once.
+        MaxIoQueueDepth,
+        /// `hipFileParamExecutionMaxIOThreads`: threads per large staged request (0: automatic).
+        MaxIoThreads,
+        /// `hipFileParamExecutionMinIOThresholdSizeKB` (no effect here).
+        MinIoThresholdSizeKb,
+        /// `hipFileParamExecutionMaxRequestParallelism` (no effect here).
+        MaxRequestParallelism,
+        /// `hipFileParamPropertiesMaxDirectIOSizeKB`: the staged chunk, KiB.
+        MaxDirectIoSizeKb,
+        /// `hipFileParamPropertiesMaxDeviceCacheSizeKB` (no effect here).
+        MaxDeviceCacheSizeKb,
+        /// `hipFileParamPropertiesPerBufferCacheSizeKB` (no effect here).
+        PerBufferCacheSizeKb,
+        /// `hipFileParamPropertiesMaxDevicePinnedMemSizeKB`: pinned staging per device, KiB.
+        MaxDevicePinnedMemSizeKb,
+        /// `hipFileParamPropertiesIOBatchsize`: the most entries a batch may hold.
+        IoBatchsize,
+        /// `hipFileParamPollthresholdSizeKB` (no effect here).
+        PollThresholdSizeKb,
+        /// `hipFileParamPropertiesBatchIOTimeoutMs` (no effect here).
+        BatchIoTimeoutMs,
+    }
+}
+
+parameters! {
+    /// `hipFileBoolConfigParameter_t`.
+    BoolParam {
+        /// `hipFileParamPropertiesUsePollMode` (no effect here).
+        UsePollMode,
+        /// `hipFileParamPropertiesAllowCompatMode`: the staged path may serve I/O.
+        AllowCompatMode,
+        /// `hipFileParamForceCompatMode`: the direct path is never used.
+        ForceCompatMode,
+        /// `hipFileParamFsMiscApiCheckAggressive` (no effect here).
+        FsMiscApiCheckAggressive,
+        /// `hipFileParamExecutionParallelIO`: false keeps each staged request on its caller's
+        /// thread.
+        ExecutionParallelIo,
+        /// `hipFileParamProfileNvtx` (no effect here).
+        ProfileNvtx,
+        /// `hipFileParamPropertiesAllowSystemMemory` (kept; host memory is not served yet).
+        AllowSystemMemory,
+        /// `hipFileParamUsePcip2pdma` (no effect here).
+        UsePcip2pdma,
+        /// `hipFileParamPreferIOUring`: io_uring for the staged path's direct I/O.
+        PreferIoUring,
+        /// `hipFileParamForceOdirectMode` (no effect here).
+        ForceOdirectMode,
+        /// `hipFileParamSkipTopologyDetection` (no effect here).
+        SkipTopologyDetection,
+        /// `hipFileParamStreamMemopsBypass`: stream-ordered I/O without stream memory
+        /// operations (`HIPFILE_STREAM_SIGNAL=inline`).
+        StreamMemopsBypass,
+    }
+}
+
+parameters! {
+    /// `hipFileStringConfigParameter_t`.
+    StringParam {
+        /// `hipFileParamLoggingLevel`: `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE` (kept; the
+        /// library's messages follow `HIPFILE_LOG`).
+        LoggingLevel,
+        /// `hipFileParamEnvLogfilePath` (kept).
+        EnvLogfilePath,
+        /// `hipFileParamLogDir`: an existing directory, else not applied at open (kept).
+        LogDir,
+    }
+}
+
+/// One staged setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Setting {
+    Size(SizeParam, usize),
+    Bool(BoolParam, bool),
+    String(StringParam, String),
+}
+
+impl Setting {
+    /// Whether both set the same parameter.
+    pub(crate) fn same_parameter(&self, other: &Setting) -> bool {
+        match (self, other) {
+            (Setting::Size(a, _), Setting::Size(b, _)) => a == b,
+            (Setting::Bool(a, _), Setting::Bool(b, _)) => a == b,
+            (Setting::String(a, _), Setting::String(b, _)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl<P: Platform> Driver<P> {
+    /// `hipFileGetParameterSizeT`: the value in use while open; while closed, the value the
+    /// next open would apply (staged, else the environment's, else the default).
+    pub fn size_parameter(&self, p: SizeParam) -> usize {
+        self.current_config().size_parameter(p)
+    }
+
+    /// `hipFileGetParameterBool`; see [`size_parameter`](Self::size_parameter).
+    pub fn bool_parameter(&self, p: BoolParam) -> bool {
+        self.current_config().bool_parameter(p)
+    }
+
+    /// `hipFileGetParameterString`; see [`size_parameter`](Self::size_parameter).
+    pub fn string_parameter(&self, p: StringParam) -> String {
+        self.current_config().string_parameter(p).to_owned()
+    }
+
+    /// `hipFileSetParameterSizeT`: stages the value for the next open.
+    pub fn set_size_parameter(&self, p: SizeParam, v: usize) -> Result<()> {
+        self.stage(Setting::Size(p, v))
+    }
+
+    /// `hipFileSetParameterBool`: stages the value for the next open.
+    pub fn set_bool_parameter(&self, p: BoolParam, v: bool) -> Result<()> {
+        self.stage(Setting::Bool(p, v))
+    }
+
+    /// `hipFileSetParameterString`: stages the value for the next open.
+    pub fn set_string_parameter(&self, p: StringParam, v: &str) -> Result<()> {
+        self.stage(Setting::String(p, v.to_owned()))
+    }
+
+    /// `hipFileDriverSetPollMode`: stages poll mode and its threshold (KiB), both kept only.
+    pub fn set_poll_mode(&self, poll: bool, threshold_kb: usize) -> Result<()> {
+        self.set_bool_parameter(BoolParam::UsePollMode, poll)?;
+        self.set_size_parameter(SizeParam::PollThresholdSizeKb, threshold_kb)
+    }
+}
+
+/// The most entries a batch may be given by `hipFileParamPropertiesIOBatchsize`.
+pub const MAX_BATCH_SIZE_PARAMETER: usize = 1024;
+
+fn invalid<T>() -> Result<T> {
+    Err(OpError::InvalidValue.into())
+}
+
+impl Config {
+    /// The value of a size parameter in this configuration.
+    pub fn size_parameter(&self, p: SizeParam) -> usize {
+        use SizeParam::*;
+        match p {
+            ProfileStats => self.stats_level,
+            MaxIoQueueDepth => self.bounce.direct_streams,
+            MaxIoThreads => self.bounce.threads,
+            MaxDirectIoSizeKb => self.bounce.chunk >> 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit >> 10,
+            IoBatchsize => self.batch_size,
+            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb,
+            MaxRequestParallelism => self.kept.max_request_parallelism,
+            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb,
+            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb,
+            PollThresholdSizeKb => self.kept.poll_threshold_kb,
+            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms,
+        }
+    }
+
+    /// Sets a size parameter; out of range is `hipFileInvalidValue` (and changes nothing).
+    pub fn set_size_parameter(&mut self, p: SizeParam, v: usize) -> Result<()> {
+        use SizeParam::*;
+        let fits = |ok: bool| if ok { Ok(v) } else { invalid() };
+        match p {
+            ProfileStats => self.stats_level = fits(v <= 3)?,
+            MaxIoQueueDepth => self.bounce.direct_streams = fits((1..=1024).contains(&v))?,
+            MaxIoThreads => self.bounce.threads = fits(v <= 256)?,
+            MaxDirectIoSizeKb => self.bounce.chunk = fits((64..=256 << 10).contains(&v) && v % 4 == 0)? << 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = fits((1024..=1 << 30).contains(&v))? << 10,
+            IoBatchsize => self.batch_size = fits((1..=MAX_BATCH_SIZE_PARAMETER).contains(&v))?,
+            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
+            MaxRequestParallelism => self.kept.max_request_parallelism = v,
+            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb = v,
+            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb = v,
+            PollThresholdSizeKb => self.kept.poll_threshold_kb = v,
+            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms = v,
+        }
+        Ok(())
+    }
+
+    /// The value of a boolean parameter in this configuration.
+    pub fn bool_parameter(&self, p: BoolParam) -> bool {
+        use BoolParam::*;
+        match p {
+            AllowCompatMode => self.allow_compat_mode,
+            ForceCompatMode => self.force_compat_mode,
+            PreferIoUring => self.bounce.io_uring,
+            ExecutionParallelIo => self.bounce.threads != 1,
+            StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
+            other => self.kept.bools[other as usize],
+        }
+    }
+
+    /// Sets a boolean parameter.
+    pub fn set_bool_parameter(&mut self, p: BoolParam, v: bool) {
+        use BoolParam::*;
+        match p {
+            AllowCompatMode => self.allow_compat_mode = v,
+            ForceCompatMode => self.force_compat_mode = v,
+            PreferIoUring => self.bounce.io_uring = v,
+            ExecutionParallelIo => match (v, self.bounce.threads) {
+                (false, _) => self.bounce.threads = 1,
+                (true, 1) => self.bounce.threads = 0,
+                (true, _) => {}
+            },
+            StreamMemopsBypass => match (v, self.stream_signal) {
+                (true, _) => self.stream_signal = StreamSignal::Inline,
+                (false, StreamSignal::Inline) => self.stream_signal = StreamSignal::HostFn,
+                (false, _) => {}
+            },
+            other => self.kept.bools[other as usize] = v,
+        }
+    }
+
+    /// The value of a string parameter in this configuration.
+    pub fn string_parameter(&self, p: StringParam) -> &str {
+        let StringValues { logging_level, log_file, log_dir } = &self.kept.strings;
+        match p {
+            StringParam::LoggingLevel => logging_level,
+            StringParam::EnvLogfilePath => log_file,
+            StringParam::LogDir => log_dir,
+        }
+    }
+
+    /// Sets a string parameter: a logging level must be one of `ERROR`, `WARN`, `INFO`,
+    /// `DEBUG`, `TRACE` (any case); paths must be absolute.
+    pub fn set_string_parameter(&mut self, p: StringParam, v: &str) -> Result<()> {
+        let s = &mut self.kept.strings;
+        match p {
+            StringParam::LoggingLevel => {
+                let level = v.trim().to_ascii_uppercase();
+                if !["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level.as_str()) {
+                    return invalid();
+                }
+                s.logging_level = level;
+            }
+            StringParam::EnvLogfilePath | StringParam::LogDir if !v.starts_with('/') || v.contains('\0') => {
+                return invalid();
+            }
+            StringParam::EnvLogfilePath => s.log_file = v.to_owned(),
+            StringParam::LogDir => s.log_dir = v.to_owned(),
+        }
+        Ok(())
+    }
+
+    /// Applies a staged setting (checked when it was staged). A log directory that is not an
+    /// existing directory is not applied (cuFile's rule).
+    pub(crate) fn apply(&mut self, setting: &Setting) {
+        let _ = match setting {
+            Setting::Size(p, v) => self.set_size_parameter(*p, *v),
+            Setting::Bool(p, v) => Ok(self.set_bool_parameter(*p, *v)),
+            Setting::String(StringParam::LogDir, dir) if !std::path::Path::new(dir).is_dir() => Ok(()),
+            Setting::String(p, v) => self.set_string_parameter(*p, v),
+        };
+    }
+
+    /// Checks a setting against a scratch configuration: what staging it requires.
+    pub(crate) fn check(setting: &Setting) -> Result<()> {
+        let mut scratch = Config::default();
+        match setting {
+            Setting::Size(p, v) => scratch.set_size_parameter(*p, *v),
+            Setting::Bool(..) => Ok(()),
+            Setting::String(p, v) => scratch.set_string_parameter(*p, v),
+        }
+    }
+}
+
+/// `hipFileDriverProps_t`, in Rust (sizes in KiB).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverProperties {
+    /// `nvfs.major_version`, `nvfs.minor_version`: the library's version.
+    pub version: (u32, u32),
+    /// `nvfs.poll_thresh_size`.
+    pub poll_threshold_kb: u64,
+    /// `nvfs.max_direct_io_size`: the staged chunk.
+    pub max_direct_io_kb: u64,
+    /// `nvfs.driver_status_flags`: bit 4 (`hipFileNVMeSupported`) where a direct path is open.
+    pub status_flags: u32,
+    /// `nvfs.driver_control_flags`: bit 0 poll mode, bit 1 compat mode allowed.
+    pub control_flags: u32,
+    /// `feature_flags`: batches, streams and parallel I/O (bits 1-3).
+    pub feature_flags: u32,
+    /// `max_device_cache_size`.
+    pub max_device_cache_kb: u64,
+    /// `per_buffer_cache_size`.
+    pub per_buffer_cache_kb: u64,
+    /// `max_device_pinned_mem_size`.
+    pub max_pinned_kb: u64,
+    /// `max_batch_io_count`.
+    pub max_batch_io_count: u32,
+    /// `max_batch_io_timeout_msecs`.
+    pub max_batch_io_timeout_ms: u32,
+}
+
+impl DriverProperties {
+    /// The properties a driver with `config` has; `direct` says whether a direct path is open.
+    pub(crate) fn of(config: &Config, direct: bool) -> Self {
+        let kb = |p| config.size_parameter(p) as u64;
+        let clamp32 = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        DriverProperties {
+            version: (0, 2),
+            poll_threshold_kb: kb(SizeParam::PollThresholdSizeKb),
+            max_direct_io_kb: kb(SizeParam::MaxDirectIoSizeKb),
+            status_flags: if direct { 1 << 4 } else { 0 },
+            control_flags: u32::from(config.bool_parameter(BoolParam::UsePollMode))
+                | u32::from(config.allow_compat_mode) << 1,
+            feature_flags: 1 << 1 | 1 << 2 | 1 << 3,
+            max_device_cache_kb: kb(SizeParam::MaxDeviceCacheSizeKb),
+            per_buffer_cache_kb: kb(SizeParam::PerBufferCacheSizeKb),
+            max_pinned_kb: kb(SizeParam::MaxDevicePinnedMemSizeKb),
+            max_batch_io_count: clamp32(config.batch_size),
+            max_batch_io_timeout_ms: clamp32(config.size_parameter(SizeParam::BatchIoTimeoutMs)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_values_follow_the_c_enums() {
+        assert_eq!(SizeParam::from_raw(2), Some(SizeParam::MaxIoThreads));
+        assert_eq!(SizeParam::from_raw(11), Some(SizeParam::BatchIoTimeoutMs));
+        assert_eq!(SizeParam::from_raw(12), None);
+        assert_eq!(BoolParam::from_raw(7), Some(BoolParam::UsePcip2pdma));
+        assert_eq!(BoolParam::from_raw(-1), None);
+        assert_eq!(StringParam::from_raw(2), Some(StringParam::LogDir));
+        assert_eq!(StringParam::from_raw(3), None);
+    }
+
+    #[test]
+    fn mapped_parameters_steer_the_configuration_and_read_back() {
+        let mut c = Config::default();
+        c.set_size_parameter(SizeParam::MaxDirectIoSizeKb, 1024).unwrap();
+        assert_eq!((c.bounce.chunk, c.size_parameter(SizeParam::MaxDirectIoSizeKb)), (1 << 20, 1024));
+        c.set_size_parameter(SizeParam::MaxDevicePinnedMemSizeKb, 32 << 10).unwrap();
+        assert_eq!(c.bounce.memory_limit, 32 << 20);
+        c.set_size_parameter(SizeParam::IoBatchsize, 512).unwrap();
+        assert_eq!(c.batch_size, 512);
+        c.set_bool_parameter(BoolParam::ExecutionParallelIo, false);
+        assert_eq!(c.bounce.threads, 1);
+        c.set_bool_parameter(BoolParam::StreamMemopsBypass, true);
+        assert_eq!(c.stream_signal, StreamSignal::Inline);
+        c.set_bool_parameter(BoolParam::UsePcip2pdma, true);
+        assert!(c.bool_parameter(BoolParam::UsePcip2pdma));
+    }
+
+    #[test]
+    fn out_of_range_values_change_nothing() {
+        let mut c = Config::default();
+        for (p, v) in [
+            (SizeParam::MaxDirectIoSizeKb, 63),
+            (SizeParam::MaxDirectIoSizeKb, 66),
+            (SizeParam::MaxDevicePinnedMemSizeKb, 512),
+            (SizeParam::IoBatchsize, 0),
+            (SizeParam::IoBatchsize, MAX_BATCH_SIZE_PARAMETER + 1),
+            (SizeParam::ProfileStats, 4),
+            (SizeParam::MaxIoThreads, 257),
+        ] {
+            assert!(c.set_size_parameter(p, v).is_err(), "{p:?} {v}");
+        }
+        assert!(c.set_string_parameter(StringParam::LoggingLevel, "LOUD").is_err());
+        assert!(c.set_string_parameter(StringParam::LogDir, "relative").is_err());
+        assert_eq!(c, Config::default());
+    }
+}
