@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use hipfile::error::op_error_cstr;
-use hipfile::log::log_once;
+use hipfile::log::log_once_at;
 use hipfile::{
     BatchEntry, BatchId, BoolParam, Direction, Driver, Error, HandleId, OpError, Result, SizeParam, Stream, StringParam,
 };
@@ -77,7 +77,9 @@ extern "C" fn after_fork() {
 /// why the open failed when the configuration was the reason (C callers only see the code).
 fn logged(result: Result<()>) -> Result<()> {
     if let Err(e @ Error::Config(_)) = &result {
-        log_once(&e.to_string());
+        // The caller gets the code: the reason is for `HIPFILE_LOG=debug`.
+        let why = e.to_string();
+        log_once_at(hipfile::log::Level::DEBUG, &why, || why.clone());
     }
     result
 }
@@ -575,11 +577,10 @@ pub unsafe extern "C" fn hipFileGetParameterString(
                 return Err(OpError::InvalidValue.into());
             }
             // SAFETY: `len` writable bytes by the caller's contract, and the value with its NUL
-            // fits in them (checked above); the library's string does not overlap the caller's.
-            unsafe {
-                std::ptr::copy_nonoverlapping(value.as_ptr().cast::<c_char>(), desc_str, value.len());
-                desc_str.add(value.len()).write(0);
-            }
+            // fits in them (checked above).
+            let out = unsafe { std::slice::from_raw_parts_mut(desc_str.cast::<u8>(), value.len() + 1) };
+            out[..value.len()].copy_from_slice(value.as_bytes());
+            out[value.len()] = 0;
             Ok(())
         }))
     })

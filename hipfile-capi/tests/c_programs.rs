@@ -75,7 +75,9 @@ fn write_file(name: &str, data: &[u8]) -> PathBuf {
 fn guide_example(flavour: Flavour, backend: &str) {
     let file = write_file(&format!("example-{}-{backend}", flavour as u8), &pattern(1 << 20, 1));
     let exe = build("example", flavour, &[format!("-DHIPFILE_EXAMPLE_PATH=\"{}\"", file.display())]);
-    run_ok(&mut program(&exe, &[], &[("HIPFILE_BACKEND", backend)]));
+    let out = run_ok(&mut program(&exe, &[], &[("HIPFILE_BACKEND", backend)]));
+    // Quiet by default: the library writes nothing where the application did not ask.
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr of the example");
 }
 
 #[test]
@@ -209,6 +211,17 @@ fn parameters_under_sanitizers() {
     params(Flavour::Sanitized);
 }
 
+/// `logging`: the logging parameters send the library's messages to a file in a directory.
+#[test]
+fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {
+    let dir = scratch(&format!("c-log-{}", std::process::id()));
+    let file = write_file(&format!("logging-src-{}", std::process::id()), &pattern(1 << 20, 3));
+    let exe = build("logging", Flavour::Plain, &[]);
+    let out = run_ok(&mut program(&exe, &[&dir, &file], &[ANY_FS]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr");
+}
+
 /// `devices` with two mock devices: buffers of either device, registered or not, whatever
 /// device is current, which stays current.
 fn devices(flavour: Flavour, backend: &str) {
@@ -269,6 +282,8 @@ fn copy_with(len: usize, env: &[(&str, &str)]) -> (bool, String, String) {
 const ANY_FS: (&str, &str) = ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true");
 /// Diagnostics on stderr (the library writes none unless asked).
 const LOG: (&str, &str) = ("HIPFILE_LOG", "stderr");
+/// Diagnostics on stderr down to `debug`, where errors the caller got a code for are explained.
+const DEBUG_LOG: (&str, &str) = ("HIPFILE_LOG", "debug");
 
 #[test]
 fn the_ais_path_serves_aligned_io_over_the_mock_runtime() {
@@ -385,7 +400,7 @@ fn open_driver(flavour: Flavour, env: &[(&str, &str)]) -> (String, String) {
 #[test]
 fn a_bad_setting_fails_the_open_and_says_why() {
     assert_eq!(open_driver(Flavour::Plain, &[]).0, "0 0 1");
-    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "fastest"), LOG]);
+    let (result, log) = open_driver(Flavour::Plain, &[("HIPFILE_BACKEND", "fastest"), DEBUG_LOG]);
     assert_eq!(result, "5002 0 0"); // hipFileDriverInvalidProps, driver still closed
     assert!(log.contains("HIPFILE_BACKEND") && log.contains("fastest"), "{log}");
 }
@@ -394,8 +409,8 @@ fn a_bad_setting_fails_the_open_and_says_why() {
 fn without_a_gpu_runtime_the_driver_says_why_it_cannot_open() {
     require_hip_headers(); // the same package brings Debian's libamdhip64, found by dlopen
     // Without the mock in the process, libhipfile finds Debian's HIP, which has no device
-    // here, and no CUDA runtime: the driver cannot open, and stderr says why.
-    let (result, log) = open_driver(Flavour::NoMockHip, &[LOG]);
+    // here, and no CUDA runtime: the driver cannot open, and stderr says why at `debug`.
+    let (result, log) = open_driver(Flavour::NoMockHip, &[DEBUG_LOG]);
     assert_eq!(result, "5007 0 0"); // hipFilePlatformNotSupported
     assert!(log.contains("libamdhip64.so: no device"), "{log}");
 }

@@ -15,7 +15,7 @@ use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
-use crate::params::{DriverProperties, Setting};
+use crate::params::{DriverProperties, Setting, StringParam};
 use crate::sync::{lock, read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
@@ -294,6 +294,19 @@ impl<P: Platform> Driver<P> {
             let mut staged = lock(&self.staged);
             staged.iter().for_each(|s| config.apply(s));
             let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&config)?));
+            // The logging parameters set for this open take effect now (semantics §13).
+            let logging = |p: StringParam| {
+                let set = staged.iter().any(|s| matches!(s, Setting::String(q, _) if *q == p));
+                Some(config.string_parameter(p)).filter(|v| set && !v.is_empty())
+            };
+            let (level, file, dir) = (
+                logging(StringParam::LoggingLevel),
+                logging(StringParam::EnvLogfilePath),
+                logging(StringParam::LogDir),
+            );
+            if level.is_some() || file.is_some() || dir.is_some() {
+                crate::log::configure(level, file, dir);
+            }
             state.open = Some(Open {
                 config,
                 dispatcher,
@@ -394,6 +407,7 @@ impl<P: Platform> Driver<P> {
         {
             drop(state); // I/O in flight may need it to finish
             open.retire();
+            crate::log::restore(); // the logging parameters ended with the open
         }
         Ok(())
     }

@@ -1,29 +1,48 @@
-//! Diagnostics, for the asking (semantics §8). The library reports through `tracing` events
-//! (target `hipfile`), each distinct message once: a loop hitting the same condition should not
-//! flood the log. With no subscriber listening, nothing is written anywhere, which is what a
-//! library owes an application whose descriptor 2 may be a data file or a pipe nobody reads.
+//! Diagnostics, for the asking (semantics §8, §13). The library reports through `tracing`
+//! events (target `hipfile`), each distinct message once: a loop hitting the same condition
+//! should not flood the log. With no subscriber listening, nothing is written anywhere, which is
+//! what a library owes an application whose descriptor 2 may be a data file or a pipe nobody
+//! reads.
+//!
+//! Levels: a path the caller explicitly asked for and does not get is a warning; the direct path
+//! unavailable or declined under `auto`, and other choices the library makes for the caller, are
+//! info (once per reason); errors the caller is told about through return codes are debug.
 //!
 //! A Rust program installs its own subscriber. The C ABI and the `hipfile` tool call
-//! [`install`], which listens when `HIPFILE_LOG` asks (read once):
-//! - unset, empty, `0`, `off`, `false`, `none`: nothing (the library's default);
+//! [`install`], which listens where `HIPFILE_LOG` says (read once):
+//! - unset: the caller's default (the C ABI: nothing; the tool: warnings on standard error);
+//! - empty, `0`, `off`, `false`, `none`: nothing;
 //! - `1`, `on`, `true`, `stderr`: standard error, at level `info`;
 //! - `error`, `warn`, `info`, `debug`, `trace`: standard error, at that level;
-//! - anything else: a file path, appended to (created if missing), at level `info`.
+//! - anything else: a file path, appended to, at level `info`.
 //!
-//! A write that fails (a closed pipe, a full disk) is dropped: a log line never fails I/O, and a
-//! closed pipe never raises `SIGPIPE` in the application.
+//! The logging parameters (`hipFileParamLoggingLevel`, `hipFileParamLogDir`,
+//! `hipFileParamEnvLogfilePath`) change the level and destination from the next driver open
+//! until it closes ([`configure`], [`restore`]). A log file the library creates is created
+//! without following a symbolic link and readable by its owner only. A write that fails (a
+//! closed pipe, a full disk) is dropped: a log line never fails I/O, and a closed pipe never
+//! raises `SIGPIPE` in the application.
 
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tracing::Level;
+/// The levels of the library's messages.
+pub use tracing::Level;
 
 use crate::sync::{read, write};
 
 static SEEN: RwLock<Option<HashSet<String>>> = RwLock::new(None);
+
+/// Where diagnostics go now, and where `HIPFILE_LOG` (or the default) said at install.
+static CURRENT: RwLock<Option<Sink>> = RwLock::new(None);
+static FROM_ENV: RwLock<Option<Sink>> = RwLock::new(None);
+/// The current sink's level as a number (0: off, 1: error ... 5: trace), for a check without a
+/// lock.
+static LEVEL: AtomicU8 = AtomicU8::new(0);
 
 /// Where diagnostics go.
 #[derive(Clone, Debug)]
@@ -32,8 +51,8 @@ pub enum Sink {
     Off,
     /// Standard error (descriptor 2), at a level.
     Stderr(Level),
-    /// A file the library opened itself, at `info`.
-    File(Arc<OwnedFd>),
+    /// A file the library opened itself, at a level.
+    File(Arc<OwnedFd>, Level),
 }
 
 impl Sink {
@@ -42,12 +61,11 @@ impl Sink {
         let Some(value) = value else { return default() };
         match value.trim().to_ascii_lowercase().as_str() {
             "" | "0" | "off" | "false" | "none" => Sink::Off,
-            "1" | "on" | "true" | "stderr" | "info" => Sink::Stderr(Level::INFO),
-            "error" => Sink::Stderr(Level::ERROR),
-            "warn" => Sink::Stderr(Level::WARN),
-            "debug" => Sink::Stderr(Level::DEBUG),
-            "trace" => Sink::Stderr(Level::TRACE),
-            _ => open_append(value.trim()).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd))),
+            "1" | "on" | "true" | "stderr" => Sink::Stderr(Level::INFO),
+            word => match level_named(word) {
+                Some(level) => Sink::Stderr(level),
+                None => open_append(value.trim()).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd), Level::INFO)),
+            },
         }
     }
 
@@ -55,50 +73,126 @@ impl Sink {
         match self {
             Sink::Off => None,
             Sink::Stderr(_) => Some(2),
-            Sink::File(fd) => Some(fd.as_raw_fd()),
+            Sink::File(fd, _) => Some(fd.as_raw_fd()),
         }
     }
 
-    fn level(&self) -> Level {
+    fn level(&self) -> Option<Level> {
         match self {
-            Sink::Stderr(level) => *level,
-            _ => Level::INFO,
+            Sink::Off => None,
+            Sink::Stderr(level) | Sink::File(_, level) => Some(*level),
         }
     }
 }
 
+/// `error`, `warn`, `info`, `debug`, `trace` (any case).
+fn level_named(word: &str) -> Option<Level> {
+    Some(match word.trim().to_ascii_lowercase().as_str() {
+        "error" => Level::ERROR,
+        "warn" => Level::WARN,
+        "info" => Level::INFO,
+        "debug" => Level::DEBUG,
+        "trace" => Level::TRACE,
+        _ => return None,
+    })
+}
+
+fn rank(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 1,
+        Level::WARN => 2,
+        Level::INFO => 3,
+        Level::DEBUG => 4,
+        Level::TRACE => 5,
+    }
+}
+
+fn set_current(sink: Sink) {
+    LEVEL.store(sink.level().map_or(0, rank), Ordering::Release);
+    *write(&CURRENT) = Some(sink);
+}
+
+/// Whether an event at `level` would be written now.
+pub fn enabled(level: Level) -> bool {
+    LEVEL.load(Ordering::Acquire) >= rank(level)
+}
+
 /// Listens to the library's events where `HIPFILE_LOG` asks, with `default` when it is unset
-/// (the `hipfile` tool passes `|| Sink::Stderr(Level::INFO)`; the C ABI, `|| Sink::Off`).
-/// Only the first call counts; an application's own global subscriber takes precedence.
+/// (the `hipfile` tool passes `|| Sink::Stderr(Level::WARN)`; the C ABI, `|| Sink::Off`).
+/// Only the first call counts. Nothing is installed while the sink is off (until [`configure`]
+/// needs it); an application's own global subscriber takes precedence.
 pub fn install(default: fn() -> Sink) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let sink = Sink::from_setting(std::env::var("HIPFILE_LOG").ok().as_deref(), default);
-        if sink.fd().is_none() {
-            return;
+        *write(&FROM_ENV) = Some(sink.clone());
+        if sink.fd().is_some() && subscribed() {
+            set_current(sink);
         }
+    });
+}
+
+/// Installs the formatter (once): whether it listens.
+fn subscribed() -> bool {
+    static SUBSCRIBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUBSCRIBED.get_or_init(|| {
         let subscriber = tracing_subscriber::fmt()
-            .with_max_level(sink.level())
+            .with_max_level(Level::TRACE) // the writer filters, by the level in force
             .without_time()
             .with_level(false)
             .with_target(true)
             .with_ansi(false)
-            .with_writer(move || QuietWriter(sink.clone()))
+            .with_writer(CurrentSink)
             .finish();
-        let _ = tracing::subscriber::set_global_default(subscriber);
-    });
+        tracing::subscriber::set_global_default(subscriber).is_ok()
+    })
 }
 
-/// Reports `message` (target `hipfile`, level `info`) the first time this process sees it.
+/// From the next open of a driver whose logging parameters were set: `level` (a level name) at
+/// the destination in force, or at `file` (appended to, created for the owner only), or at a
+/// `hipfile_<pid>.log` in `dir`. Nothing changes unless [`install`] was called (by the C ABI or
+/// the tool) and no other subscriber listens.
+pub fn configure(level: Option<&str>, file: Option<&str>, dir: Option<&str>) {
+    let Some(from_env) = read(&FROM_ENV).clone() else { return };
+    if !subscribed() {
+        return;
+    }
+    let current = read(&CURRENT).clone().unwrap_or(from_env);
+    let level = level.and_then(level_named).or(current.level()).unwrap_or(Level::ERROR);
+    let path = file.map(str::to_owned).or_else(|| dir.map(|d| format!("{d}/hipfile_{}.log", std::process::id())));
+    let sink = match (path, current) {
+        (Some(path), _) => open_append(&path).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd), level)),
+        (None, Sink::File(fd, _)) => Sink::File(fd, level),
+        (None, _) => Sink::Stderr(level),
+    };
+    set_current(sink);
+}
+
+/// Back to what `HIPFILE_LOG` (or the default) said: a driver closed.
+pub fn restore() {
+    if let Some(sink) = read(&FROM_ENV).clone()
+        && read(&CURRENT).is_some()
+    {
+        set_current(sink);
+    }
+}
+
+/// Reports `message` at `info` the first time this process sees it.
 pub fn log_once(message: &str) {
-    log_once_keyed(message, || message.to_owned());
+    log_once_at(Level::INFO, message, || message.to_owned());
 }
 
-/// Reports `message()` the first time this process sees `key`. With nobody listening it costs
-/// one check; then seen keys cost a shared lock and a lookup, and `message` is only built the
-/// first time: cheap enough for an I/O path that keeps meeting the same condition.
+/// Reports `message()` at `info` the first time this process sees `key`.
 pub fn log_once_keyed(key: &str, message: impl FnOnce() -> String) {
-    if !tracing::enabled!(target: "hipfile", Level::INFO) {
+    log_once_at(Level::INFO, key, message);
+}
+
+/// Reports `message()` at `level` the first time this process sees `key`. With nobody
+/// listening at that level it costs one atomic load; then seen keys cost a shared lock and a
+/// lookup, and `message` is only built the first time: cheap enough for an I/O path that
+/// keeps meeting the same condition.
+pub fn log_once_at(level: Level, key: &str, message: impl FnOnce() -> String) {
+    if !enabled(level) {
         return;
     }
     let seen = |s: &Option<HashSet<String>>| s.as_ref().is_some_and(|s| s.contains(key));
@@ -106,16 +200,39 @@ pub fn log_once_keyed(key: &str, message: impl FnOnce() -> String) {
         return;
     }
     if write(&SEEN).get_or_insert_with(HashSet::new).insert(key.to_owned()) {
-        tracing::info!(target: "hipfile", "{}", message());
+        let message = message();
+        match level {
+            Level::ERROR => tracing::error!(target: "hipfile", "{message}"),
+            Level::WARN => tracing::warn!(target: "hipfile", "{message}"),
+            Level::INFO => tracing::info!(target: "hipfile", "{message}"),
+            Level::DEBUG => tracing::debug!(target: "hipfile", "{message}"),
+            Level::TRACE => tracing::trace!(target: "hipfile", "{message}"),
+        }
     }
 }
 
-/// The formatter's writer: [`write_quietly`] to the sink's descriptor.
-struct QuietWriter(Sink);
+/// The formatter's writers: the sink in force, for events at or above its level.
+struct CurrentSink;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CurrentSink {
+    type Writer = QuietWriter;
+
+    fn make_writer(&'a self) -> QuietWriter {
+        QuietWriter(None)
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> QuietWriter {
+        let sink = enabled(*meta.level()).then(|| read(&CURRENT).clone()).flatten();
+        QuietWriter(sink)
+    }
+}
+
+/// A formatter's writer: [`write_quietly`] to the sink's descriptor (none: the line is dropped).
+struct QuietWriter(Option<Sink>);
 
 impl io::Write for QuietWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(fd) = self.0.fd() {
+        if let Some(fd) = self.0.as_ref().and_then(Sink::fd) {
             write_quietly(fd, buf);
         }
         Ok(buf.len()) // a lost line is not the application's error
@@ -126,11 +243,13 @@ impl io::Write for QuietWriter {
     }
 }
 
+/// Opens a log file for appending: never through a symbolic link (`O_NOFOLLOW`), and created
+/// readable and writable by its owner only.
 fn open_append(path: &str) -> Option<OwnedFd> {
     let path = CString::new(path).ok()?;
-    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     // SAFETY: `path` is NUL-terminated; the mode is passed as O_CREAT requires.
-    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint) };
+    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
     // SAFETY: `open` just returned this descriptor and nothing else owns it.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -187,7 +306,7 @@ mod tests {
         for off in ["", "0", "off", "OFF", "false", "none"] {
             assert!(matches!(Sink::from_setting(Some(off), || Sink::Stderr(Level::INFO)), Sink::Off), "{off}");
         }
-        for on in ["1", "on", "true", "stderr", "Stderr", "info"] {
+        for on in ["1", "on", "true", "stderr", "Stderr", "info", "INFO"] {
             assert!(matches!(Sink::from_setting(Some(on), || Sink::Off), Sink::Stderr(Level::INFO)), "{on}");
         }
         assert!(matches!(Sink::from_setting(Some("debug"), || Sink::Off), Sink::Stderr(Level::DEBUG)));
@@ -198,6 +317,21 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"one\n");
         let missing = dir.path().join("no/such/dir/log");
         assert!(matches!(Sink::from_setting(missing.to_str(), || Sink::Stderr(Level::INFO)), Sink::Off));
+    }
+
+    #[test]
+    fn log_files_are_the_owners_and_never_reached_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        drop(open_append(path.to_str().unwrap()).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"precious\n").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(open_append(link.to_str().unwrap()).is_none());
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious\n");
     }
 
     #[test]

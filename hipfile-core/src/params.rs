@@ -98,12 +98,12 @@ parameters! {
 parameters! {
     /// `hipFileStringConfigParameter_t`.
     StringParam {
-        /// `hipFileParamLoggingLevel`: `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE` (kept; the
-        /// library's messages follow `HIPFILE_LOG`).
+        /// `hipFileParamLoggingLevel`: `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE`.
         LoggingLevel,
-        /// `hipFileParamEnvLogfilePath` (kept).
+        /// `hipFileParamEnvLogfilePath`: the log file.
         EnvLogfilePath,
-        /// `hipFileParamLogDir`: an existing directory, else not applied at open (kept).
+        /// `hipFileParamLogDir`: an existing directory (else not applied at open) for
+        /// `hipfile_<pid>.log`.
         LogDir,
     }
 }
@@ -202,7 +202,7 @@ impl Config {
             ProfileStats => self.stats_level = fits(v <= 3)?,
             MaxIoQueueDepth => self.bounce.direct_streams = fits((1..=1024).contains(&v))?,
             MaxIoThreads => self.bounce.threads = fits(v <= 256)?,
-            MaxDirectIoSizeKb => self.bounce.chunk = fits((64..=256 << 10).contains(&v) && v % 4 == 0)? << 10,
+            MaxDirectIoSizeKb => self.bounce.chunk = fits((64..=256 << 10).contains(&v) && v.is_multiple_of(4))? << 10,
             MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = fits((1024..=1 << 30).contains(&v))? << 10,
             IoBatchsize => self.batch_size = fits((1..=MAX_BATCH_SIZE_PARAMETER).contains(&v))?,
             MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
@@ -283,12 +283,12 @@ impl Config {
     /// Applies a staged setting (checked when it was staged). A log directory that is not an
     /// existing directory is not applied (cuFile's rule).
     pub(crate) fn apply(&mut self, setting: &Setting) {
-        let _ = match setting {
-            Setting::Size(p, v) => self.set_size_parameter(*p, *v),
-            Setting::Bool(p, v) => Ok(self.set_bool_parameter(*p, *v)),
-            Setting::String(StringParam::LogDir, dir) if !std::path::Path::new(dir).is_dir() => Ok(()),
-            Setting::String(p, v) => self.set_string_parameter(*p, v),
-        };
+        match setting {
+            Setting::Size(p, v) => drop(self.set_size_parameter(*p, *v)),
+            Setting::Bool(p, v) => self.set_bool_parameter(*p, *v),
+            Setting::String(StringParam::LogDir, dir) if !std::path::Path::new(dir).is_dir() => {}
+            Setting::String(p, v) => drop(self.set_string_parameter(*p, v)),
+        }
     }
 
     /// Checks a setting against a scratch configuration: what staging it requires.

@@ -390,7 +390,9 @@ impl<P: Platform> Driver<P> {
         // No stream memory operations here: this operation's gate becomes a host function
         // that waits for the word, and later operations run inline (the same effect).
         if !streams.no_wait_value.swap(true, Ordering::AcqRel) {
-            tracing::info!("{e} for a stream wait: stream-ordered I/O holds the runtime's callback thread instead");
+            crate::log::log_once(&format!(
+                "{e} for a stream wait: stream-ordered I/O holds the runtime's callback thread instead"
+            ));
         }
         let waited = gpu.launch_host_func(stream, Box::new(move || wait_for_word(word, number)));
         if waited.is_err() {

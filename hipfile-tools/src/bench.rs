@@ -101,7 +101,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
         },
     };
     if let Some(why) = why_mock {
-        eprintln!("hipfile: no GPU runtime found, using the mock GPU ({why})");
+        eprintln!("hipfile: no GPU runtime found; using the mock GPU (HIPFILE_LOG=debug says why)");
+        tracing::debug!(target: "hipfile", "{why}");
     }
     let backend = args.backend.clone();
     let driver = Arc::new(Driver::with_env(platform, move |name| match (name, &backend) {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 fn main() -> ExitCode {
     // A tool run by a person says why it is slow or cannot do something; the library alone
     // stays quiet unless HIPFILE_LOG asks.
-    hipfile::log::install(|| hipfile::log::Sink::Stderr(tracing::Level::INFO));
+    hipfile::log::install(|| hipfile::log::Sink::Stderr(tracing::Level::WARN));
     let result = match Cli::parse().command {
         Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
     };

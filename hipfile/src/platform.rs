@@ -158,7 +158,7 @@ impl Platform for SystemPlatform {
             BackendChoice::P2p => match self.direct(config) {
                 Ok(direct) => vec![direct],
                 Err((name, why)) => {
-                    return Err(unavailable(format!("HIPFILE_BACKEND=p2p: {name} is not available: {why}")));
+                    return Err(refused(format!("HIPFILE_BACKEND=p2p: {name} is not available: {why}")));
                 }
             },
             BackendChoice::Bounce => vec![self.bounce(config)],
@@ -166,7 +166,7 @@ impl Platform for SystemPlatform {
                 self.direct(config).ok().into_iter().chain([self.bounce(config)]).collect()
             }
             BackendChoice::Mock => {
-                return Err(unavailable(format!(
+                return Err(refused(format!(
                     "HIPFILE_BACKEND=mock is not available over {}: it needs the mock GPU or the mock HIP \
                      runtime (libhipfile_mockhip.so)",
                     self.description
@@ -201,9 +201,16 @@ impl Platform for SystemPlatform {
     }
 }
 
+/// [`unavailable`] for a backend the caller named explicitly and does not get: a warning.
+fn refused(why: String) -> Error {
+    hipfile_core::log::log_once_at(hipfile_core::log::Level::WARN, &why, || why.clone());
+    unavailable(why)
+}
+
 /// Reports why the driver cannot open (C callers only see the code) and gives the code,
 /// `hipFilePlatformNotSupported`.
 pub fn unavailable(why: String) -> Error {
-    hipfile_core::log::log_once(&why);
+    // The caller gets the code: the reason is for `HIPFILE_LOG=debug` (semantics §8).
+    hipfile_core::log::log_once_at(hipfile_core::log::Level::DEBUG, &why, || why.clone());
     OpError::PlatformNotSupported.into()
 }

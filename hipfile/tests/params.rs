@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hipfile::{Driver, DriverGuard, GpuRuntime, SizeParam, SystemPlatform};
+use hipfile::{Driver, DriverGuard, SizeParam, SystemPlatform};
 use hipfile_backend_mock::MockGpu;
 
 const REGION: usize = 4 << 20;
