@@ -211,6 +211,29 @@ fn parameters_under_sanitizers() {
     params(Flavour::Sanitized);
 }
 
+/// `host`: host memory as the buffer, once the parameter allows it (tests/c/host.c).
+fn host_memory(flavour: Flavour, backend: &str) {
+    let exe = build("host", flavour, &[]);
+    let dir = scratch("c-data");
+    let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn host_memory_buffers_when_allowed_auto() {
+    host_memory(Flavour::Plain, "auto");
+}
+
+#[test]
+fn host_memory_buffers_when_allowed_bounce() {
+    host_memory(Flavour::Plain, "bounce");
+}
+
+#[test]
+fn host_memory_buffers_under_sanitizers() {
+    host_memory(Flavour::Sanitized, "auto");
+}
+
 /// `logging`: the logging parameters send the library's messages to a file in a directory.
 #[test]
 fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {

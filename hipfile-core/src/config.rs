@@ -48,6 +48,9 @@ pub struct Config {
     /// `HIPFILE_STREAM_SIGNAL` (default `hostfn`): how a stream-ordered operation learns that
     /// its stream reached it (semantics §12).
     pub stream_signal: StreamSignal,
+    /// `HIPFILE_ALLOW_SYSTEM_MEMORY` / `hipFileParamPropertiesAllowSystemMemory` (default
+    /// false, cuFile's): host memory, pinned or pageable, may be a buffer (semantics §4).
+    pub allow_system_memory: bool,
     /// The most entries a batch may hold (`hipFileParamPropertiesIOBatchsize`, default 128).
     pub batch_size: usize,
     /// The statistics level, 0 to 3 (`hipFileParamProfileStats`, default 0).
@@ -148,6 +151,7 @@ impl Default for Config {
             unsupported_file_systems: false,
             bounce: BounceSettings::default(),
             stream_signal: StreamSignal::HostFn,
+            allow_system_memory: false,
             batch_size: crate::batch::MAX_BATCH_ENTRIES,
             stats_level: 0,
             kept: KeptValues::default(),
@@ -184,6 +188,7 @@ impl Config {
         config.allow_compat_mode = flag("HIPFILE_ALLOW_COMPAT_MODE", true)?;
         config.force_compat_mode = flag("HIPFILE_FORCE_COMPAT_MODE", false)?;
         config.unsupported_file_systems = flag("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", false)?;
+        config.allow_system_memory = flag("HIPFILE_ALLOW_SYSTEM_MEMORY", false)?;
         let number = |name: &'static str, accepted: &'static str, ok: fn(usize) -> bool| -> Result<Option<usize>> {
             get(name)
                 .map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted)))

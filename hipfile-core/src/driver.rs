@@ -64,8 +64,10 @@ pub struct BufferInfo {
     pub len: usize,
     /// The caller's flags, kept as given.
     pub flags: i32,
-    /// The device that owns the memory.
+    /// The device that owns the memory (-1 for host memory).
     pub device: i32,
+    /// Host memory (where the configuration allows it, semantics §4).
+    pub host: bool,
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -109,6 +111,8 @@ pub(crate) struct Planned<B> {
     memory: DeviceSpan,
     device: i32,
     file_offset: u64,
+    /// Host memory instead (`memory` is then empty): address, length, durable writes.
+    host: Option<(usize, usize, bool)>,
 }
 
 impl<B: Backend> Planned<B> {
@@ -118,6 +122,9 @@ impl<B: Backend> Planned<B> {
 
     /// Moves the bytes (nothing for an empty request).
     pub(crate) fn run(self) -> Result<usize> {
+        if let Some((addr, len, durable)) = self.host {
+            return crate::hostio::transfer(self.direction, &self.flight.file, addr, len, self.file_offset, durable);
+        }
         if self.memory.is_empty() {
             return Ok(0);
         }
@@ -127,7 +134,7 @@ impl<B: Backend> Planned<B> {
     /// Whether this request would go to a fallback backend, which can take it together with
     /// others ([`Planned::run_many`]).
     pub(crate) fn goes_to_fallback(&self) -> bool {
-        !self.memory.is_empty() && self.flight.dispatcher.goes_to_fallback(&self.request())
+        self.host.is_none() && !self.memory.is_empty() && self.flight.dispatcher.goes_to_fallback(&self.request())
     }
 
     /// Moves the bytes of several requests of one driver generation together (see
@@ -149,23 +156,27 @@ pub(crate) struct Deferred<B> {
     buffer_len: usize,
     device: i32,
     signal: crate::stream::StreamSignal,
+    /// Host memory: whether writes are durable (semantics §4).
+    host: Option<bool>,
 }
 
 impl<B> Deferred<B> {
     /// Checks offsets and bounds against the buffer (semantics §5): the request to run.
     pub(crate) fn plan(&self, size: usize, file_offset: i64, buffer_offset: i64) -> Result<Planned<B>> {
         let plan = plan_io(self.buffer_base, self.buffer_len, size, file_offset, buffer_offset)?;
-        // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer, which
-        // is either registered device memory (checked against its allocation at
-        // registration) or the rest of the device allocation the runtime reported when this
-        // was looked up.
-        let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
+        let host = self.host.map(|durable| (plan.device_addr, plan.size, durable));
+        // SAFETY: for device memory, `plan_io` placed [device_addr, device_addr + size) inside
+        // the buffer, which is either registered device memory (checked against its allocation
+        // at registration) or the rest of the device allocation the runtime reported when this
+        // was looked up. Host memory gets an empty span (its range travels in `host`).
+        let memory = unsafe { DeviceSpan::new(plan.device_addr, if host.is_some() { 0 } else { plan.size }) };
         let flight = InFlight {
             file: Arc::clone(&self.flight.file),
             dispatcher: Arc::clone(&self.flight.dispatcher),
             registered: self.flight.registered,
         };
-        Ok(Planned { flight, direction: self.direction, memory, device: self.device, file_offset: plan.file_offset })
+        let (direction, device, file_offset) = (self.direction, self.device, plan.file_offset);
+        Ok(Planned { flight, direction, memory, device, file_offset, host })
     }
 
     /// How stream-ordered operations are signalled under the driver's configuration.
@@ -507,14 +518,17 @@ impl<P: Platform> Driver<P> {
             Err(HipError::NOT_FOUND) => return Err(OpError::InvalidValue.into()),
             Err(e) => return Err(e.into()),
         };
-        if info.memory_type != MemoryType::Device {
-            return Err(OpError::HipMemoryTypeInvalid.into());
+        let host = match info.memory_type {
+            MemoryType::Device if info.bytes_after(base) < len => return Err(OpError::HipPointerRangeError.into()),
+            MemoryType::Device => false,
+            MemoryType::Host | MemoryType::Unregistered if open.config.allow_system_memory => true,
+            _ => return Err(OpError::HipMemoryTypeInvalid.into()),
+        };
+        let device = if host { -1 } else { info.device };
+        open.buffers.insert(base, BufferInfo { base, len, flags, device, host });
+        if !host {
+            open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len, device));
         }
-        if info.bytes_after(base) < len {
-            return Err(OpError::HipPointerRangeError.into());
-        }
-        open.buffers.insert(base, BufferInfo { base, len, flags, device: info.device });
-        open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len, info.device));
         Ok(())
     }
 
@@ -589,7 +603,7 @@ impl<P: Platform> Driver<P> {
         handle: HandleId,
         buffer_base: usize,
     ) -> Result<Deferred<P::Backend>> {
-        let (flight, signal) = loop {
+        let (flight, signal, system_memory, durable) = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
             let open = state.open.as_ref().ok_or(OpError::DriverNotInitialized)?;
@@ -601,25 +615,29 @@ impl<P: Platform> Driver<P> {
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             let registered = open.buffers.get(&buffer_base).copied();
             let flight = InFlight { file: Arc::clone(file), dispatcher: Arc::clone(&open.dispatcher), registered };
-            break (flight, open.config.stream_signal);
+            let config = &open.config;
+            break (flight, config.stream_signal, config.allow_system_memory, config.bounce.durable_writes);
         };
-        let (buffer_len, device) = match flight.registered {
-            Some(b) => (b.len, b.device),
-            None => self.unregistered_buffer(buffer_base)?,
+        let (buffer_len, device, host) = match flight.registered {
+            Some(b) => (b.len, b.device, b.host),
+            None => self.unregistered_buffer(buffer_base, system_memory)?,
         };
-        Ok(Deferred { flight, direction, buffer_base, buffer_len, device, signal })
+        let host = host.then_some(durable);
+        Ok(Deferred { flight, direction, buffer_base, buffer_len, device, signal, host })
     }
 
-    /// Length and device of an unregistered buffer (or a pointer into a registered one): the
-    /// rest of its device allocation.
-    fn unregistered_buffer(&self, addr: usize) -> Result<(usize, i32)> {
+    /// Length, device and kind of an unregistered buffer (or a pointer into a registered one):
+    /// the rest of its device allocation; host memory, where `system_memory` allows it, as far
+    /// as the caller says (its bounds are not the runtime's to know).
+    fn unregistered_buffer(&self, addr: usize, system_memory: bool) -> Result<(usize, i32, bool)> {
         if addr == 0 {
             return Err(OpError::InvalidValue.into());
         }
         let info = self.platform.gpu().pointer_info(addr)?;
-        if info.memory_type != MemoryType::Device {
-            return Err(OpError::HipMemoryTypeInvalid.into());
+        match info.memory_type {
+            MemoryType::Device => Ok((info.bytes_after(addr), info.device, false)),
+            MemoryType::Host | MemoryType::Unregistered if system_memory => Ok((usize::MAX - addr, -1, true)),
+            _ => Err(OpError::HipMemoryTypeInvalid.into()),
         }
-        Ok((info.bytes_after(addr), info.device))
     }
 }

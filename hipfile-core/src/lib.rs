@@ -50,6 +50,7 @@ pub mod error;
 pub mod file;
 pub mod fork;
 pub mod gpu;
+mod hostio;
 pub mod io;
 pub mod log;
 pub mod params;

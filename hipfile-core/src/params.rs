@@ -79,7 +79,7 @@ parameters! {
         ExecutionParallelIo,
         /// `hipFileParamProfileNvtx` (no effect here).
         ProfileNvtx,
-        /// `hipFileParamPropertiesAllowSystemMemory` (kept; host memory is not served yet).
+        /// `hipFileParamPropertiesAllowSystemMemory`: host memory may be a buffer.
         AllowSystemMemory,
         /// `hipFileParamUsePcip2pdma` (no effect here).
         UsePcip2pdma,
@@ -222,6 +222,7 @@ impl Config {
             AllowCompatMode => self.allow_compat_mode,
             ForceCompatMode => self.force_compat_mode,
             PreferIoUring => self.bounce.io_uring,
+            AllowSystemMemory => self.allow_system_memory,
             ExecutionParallelIo => self.bounce.threads != 1,
             StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
             other => self.kept.bools[other as usize],
@@ -235,6 +236,7 @@ impl Config {
             AllowCompatMode => self.allow_compat_mode = v,
             ForceCompatMode => self.force_compat_mode = v,
             PreferIoUring => self.bounce.io_uring = v,
+            AllowSystemMemory => self.allow_system_memory = v,
             ExecutionParallelIo => match (v, self.bounce.threads) {
                 (false, _) => self.bounce.threads = 1,
                 (true, 1) => self.bounce.threads = 0,
