@@ -304,8 +304,8 @@ impl<P: Platform> Driver<P> {
             let mut config = Config::from_lookup(&self.env)?;
             let mut staged = lock(&self.staged);
             staged.iter().for_each(|s| config.apply(s));
-            let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&config)?));
-            // The logging parameters set for this open take effect now (semantics §13).
+            // The logging parameters set for this open take effect now, so that what the open
+            // itself reports (a direct path unavailable) goes where they say (semantics §13).
             let logging = |p: StringParam| {
                 let set = staged.iter().any(|s| matches!(s, Setting::String(q, _) if *q == p));
                 Some(config.string_parameter(p)).filter(|v| set && !v.is_empty())
@@ -318,6 +318,13 @@ impl<P: Platform> Driver<P> {
             if level.is_some() || file.is_some() || dir.is_some() {
                 crate::log::configure(level, file, dir);
             }
+            let dispatcher = match self.build_backends(&config) {
+                Ok(backends) => Arc::new(Dispatcher::new(backends)),
+                Err(e) => {
+                    crate::log::restore(); // the open failed: nothing of it stays
+                    return Err(e);
+                }
+            };
             state.open = Some(Open {
                 config,
                 dispatcher,

@@ -223,6 +223,9 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         ("hipfile-capi/tests/c/safety.c", "safety_cuda", &over_cuda[..]),
         ("hipfile-capi/tests/c/devices.c", "devices_cuda", &over_cuda[..]),
         ("hipfile-capi/tests/c/async.c", "async_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/host.c", "host_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/params.c", "params_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/logging.c", "logging_cuda", &over_cuda[..]),
     ] {
         let (src, out) = (root.join(source), bundle.join(program));
         let (src, out) = (src.to_string_lossy().into_owned(), out.to_string_lossy().into_owned());

@@ -96,6 +96,9 @@ static int (*cuda_stream_destroy)(void *);
 static int (*cuda_stream_synchronize)(void *);
 static int (*cuda_memcpy_async)(void *, const void *, size_t, int, void *);
 static int (*cuda_launch_host_func)(void *, void (*)(void *), void *);
+static int (*cuda_host_alloc)(void **, size_t, unsigned);
+static int (*cuda_free_host)(void *);
+static int (*cuda_stream_create)(void **);
 #define hipMalloc(p, n) cuda_malloc((void **)(p), (n))
 #define hipFree(p) cuda_free(p)
 #define hipMemcpy(d, s, n, k) cuda_memcpy((d), (s), (n), (int)(k))
@@ -108,6 +111,9 @@ static int (*cuda_launch_host_func)(void *, void (*)(void *), void *);
 #define hipStreamSynchronize(s) cuda_stream_synchronize(s)
 #define hipMemcpyAsync(d, s, n, k, st) cuda_memcpy_async((d), (s), (n), (int)(k), (st))
 #define hipLaunchHostFunc(s, f, a) cuda_launch_host_func((s), (f), (a))
+#define hipHostMalloc(p, n, f) cuda_host_alloc((void **)(p), (n), (f))
+#define hipHostFree(p) cuda_free_host(p)
+#define hipStreamCreate(s) cuda_stream_create((void **)(s))
 static inline void gpu_init(void)
 {
     void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL);
@@ -124,9 +130,13 @@ static inline void gpu_init(void)
     *(void **)&cuda_stream_synchronize = dlsym(rt, "cudaStreamSynchronize");
     *(void **)&cuda_memcpy_async = dlsym(rt, "cudaMemcpyAsync");
     *(void **)&cuda_launch_host_func = dlsym(rt, "cudaLaunchHostFunc");
+    *(void **)&cuda_host_alloc = dlsym(rt, "cudaHostAlloc");
+    *(void **)&cuda_free_host = dlsym(rt, "cudaFreeHost");
+    *(void **)&cuda_stream_create = dlsym(rt, "cudaStreamCreate");
     CHECK(cuda_malloc && cuda_free && cuda_memcpy && cuda_memset && cuda_set_device && cuda_get_device &&
           cuda_get_device_count && cuda_stream_create_with_flags && cuda_stream_destroy &&
-          cuda_stream_synchronize && cuda_memcpy_async && cuda_launch_host_func);
+          cuda_stream_synchronize && cuda_memcpy_async && cuda_launch_host_func && cuda_host_alloc &&
+          cuda_free_host && cuda_stream_create);
 }
 #else
 /* With HIP (or the mock HIP runtime) linked in, nothing to set up. */

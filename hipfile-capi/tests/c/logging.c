@@ -1,8 +1,8 @@
 /* logging DIR FILE: the logging parameters steer the library's messages. With the level set to
- * INFO and the log directory to DIR, the open writes what the library decides to a
- * hipfile_<pid>.log there (created for its owner only): an unaligned read of FILE that the
- * direct path declines and the staged path serves. Nothing goes to stderr (the test runner
- * checks). */
+ * INFO and the log directory to DIR, what the library decides goes to a hipfile_<pid>.log there
+ * (created for its owner only): a direct path that is not available at the open, or one that
+ * declines an unaligned read of FILE, which the staged path then serves. Nothing goes to stderr
+ * (the test runner checks). */
 #include <hipfile.h>
 #include <hip/hip_runtime_api.h>
 
