@@ -78,6 +78,18 @@ struct Batch {
 }
 
 impl Batch {
+    /// This batch for a forked child (generation `fork`): its finished events if its lock is
+    /// free, none if a thread of the parent held it at the fork; nothing running.
+    fn renewed(&self, fork: u64) -> Batch {
+        let done = match self.state.try_lock() {
+            Ok(state) => state.done.clone(),
+            Err(std::sync::TryLockError::Poisoned(state)) => state.into_inner().done.clone(),
+            Err(std::sync::TryLockError::WouldBlock) => VecDeque::new(),
+        };
+        let state = BatchState { generation: 0, fork, outstanding: done.len(), running: 0, done };
+        Batch { capacity: self.capacity, state: Mutex::new(state), changed: Condvar::new() }
+    }
+
     /// The state, with entries the parent had in flight dropped in a forked child: they
     /// would never finish there, and waiting for them would never end.
     fn state(&self) -> std::sync::MutexGuard<'_, BatchState> {
@@ -110,6 +122,8 @@ struct BatchState {
 /// The batches of a driver and the threads that run their entries.
 pub(crate) struct Batches {
     batches: Mutex<HashMap<BatchId, Arc<Batch>>>,
+    /// The fork generation the registry's batches belong to ([`crate::fork`]).
+    fork: AtomicU64,
     next: AtomicU64,
     salt: u64,
     /// The threads that run entries (a forked child starts its own).
@@ -120,11 +134,30 @@ impl Batches {
     pub(crate) fn new(salt: u64) -> Self {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, MAX_BATCH_THREADS);
         let runner = WorkerPool::new(threads, "hipfile-batch".into(), Arc::new(|| {}));
-        Batches { batches: Mutex::new(HashMap::new()), next: AtomicU64::new(1), salt, runner }
+        let fork = AtomicU64::new(crate::fork::generation());
+        Batches { batches: Mutex::new(HashMap::new()), fork, next: AtomicU64::new(1), salt, runner }
+    }
+
+    /// The registry, in a forked child with every batch renewed first: a thread of the parent
+    /// (a batch thread recording an event, a caller waking from a wait) may have held a
+    /// batch's lock at the fork, and it would stay held here forever. The registry's own lock is
+    /// only taken inside a fork section, so a fork never finds it held.
+    fn registry(
+        &self,
+    ) -> (std::sync::RwLockReadGuard<'static, ()>, std::sync::MutexGuard<'_, HashMap<BatchId, Arc<Batch>>>) {
+        let section = crate::fork::section();
+        let mut map = lock(&self.batches);
+        let fork = crate::fork::generation();
+        if self.fork.swap(fork, Ordering::AcqRel) != fork {
+            for batch in map.values_mut() {
+                *batch = Arc::new(batch.renewed(fork));
+            }
+        }
+        (section, map)
     }
 
     fn get(&self, id: BatchId) -> Result<Arc<Batch>> {
-        lock(&self.batches).get(&id).cloned().ok_or_else(|| OpError::InvalidValue.into())
+        self.registry().1.get(&id).cloned().ok_or_else(|| OpError::InvalidValue.into())
     }
 }
 
@@ -145,7 +178,7 @@ impl<P: Platform> Driver<P> {
             running: 0,
             done: VecDeque::new(),
         };
-        lock(&b.batches).insert(id, Arc::new(Batch { capacity, state: Mutex::new(state), changed: Condvar::new() }));
+        b.registry().1.insert(id, Arc::new(Batch { capacity, state: Mutex::new(state), changed: Condvar::new() }));
         Ok(id)
     }
 
@@ -166,6 +199,7 @@ impl<P: Platform> Driver<P> {
             })
             .collect::<Result<_>>()?;
         let generation = {
+            let _section = crate::fork::section();
             let mut state = batch.state();
             if state.outstanding + entries.len() > batch.capacity {
                 return Err(OpError::BatchFull.into());
@@ -231,7 +265,7 @@ impl<P: Platform> Driver<P> {
     /// `hipFileBatchIODestroy`: cancels the batch and forgets it (unknown batches are
     /// ignored). When it returns, nothing of the batch touches memory.
     pub fn batch_destroy(&self, id: BatchId) {
-        let batch = lock(&self.batches().batches).remove(&id);
+        let batch = self.batches().registry().1.remove(&id);
         if let Some(batch) = batch {
             cancel(&batch);
         }
@@ -254,6 +288,7 @@ fn cancel(batch: &Batch) {
 fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, Planned<B>)>) {
     let n = entries.len();
     {
+        let _section = crate::fork::section();
         let mut state = lock(&batch.state);
         if state.generation != generation {
             return;
@@ -267,6 +302,7 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
         _ => Planned::run_many(planned),
     }))
     .unwrap_or_else(|_| (0..n).map(|_| Err(OpError::InternalError.into())).collect());
+    let _section = crate::fork::section();
     let mut state = lock(&batch.state);
     state.running -= n;
     if state.generation == generation {

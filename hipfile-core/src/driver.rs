@@ -221,6 +221,7 @@ impl<B: Backend> Open<B> {
 /// The driver's lock, held across a `fork` (see [`Driver::hold_for_fork`]).
 pub struct ForkHold<'d, B> {
     _held: RwLockWriteGuard<'d, State<B>>,
+    _sections: RwLockWriteGuard<'static, ()>,
 }
 
 impl<P: Platform> Driver<P> {
@@ -407,7 +408,8 @@ impl<P: Platform> Driver<P> {
     /// `pthread_atfork` prepare handler), so that no other thread holds it, half-way through
     /// an update, when the child is made with one thread.
     pub fn hold_for_fork(&self) -> ForkHold<'_, P::Backend> {
-        ForkHold { _held: self.write_state() }
+        let held = self.write_state();
+        ForkHold { _held: held, _sections: crate::fork::exclude_sections() }
     }
 
     /// `hipFileDriverClose`: decrements the use count, or fails with

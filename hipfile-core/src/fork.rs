@@ -3,11 +3,27 @@
 //! stay held. The driver notices a fork by this generation counter, which the child side of
 //! every `fork` increments, and gives the child backends of its own.
 
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Once, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static WATCH: Once = Once::new();
+
+/// Short critical sections that must not be cut in two by a `fork` (a lock held at that
+/// moment would stay held in the child forever) take this as readers; the `pthread_atfork`
+/// prepare handler takes it as the writer ([`crate::Driver::hold_for_fork`]), so a fork happens
+/// only between such sections. Never held across a wait.
+static SECTIONS: RwLock<()> = RwLock::new(());
+
+/// Enters a section a `fork` may not cut (see [`SECTIONS`]).
+pub(crate) fn section() -> RwLockReadGuard<'static, ()> {
+    crate::sync::read(&SECTIONS)
+}
+
+/// Holds off every [`section`] (until dropped): taken just before `fork`.
+pub(crate) fn exclude_sections() -> RwLockWriteGuard<'static, ()> {
+    crate::sync::write(&SECTIONS)
+}
 
 extern "C" fn in_child() {
     // Async-signal-safe: one atomic add.

@@ -42,17 +42,22 @@ impl WorkerPool {
 
     /// Runs `job` on a worker (on the calling thread if the pool has no threads).
     pub fn submit(&self, job: Job) {
-        let mut workers = lock(&self.workers);
-        if workers.as_ref().is_some_and(|w| w.fork != crate::fork::generation()) {
-            std::mem::forget(workers.take()); // a forked child: not its threads (never join them)
-        }
-        let workers = workers.get_or_insert_with(|| self.start());
-        if workers.queues.is_empty() {
-            return job(); // no threads (none wanted, or none could be started)
-        }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % workers.queues.len();
-        if let Err(mpsc::SendError(job)) = workers.queues[i].send(job) {
-            job(); // that worker is gone: run it here
+        let unsent = {
+            let _section = crate::fork::section(); // a fork never finds `workers` locked
+            let mut workers = lock(&self.workers);
+            if workers.as_ref().is_some_and(|w| w.fork != crate::fork::generation()) {
+                std::mem::forget(workers.take()); // a forked child: not its threads (never join them)
+            }
+            let workers = workers.get_or_insert_with(|| self.start());
+            if workers.queues.is_empty() {
+                Some(job) // no threads (none wanted, or none could be started)
+            } else {
+                let i = self.next.fetch_add(1, Ordering::Relaxed) % workers.queues.len();
+                workers.queues[i].send(job).err().map(|mpsc::SendError(job)| job) // that worker is gone
+            }
+        };
+        if let Some(job) = unsent {
+            job(); // here, outside the locks
         }
     }
 

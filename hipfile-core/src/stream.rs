@@ -174,11 +174,10 @@ impl Poller {
         state.events.push((event, job));
         if !std::mem::replace(&mut state.polling, true) {
             let (me, pool) = (Arc::clone(self), Arc::clone(runner));
-            std::thread::Builder::new()
-                .name("hipfile-stream-events".into())
-                .spawn(move || me.poll(&*gpu, &pool))
-                .map(drop)
-                .unwrap_or_else(|_| lock(&self.pending).polling = false);
+            let spawned =
+                std::thread::Builder::new().name("hipfile-stream-events".into()).spawn(move || me.poll(&*gpu, &pool));
+            // Without a thread now, the next operation's watch tries again.
+            state.polling = spawned.is_ok();
         }
     }
 
@@ -217,9 +216,13 @@ impl Poller {
     }
 }
 
-/// One operation, from submission until its result is stored.
+/// One operation, from submission until its result is stored. However it ends (run, or dropped
+/// unrun: a driver going away with events still watched), dropping it opens its gate, so a
+/// stream never waits forever on it.
 struct Operation<B> {
-    deferred: Deferred<B>,
+    /// Taken when the operation ends: the file and backends are let go before the stream goes
+    /// on.
+    deferred: Option<Deferred<B>>,
     params: Arc<dyn AsyncParams>,
     size: Option<usize>,
     file_offset: Option<i64>,
@@ -230,23 +233,19 @@ struct Operation<B> {
     gate: Option<(usize, u32)>,
     /// Set when queueing the gate failed: the operation must not run then (the call failed).
     abandoned: Arc<AtomicBool>,
+    /// Whether its result was stored.
+    completed: bool,
 }
 
 impl<B: Backend> Operation<B> {
-    /// Runs the operation, stores its result, and opens the gate.
-    fn run(self) {
+    /// Runs the operation and stores its result; dropping it then opens the gate.
+    fn run(mut self) {
         if !self.abandoned.load(Ordering::Acquire) {
-            // A fault inside the library still completes the operation and opens the gate:
-            // a stream must never wait forever on it.
+            // A fault inside the library still completes the operation.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute()))
                 .unwrap_or(-i64::from(OpError::InternalError.code()));
             self.params.complete(result);
-        }
-        let Operation { deferred, gate, .. } = self;
-        drop(deferred); // the file and backends are let go before the stream goes on
-        if let Some((word, number)) = gate {
-            // SAFETY: the stream's word (pinned, never freed); the gate only reads it.
-            unsafe { AtomicU32::from_ptr(word as *mut u32) }.store(number, Ordering::Release);
+            self.completed = true;
         }
     }
 
@@ -263,7 +262,21 @@ impl<B: Backend> Operation<B> {
         if file_offset < 0 || buffer_offset < 0 {
             return -i64::from(OpError::InvalidValue.code());
         }
-        crate::error::negative_ret(&self.deferred.plan(size, file_offset, buffer_offset).and_then(|p| p.run()))
+        let Some(deferred) = &self.deferred else { return -i64::from(OpError::InternalError.code()) };
+        crate::error::negative_ret(&deferred.plan(size, file_offset, buffer_offset).and_then(|p| p.run()))
+    }
+}
+
+impl<B> Drop for Operation<B> {
+    fn drop(&mut self) {
+        if !self.completed && !self.abandoned.load(Ordering::Acquire) {
+            self.params.complete(-i64::from(OpError::InternalError.code())); // never ran
+        }
+        drop(self.deferred.take());
+        if let Some((word, number)) = self.gate {
+            // SAFETY: the stream's word (pinned, never freed); the gate only reads it.
+            unsafe { AtomicU32::from_ptr(word as *mut u32) }.store(number, Ordering::Release);
+        }
     }
 }
 
@@ -342,7 +355,7 @@ impl<P: Platform> Driver<P> {
         };
         let abandoned = Arc::new(AtomicBool::new(false));
         let op = Operation {
-            deferred,
+            deferred: Some(deferred),
             params,
             size: fixed(STREAM_FIXED_FILE_SIZE).then_some(size),
             file_offset: fixed(STREAM_FIXED_FILE_OFFSET).then_some(file_offset),
@@ -350,6 +363,7 @@ impl<P: Platform> Driver<P> {
             submitted: size,
             gate,
             abandoned: Arc::clone(&abandoned),
+            completed: false,
         };
         let gpu = self.platform().gpu();
         let runner = Arc::clone(&streams.runner);
