@@ -525,13 +525,8 @@ pub unsafe extern "C" fn hipFileGetParameterSizeT(
     param: ffi::hipFileSizeTConfigParameter_t,
     value: *mut usize,
 ) -> hipFileError_t {
-    boundary(|| match SizeParam::from_raw(param) {
-        Some(p) if !value.is_null() => hipFileError_t::from_result(driver().map(|d| {
-            // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { value.write(d.size_parameter(p)) };
-        })),
-        _ => hipFileError_t::op(OpError::InvalidValue),
-    })
+    // SAFETY: the caller's contract.
+    unsafe { get_parameter(SizeParam::from_raw(param), value, Driver::size_parameter) }
 }
 
 /// `hipFileGetParameterBool`: as [`hipFileGetParameterSizeT`].
@@ -543,10 +538,24 @@ pub unsafe extern "C" fn hipFileGetParameterBool(
     param: ffi::hipFileBoolConfigParameter_t,
     value: *mut bool,
 ) -> hipFileError_t {
-    boundary(|| match BoolParam::from_raw(param) {
+    // SAFETY: the caller's contract.
+    unsafe { get_parameter(BoolParam::from_raw(param), value, Driver::bool_parameter) }
+}
+
+/// Stores parameter `param`'s value (as `get` reads it) in `*value`; `hipFileInvalidValue` for
+/// an unknown parameter or a null `value`.
+///
+/// # Safety
+/// `value` must be null or writable.
+unsafe fn get_parameter<P, T>(
+    param: Option<P>,
+    value: *mut T,
+    get: fn(&Driver<SystemPlatform>, P) -> T,
+) -> hipFileError_t {
+    boundary(|| match param {
         Some(p) if !value.is_null() => hipFileError_t::from_result(driver().map(|d| {
             // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { value.write(d.bool_parameter(p)) };
+            unsafe { value.write(get(d, p)) };
         })),
         _ => hipFileError_t::op(OpError::InvalidValue),
     })

@@ -78,39 +78,23 @@ struct Batch {
 }
 
 impl Batch {
-    /// This batch for a forked child (generation `fork`): its finished events if its lock is
-    /// free, none if a thread of the parent held it at the fork; nothing running.
-    fn renewed(&self, fork: u64) -> Batch {
+    /// This batch for a forked child: its finished events if its lock is free, none if a
+    /// thread of the parent held it at the fork; nothing running (the parent's entries in
+    /// flight would never finish there).
+    fn renewed(&self) -> Batch {
         let done = match self.state.try_lock() {
             Ok(state) => state.done.clone(),
             Err(std::sync::TryLockError::Poisoned(state)) => state.into_inner().done.clone(),
             Err(std::sync::TryLockError::WouldBlock) => VecDeque::new(),
         };
-        let state = BatchState { generation: 0, fork, outstanding: done.len(), running: 0, done };
+        let state = BatchState { generation: 0, outstanding: done.len(), running: 0, done };
         Batch { capacity: self.capacity, state: Mutex::new(state), changed: Condvar::new() }
-    }
-
-    /// The state, with entries the parent had in flight dropped in a forked child: they
-    /// would never finish there, and waiting for them would never end.
-    fn state(&self) -> std::sync::MutexGuard<'_, BatchState> {
-        let mut state = lock(&self.state);
-        let fork = crate::fork::generation();
-        if state.fork != fork {
-            state.fork = fork;
-            state.generation += 1;
-            state.running = 0;
-            state.outstanding = state.done.len();
-        }
-        state
     }
 }
 
 struct BatchState {
     /// Bumped by a cancel: entries of an older generation do not run or report.
     generation: u64,
-    /// The fork generation the state belongs to ([`crate::fork`]): in a forked child, the
-    /// parent's entries in flight never finish (their threads are not there).
-    fork: u64,
     /// Submitted and not reaped (nor canceled).
     outstanding: usize,
     /// Running now.
@@ -150,7 +134,7 @@ impl Batches {
         let fork = crate::fork::generation();
         if self.fork.swap(fork, Ordering::AcqRel) != fork {
             for batch in map.values_mut() {
-                *batch = Arc::new(batch.renewed(fork));
+                *batch = Arc::new(batch.renewed());
             }
         }
         (section, map)
@@ -171,13 +155,7 @@ impl<P: Platform> Driver<P> {
         }
         let b = self.batches();
         let id = BatchId(b.salt | b.next.fetch_add(1, Ordering::Relaxed));
-        let state = BatchState {
-            generation: 0,
-            fork: crate::fork::generation(),
-            outstanding: 0,
-            running: 0,
-            done: VecDeque::new(),
-        };
+        let state = BatchState { generation: 0, outstanding: 0, running: 0, done: VecDeque::new() };
         b.registry().1.insert(id, Arc::new(Batch { capacity, state: Mutex::new(state), changed: Condvar::new() }));
         Ok(id)
     }
@@ -200,7 +178,7 @@ impl<P: Platform> Driver<P> {
             .collect::<Result<_>>()?;
         let generation = {
             let _section = crate::fork::section();
-            let mut state = batch.state();
+            let mut state = lock(&batch.state);
             if state.outstanding + entries.len() > batch.capacity {
                 return Err(OpError::BatchFull.into());
             }
@@ -236,7 +214,7 @@ impl<P: Platform> Driver<P> {
             return Err(OpError::InvalidValue.into());
         }
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut state = batch.state();
+        let mut state = lock(&batch.state);
         while state.done.len() < min && state.outstanding > state.done.len() {
             state = match deadline {
                 None => wait(&batch.changed, state),
@@ -273,7 +251,7 @@ impl<P: Platform> Driver<P> {
 }
 
 fn cancel(batch: &Batch) {
-    let mut state = batch.state();
+    let mut state = lock(&batch.state);
     state.generation += 1;
     state.outstanding = 0;
     state.done.clear();
