@@ -544,6 +544,17 @@ typedef struct hipFileStatsLevel3 {
     hipFilePerGpuStats_t per_gpu_stats[HIPFILE_MAX_GPUS];
 } hipFileStatsLevel3_t;
 
+/* The counters now (NULL: hipFileInvalidValue). HIPFILE_STATS_LEVEL (0 to 3, default 1) decides
+ * what is counted; fields not counted are zero. */
+HIPFILE_API
+hipFileError_t hipFileGetStatsL1(hipFileStatsLevel1_t *stats);
+
+HIPFILE_API
+hipFileError_t hipFileGetStatsL2(hipFileStatsLevel2_t *stats);
+
+HIPFILE_API
+hipFileError_t hipFileGetStatsL3(hipFileStatsLevel3_t *stats);
+
 #ifdef __cplusplus
 }
 #endif

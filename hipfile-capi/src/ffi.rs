@@ -152,6 +152,227 @@ pub struct hipFileIOEvents_t {
     pub ret: usize,
 }
 
+/// `hipFileOpCounter_t`: calls that succeeded and failed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct hipFileOpCounter_t {
+    pub(crate) ok: u64,
+    pub(crate) err: u64,
+}
+
+/// `hipFileStatsLevel1_t` (semantics §14 says what each field counts here).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFileStatsLevel1_t {
+    pub(crate) read_ops: hipFileOpCounter_t,
+    pub(crate) write_ops: hipFileOpCounter_t,
+    pub(crate) hdl_register_ops: hipFileOpCounter_t,
+    pub(crate) hdl_deregister_ops: hipFileOpCounter_t,
+    pub(crate) buf_register_ops: hipFileOpCounter_t,
+    pub(crate) buf_deregister_ops: hipFileOpCounter_t,
+    pub(crate) read_bytes: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) read_bw_bytes_per_sec: u64,
+    pub(crate) write_bw_bytes_per_sec: u64,
+    pub(crate) read_lat_avg_us: u64,
+    pub(crate) write_lat_avg_us: u64,
+    pub(crate) read_ops_per_sec: u64,
+    pub(crate) write_ops_per_sec: u64,
+    pub(crate) read_lat_sum_us: u64,
+    pub(crate) write_lat_sum_us: u64,
+    pub(crate) batch_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_complete_ops: hipFileOpCounter_t,
+    pub(crate) batch_setup_ops: hipFileOpCounter_t,
+    pub(crate) batch_cancel_ops: hipFileOpCounter_t,
+    pub(crate) batch_destroy_ops: hipFileOpCounter_t,
+    pub(crate) batch_enqueued_ops: hipFileOpCounter_t,
+    pub(crate) batch_posix_enqueued_ops: hipFileOpCounter_t,
+    pub(crate) batch_processed_ops: hipFileOpCounter_t,
+    pub(crate) batch_posix_processed_ops: hipFileOpCounter_t,
+    pub(crate) batch_nvfs_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_p2p_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_aio_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_iouring_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_mixed_io_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_total_submit_ops: hipFileOpCounter_t,
+    pub(crate) batch_read_bytes: u64,
+    pub(crate) batch_write_bytes: u64,
+    pub(crate) batch_read_bw_bytes: u64,
+    pub(crate) batch_write_bw_bytes: u64,
+    pub(crate) batch_submit_lat_avg_us: u64,
+    pub(crate) batch_completion_lat_avg_us: u64,
+    pub(crate) batch_submit_ops_per_sec: u64,
+    pub(crate) batch_complete_ops_per_sec: u64,
+    pub(crate) batch_submit_lat_sum_us: u64,
+    pub(crate) batch_completion_lat_sum_us: u64,
+    pub(crate) last_batch_read_bytes: u64,
+    pub(crate) last_batch_write_bytes: u64,
+}
+
+/// `hipFileStatsLevel2_t`: level 1 and the size histograms (KiB classes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFileStatsLevel2_t {
+    pub(crate) basic: hipFileStatsLevel1_t,
+    pub(crate) read_size_kb_hist: [u64; 32],
+    pub(crate) write_size_kb_hist: [u64; 32],
+}
+
+/// `hipFilePerGpuStats_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFilePerGpuStats_t {
+    pub(crate) uuid: [u8; 16],
+    pub(crate) read_bytes: u64,
+    pub(crate) read_bw_bytes_per_sec: u64,
+    pub(crate) read_utilization: u64,
+    pub(crate) read_duration_us: u64,
+    pub(crate) n_total_reads: u64,
+    pub(crate) n_p2p_reads: u64,
+    pub(crate) n_nvfs_reads: u64,
+    pub(crate) n_posix_reads: u64,
+    pub(crate) n_unaligned_reads: u64,
+    pub(crate) n_dr_reads: u64,
+    pub(crate) n_sparse_regions: u64,
+    pub(crate) n_inline_regions: u64,
+    pub(crate) n_reads_err: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) write_bw_bytes_per_sec: u64,
+    pub(crate) write_utilization: u64,
+    pub(crate) write_duration_us: u64,
+    pub(crate) n_total_writes: u64,
+    pub(crate) n_p2p_writes: u64,
+    pub(crate) n_nvfs_writes: u64,
+    pub(crate) n_posix_writes: u64,
+    pub(crate) n_unaligned_writes: u64,
+    pub(crate) n_dr_writes: u64,
+    pub(crate) n_writes_err: u64,
+    pub(crate) n_mmap: u64,
+    pub(crate) n_mmap_ok: u64,
+    pub(crate) n_mmap_err: u64,
+    pub(crate) n_mmap_free: u64,
+    pub(crate) reg_bytes: u64,
+}
+
+/// `hipFileStatsLevel3_t`: level 2 and each GPU's figures.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct hipFileStatsLevel3_t {
+    pub(crate) detailed: hipFileStatsLevel2_t,
+    pub(crate) num_gpus: u32,
+    pub(crate) per_gpu_stats: [hipFilePerGpuStats_t; 16],
+}
+
+const _: () = assert!(std::mem::size_of::<hipFileStatsLevel1_t>() == 512);
+const _: () = assert!(std::mem::size_of::<hipFileStatsLevel2_t>() == 1024);
+const _: () = assert!(std::mem::size_of::<hipFilePerGpuStats_t>() == 248);
+const _: () = assert!(std::mem::size_of::<hipFileStatsLevel3_t>() == 1024 + 8 + 16 * 248);
+
+impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
+    /// What each field counts: semantics §14.
+    fn from(s: &hipfile::stats::Snapshot) -> Self {
+        use hipfile::Direction::{Read, Write};
+        use hipfile::stats::Event as E;
+        let e = |event| s.event(event);
+        let pair = |ok, err| hipFileOpCounter_t { ok: e(ok), err: e(err) };
+        let (r, w) = (s.totals(Read, None, None), s.totals(Write, None, None));
+        let per_second = |n: u64, us: u64| if us == 0 { 0 } else { (n as u128 * 1_000_000 / us as u128) as u64 };
+        let (submit_us, completion_us) = (s.event_micros(E::BatchSubmitTicks), s.event_micros(E::BatchCompletionTicks));
+        let completed = e(E::BatchCompleteOk) + e(E::BatchCompleteErr);
+        let (last_read, last_write) = s.last_batch();
+        hipFileStatsLevel1_t {
+            read_ops: hipFileOpCounter_t { ok: r.ok, err: r.err },
+            write_ops: hipFileOpCounter_t { ok: w.ok, err: w.err },
+            hdl_register_ops: pair(E::HandleRegisterOk, E::HandleRegisterErr),
+            hdl_deregister_ops: pair(E::HandleDeregisterOk, E::HandleDeregisterErr),
+            buf_register_ops: pair(E::BufRegisterOk, E::BufRegisterErr),
+            buf_deregister_ops: pair(E::BufDeregisterOk, E::BufDeregisterErr),
+            read_bytes: r.bytes,
+            write_bytes: w.bytes,
+            read_bw_bytes_per_sec: r.bandwidth(),
+            write_bw_bytes_per_sec: w.bandwidth(),
+            read_lat_avg_us: r.latency_avg_us(),
+            write_lat_avg_us: w.latency_avg_us(),
+            read_ops_per_sec: r.ops_per_second(),
+            write_ops_per_sec: w.ops_per_second(),
+            read_lat_sum_us: r.micros,
+            write_lat_sum_us: w.micros,
+            batch_submit_ops: pair(E::BatchSubmitOk, E::BatchSubmitErr),
+            batch_complete_ops: pair(E::BatchCompleteOk, E::BatchCompleteErr),
+            batch_setup_ops: pair(E::BatchSetupOk, E::BatchSetupErr),
+            batch_cancel_ops: pair(E::BatchCancelOk, E::BatchCancelErr),
+            batch_destroy_ops: hipFileOpCounter_t { ok: e(E::BatchDestroy), err: 0 },
+            batch_enqueued_ops: hipFileOpCounter_t { ok: e(E::BatchEntries), err: 0 },
+            batch_posix_enqueued_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesStaged), err: 0 },
+            batch_processed_ops: pair(E::BatchCompleteOk, E::BatchCompleteErr),
+            batch_nvfs_submit_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesDirect), err: 0 },
+            batch_total_submit_ops: hipFileOpCounter_t { ok: e(E::BatchEntries), err: 0 },
+            batch_read_bytes: e(E::BatchReadBytes),
+            batch_write_bytes: e(E::BatchWriteBytes),
+            batch_read_bw_bytes: per_second(e(E::BatchReadBytes), completion_us),
+            batch_write_bw_bytes: per_second(e(E::BatchWriteBytes), completion_us),
+            batch_submit_lat_avg_us: submit_us.checked_div(e(E::BatchSubmitOk)).unwrap_or(0),
+            batch_completion_lat_avg_us: completion_us.checked_div(completed).unwrap_or(0),
+            batch_submit_ops_per_sec: per_second(e(E::BatchSubmitOk), submit_us),
+            batch_complete_ops_per_sec: per_second(completed, completion_us),
+            batch_submit_lat_sum_us: submit_us,
+            batch_completion_lat_sum_us: completion_us,
+            last_batch_read_bytes: last_read,
+            last_batch_write_bytes: last_write,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel2_t {
+    fn from(s: &hipfile::stats::Snapshot) -> Self {
+        let histogram = |d| {
+            let mut h = [0u64; 32];
+            h.iter_mut().zip(s.size_histogram(d)).for_each(|(a, b)| *a = b);
+            h
+        };
+        hipFileStatsLevel2_t {
+            basic: s.into(),
+            read_size_kb_hist: histogram(hipfile::Direction::Read),
+            write_size_kb_hist: histogram(hipfile::Direction::Write),
+        }
+    }
+}
+
+impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel3_t {
+    fn from(s: &hipfile::stats::Snapshot) -> Self {
+        use hipfile::Direction::{Read, Write};
+        use hipfile::stats::Path::{Direct, Staged};
+        let mut out = hipFileStatsLevel3_t { detailed: s.into(), ..Default::default() };
+        for g in s.gpus_used() {
+            let (r, w) = (s.totals(Read, None, Some(g)), s.totals(Write, None, Some(g)));
+            let ok = |d, p| s.totals(d, Some(p), Some(g)).ok;
+            out.per_gpu_stats[g] = hipFilePerGpuStats_t {
+                read_bytes: r.bytes,
+                read_bw_bytes_per_sec: r.bandwidth(),
+                read_duration_us: r.micros,
+                n_total_reads: r.ok,
+                n_nvfs_reads: ok(Read, Direct),
+                n_posix_reads: ok(Read, Staged),
+                n_unaligned_reads: r.unaligned,
+                n_reads_err: r.err,
+                write_bytes: w.bytes,
+                write_bw_bytes_per_sec: w.bandwidth(),
+                write_duration_us: w.micros,
+                n_total_writes: w.ok,
+                n_nvfs_writes: ok(Write, Direct),
+                n_posix_writes: ok(Write, Staged),
+                n_unaligned_writes: w.unaligned,
+                n_writes_err: w.err,
+                reg_bytes: s.registered_bytes(g),
+                ..Default::default()
+            };
+            out.num_gpus = out.num_gpus.max(g as u32 + 1);
+        }
+        out
+    }
+}
+
 /// `hipFileHandleTypeOpaqueFD`.
 pub const HANDLE_TYPE_OPAQUE_FD: c_int = 1;
 /// `hipFileHandleTypeOpaqueWin32`.

@@ -43,7 +43,8 @@ fn driver() -> Result<&'static Driver<SystemPlatform>> {
     DRIVER
         .get_or_init(|| {
             hipfile::log::install(|| hipfile::log::Sink::Off);
-            let driver = SystemPlatform::discover().map(Driver::new);
+            let driver =
+                SystemPlatform::discover().map(|p| Driver::new(p).with_stats(hipfile::stats::Stats::published()));
             // SAFETY: the handlers only take and release the driver's lock (see below).
             unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
             driver
@@ -664,4 +665,47 @@ pub unsafe extern "C" fn hipFileGetVersion(
         }
         hipFileError_t::SUCCESS
     })
+}
+
+/// Fills `*stats` with the counters now (semantics §14): `hipFileInvalidValue` for a null
+/// pointer. Counters accumulate from the first driver open at a level above 0; fields the
+/// level does not count, and those hipfile-rs does not track, are zero.
+fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T) -> hipFileError_t {
+    boundary(|| {
+        if stats.is_null() {
+            return hipFileError_t::op(OpError::InvalidValue);
+        }
+        hipFileError_t::from_result(driver().map(|d| {
+            let value = T::from(&d.stats().snapshot());
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { stats.write(value) };
+        }))
+    })
+}
+
+/// `hipFileGetStatsL1`: requests, bytes, times and calls, per direction ([`get_stats`]).
+///
+/// # Safety
+/// `stats` must be null or point to a writable `hipFileStatsLevel1_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetStatsL1(stats: *mut ffi::hipFileStatsLevel1_t) -> hipFileError_t {
+    get_stats(stats)
+}
+
+/// `hipFileGetStatsL2`: level 1 and the size histograms ([`get_stats`]).
+///
+/// # Safety
+/// `stats` must be null or point to a writable `hipFileStatsLevel2_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetStatsL2(stats: *mut ffi::hipFileStatsLevel2_t) -> hipFileError_t {
+    get_stats(stats)
+}
+
+/// `hipFileGetStatsL3`: level 2 and each GPU's figures ([`get_stats`]).
+///
+/// # Safety
+/// `stats` must be null or point to a writable `hipFileStatsLevel3_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipFileGetStatsL3(stats: *mut ffi::hipFileStatsLevel3_t) -> hipFileError_t {
+    get_stats(stats)
 }

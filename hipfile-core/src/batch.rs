@@ -19,6 +19,7 @@ use crate::backend::{Backend, Direction};
 use crate::driver::{Driver, HandleId, Planned, Platform};
 use crate::error::{OpError, Result};
 use crate::pool::WorkerPool;
+use crate::stats::Event;
 use crate::sync::{lock, wait};
 
 /// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
@@ -150,6 +151,12 @@ impl<P: Platform> Driver<P> {
     /// parameter, [`MAX_BATCH_ENTRIES`] by default, else `hipFileInvalidValue`). Needs no open
     /// driver.
     pub fn batch_setup(&self, capacity: usize) -> Result<BatchId> {
+        let result = self.batch_setup_counted(capacity);
+        self.count(&result, Event::BatchSetupOk, Event::BatchSetupErr);
+        result
+    }
+
+    fn batch_setup_counted(&self, capacity: usize) -> Result<BatchId> {
         if !(1..=self.current_config().batch_size).contains(&capacity) {
             return Err(OpError::InvalidValue.into());
         }
@@ -165,6 +172,20 @@ impl<P: Platform> Driver<P> {
     /// the batch has room for is `hipFileBatchFull`; none, or an unknown batch,
     /// `hipFileInvalidValue`.
     pub fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
+        let started = self.stats().start();
+        let result = self.batch_submit_counted(id, entries, started);
+        self.count(&result, Event::BatchSubmitOk, Event::BatchSubmitErr);
+        if let (Some(t), Ok(())) = (started, &result) {
+            let stats = self.stats();
+            let bytes = |d: Direction| entries.iter().filter(|e| e.direction == d).map(|e| e.size as u64).sum();
+            stats.last_batch(bytes(Direction::Read), bytes(Direction::Write));
+            stats.event(Event::BatchEntries, entries.len() as u64);
+            stats.event(Event::BatchSubmitTicks, stats.since(t));
+        }
+        result
+    }
+
+    fn batch_submit_counted(&self, id: BatchId, entries: &[BatchEntry], started: Option<u64>) -> Result<()> {
         let batch = self.batches().get(id)?;
         if entries.is_empty() {
             return Err(OpError::InvalidValue.into());
@@ -188,13 +209,15 @@ impl<P: Platform> Driver<P> {
         // Entries for the staged path run together (one's read overlapping another's copy, on
         // the backend's own threads); the others each on a batch thread.
         let (together, alone): (Vec<_>, Vec<_>) = planned.into_iter().partition(|(_, p)| p.goes_to_fallback());
+        self.stats().event(Event::BatchEntriesStaged, together.len() as u64);
+        self.stats().event(Event::BatchEntriesDirect, alone.len() as u64);
         if !together.is_empty() {
             let batch = Arc::clone(&batch);
-            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, together)));
+            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, together, started)));
         }
         for entry in alone {
             let batch = Arc::clone(&batch);
-            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, vec![entry])));
+            self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, vec![entry], started)));
         }
         Ok(())
     }
@@ -235,9 +258,9 @@ impl<P: Platform> Driver<P> {
     /// `hipFileBatchIOCancel`: entries not started never run; running ones are waited for;
     /// events not reaped are dropped. The batch is empty (and reusable) afterwards.
     pub fn batch_cancel(&self, id: BatchId) -> Result<()> {
-        let batch = self.batches().get(id)?;
-        cancel(&batch);
-        Ok(())
+        let result = self.batches().get(id).map(|batch| cancel(&batch));
+        self.count(&result, Event::BatchCancelOk, Event::BatchCancelErr);
+        result
     }
 
     /// `hipFileBatchIODestroy`: cancels the batch and forgets it (unknown batches are
@@ -246,6 +269,7 @@ impl<P: Platform> Driver<P> {
         let batch = self.batches().registry().1.remove(&id);
         if let Some(batch) = batch {
             cancel(&batch);
+            self.stats().event(Event::BatchDestroy, 1);
         }
     }
 }
@@ -262,8 +286,8 @@ fn cancel(batch: &Batch) {
 }
 
 /// Runs entries (one, or several together), unless their batch was canceled since they were
-/// submitted.
-fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, Planned<B>)>) {
+/// submitted (at `submitted`, where statistics are counted).
+fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, Planned<B>)>, submitted: Option<u64>) {
     let n = entries.len();
     {
         let _section = crate::fork::section();
@@ -274,12 +298,26 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
         state.running += n;
     }
     let (cookies, planned): (Vec<usize>, Vec<Planned<B>>) = entries.into_iter().unzip();
+    let counted: Vec<_> = planned.iter().map(|p| (p.stats(), p.direction())).collect();
     // A panic would leave the entries running forever (and a cancel waiting for them).
     let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match planned.len() {
         1 => vec![planned.into_iter().next().expect("one").run()],
         _ => Planned::run_many(planned),
     }))
     .unwrap_or_else(|_| (0..n).map(|_| Err(OpError::InternalError.into())).collect());
+    if let Some(t) = submitted {
+        for ((stats, direction), result) in counted.iter().zip(&results) {
+            stats.event(Event::BatchCompletionTicks, stats.since(t));
+            match result {
+                Ok(bytes) if *direction == Direction::Read => stats.event(Event::BatchReadBytes, *bytes as u64),
+                Ok(bytes) => stats.event(Event::BatchWriteBytes, *bytes as u64),
+                Err(_) => stats.event(Event::BatchCompleteErr, 1),
+            }
+            if result.is_ok() {
+                stats.event(Event::BatchCompleteOk, 1);
+            }
+        }
+    }
     let _section = crate::fork::section();
     let mut state = lock(&batch.state);
     state.running -= n;

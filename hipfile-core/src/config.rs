@@ -53,7 +53,8 @@ pub struct Config {
     pub allow_system_memory: bool,
     /// The most entries a batch may hold (`hipFileParamPropertiesIOBatchsize`, default 128).
     pub batch_size: usize,
-    /// The statistics level, 0 to 3 (`hipFileParamProfileStats`, default 0).
+    /// The statistics level, 0 to 3 (`HIPFILE_STATS_LEVEL`, `hipFileParamProfileStats`; default
+    /// 1, as upstream's newest release).
     pub stats_level: usize,
     /// Parameters accepted and reported that steer nothing here (semantics §13).
     pub kept: KeptValues,
@@ -153,7 +154,7 @@ impl Default for Config {
             stream_signal: StreamSignal::HostFn,
             allow_system_memory: false,
             batch_size: crate::batch::MAX_BATCH_ENTRIES,
-            stats_level: 0,
+            stats_level: 1,
             kept: KeptValues::default(),
         }
     }
@@ -216,6 +217,14 @@ impl Config {
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
+        if let Some(value) = get("HIPFILE_STATS_LEVEL") {
+            // As upstream: a number, larger ones meaning the highest level.
+            let digits = value.trim();
+            if !digits.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(invalid("HIPFILE_STATS_LEVEL", value, "0 (off) to 3; larger numbers mean 3"));
+            }
+            config.stats_level = digits.parse::<u64>().map_or(3, |n| n.min(3) as usize);
+        }
         if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| (1..=1024).contains(&n))? {
             b.direct_streams = n;
         }

@@ -3,23 +3,27 @@
 //! backend, let it transfer, and fall back when a direct backend finds no path to the device
 //! (upstream's `BackendWithFallback`). It counts what it did and logs each reason once.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Backend, BackendKind, Declined, IoRequest, is_no_path};
 use crate::error::{OpError, Result};
 use crate::file::FileHandle;
 use crate::log::log_once_keyed;
+use crate::stats::{Event, Path, Stats};
 
 /// The backends of an open driver, fastpaths first, and what each served.
 pub(crate) struct Dispatcher<B> {
     backends: Box<[B]>,
     served: Box<[Served]>,
+    /// The driver's statistics (semantics §14).
+    pub(crate) stats: Arc<Stats>,
 }
 
 impl<B: Backend> Dispatcher<B> {
-    pub(crate) fn new(backends: Vec<B>) -> Self {
+    pub(crate) fn new(backends: Vec<B>, stats: Arc<Stats>) -> Self {
         let served = backends.iter().map(|_| Served::default()).collect();
-        Dispatcher { backends: backends.into(), served }
+        Dispatcher { backends: backends.into(), served, stats }
     }
 
     pub(crate) fn backends(&self) -> &[B] {
@@ -54,11 +58,13 @@ impl<B: Backend> Dispatcher<B> {
     /// finds no path to the device.
     pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
         let backends = &self.backends;
+        let started = self.stats.start();
         let (chosen, declined) = self.choose(req)?;
         let (used, result) = match backends[chosen].transfer(req) {
             Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
                 let Some(fallback) = self.fallback_for(req) else { return Err(e) };
                 self.served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
+                self.stats.event(Event::FallbackNoPath, 1);
                 log_once_keyed(&e.to_string(), || {
                     let (direct, fallback) = (backends[chosen].name(), backends[fallback].name());
                     format!("{direct} has no path to the device ({e}); requests it cannot serve go to {fallback}")
@@ -68,7 +74,20 @@ impl<B: Backend> Dispatcher<B> {
             result => (chosen, result),
         };
         self.account(used, &result, declined);
+        if let Some(t) = started {
+            self.count(t, used, req, &result);
+        }
         result
+    }
+
+    /// Counts one request `used` served (or failed) in the statistics.
+    fn count(&self, started: u64, used: usize, req: &IoRequest<'_>, result: &Result<usize>) {
+        let path = match self.backends[used].kind() {
+            BackendKind::Fastpath => Path::Direct,
+            BackendKind::Fallback => Path::Staged,
+        };
+        let unaligned = crate::stats::unaligned(req.file(), req.device_addr(), req.size(), req.file_offset());
+        self.stats.io(started, req.direction(), path, req.device(), req.size(), unaligned, result);
     }
 
     /// Several requests, each to the backend [`dispatch`](Self::dispatch) would choose: those
@@ -95,9 +114,13 @@ impl<B: Backend> Dispatcher<B> {
         }
         for Group { backend, members } in groups {
             let group: Vec<&IoRequest<'_>> = members.iter().map(|&(i, _)| reqs[i]).collect();
+            let started = self.stats.start();
             let moved = self.backends[backend].transfer_many(&group);
             for ((i, declined), result) in members.into_iter().zip(moved) {
                 self.account(backend, &result, declined);
+                if let Some(t) = started {
+                    self.count(t, backend, reqs[i], &result); // each took the group's time
+                }
                 results[i] = Some(result);
             }
         }
@@ -112,6 +135,7 @@ impl<B: Backend> Dispatcher<B> {
             self.served[used].bytes.fetch_add(*n as u64, Ordering::Relaxed);
             if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
                 self.served[i].declined.fetch_add(1, Ordering::Relaxed);
+                self.stats.event(Event::FallbackDeclined, 1);
                 log_once_keyed(&why.0, || {
                     format!("{} did not serve a request: {why}; {} did", backends[i].name(), backends[used].name())
                 });

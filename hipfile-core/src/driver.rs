@@ -16,6 +16,7 @@ use crate::file::FileHandle;
 use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
 use crate::params::{DriverProperties, Setting, StringParam};
+use crate::stats::{Event, Path, Stats};
 use crate::sync::{lock, read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
@@ -83,6 +84,8 @@ pub struct Driver<P: Platform> {
     streams: crate::stream::Streams,
     /// Parameters set while closed, applied at the next open (semantics §13).
     staged: std::sync::Mutex<Vec<Setting>>,
+    /// What the driver did (semantics §14); kept across opens.
+    stats: Arc<Stats>,
 }
 
 struct State<B> {
@@ -116,6 +119,16 @@ pub(crate) struct Planned<B> {
 }
 
 impl<B: Backend> Planned<B> {
+    /// The statistics this request counts into.
+    pub(crate) fn stats(&self) -> Arc<Stats> {
+        Arc::clone(&self.flight.dispatcher.stats)
+    }
+
+    /// Which way the bytes go.
+    pub(crate) fn direction(&self) -> Direction {
+        self.direction
+    }
+
     fn request(&self) -> IoRequest<'_> {
         IoRequest::new(self.direction, &self.flight.file, self.memory, self.device, self.file_offset)
     }
@@ -123,7 +136,15 @@ impl<B: Backend> Planned<B> {
     /// Moves the bytes (nothing for an empty request).
     pub(crate) fn run(self) -> Result<usize> {
         if let Some((addr, len, durable)) = self.host {
-            return crate::hostio::transfer(self.direction, &self.flight.file, addr, len, self.file_offset, durable);
+            let stats = &self.flight.dispatcher.stats;
+            let started = stats.start();
+            let result =
+                crate::hostio::transfer(self.direction, &self.flight.file, addr, len, self.file_offset, durable);
+            if let Some(t) = started {
+                let unaligned = crate::stats::unaligned(&self.flight.file, addr, len, self.file_offset);
+                stats.io(t, self.direction, Path::Host, -1, len, unaligned, &result);
+            }
+            return result;
         }
         if self.memory.is_empty() {
             return Ok(0);
@@ -244,7 +265,20 @@ impl<P: Platform> Driver<P> {
             batches: crate::batch::Batches::new((salt.rotate_left(17) | 1 << 63) & !0xffff_ffff),
             streams: crate::stream::Streams::new(),
             staged: std::sync::Mutex::new(Vec::new()),
+            stats: Stats::private(),
         }
+    }
+
+    /// The same driver counting into `stats` ([`Stats::published`] for statistics other
+    /// processes can read).
+    pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// The driver's statistics (semantics §14).
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
     }
 
     /// The platform the driver runs on.
@@ -319,8 +353,9 @@ impl<P: Platform> Driver<P> {
             if level.is_some() || file.is_some() || dir.is_some() {
                 crate::log::configure(level, file, dir);
             }
+            self.stats.set_level(config.stats_level as u8);
             let dispatcher = match self.build_backends(&config) {
-                Ok(backends) => Arc::new(Dispatcher::new(backends)),
+                Ok(backends) => Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats))),
                 Err(e) => {
                     crate::log::restore(); // the open failed: nothing of it stays
                     return Err(e);
@@ -398,7 +433,7 @@ impl<P: Platform> Driver<P> {
         if open.generation == generation {
             return Ok(()); // another thread renewed them
         }
-        let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&open.config)?));
+        let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&open.config)?, Arc::clone(&self.stats)));
         std::mem::forget(std::mem::replace(&mut open.dispatcher, dispatcher));
         open.generation = generation;
         Ok(())
@@ -425,6 +460,9 @@ impl<P: Platform> Driver<P> {
         if state.use_count == 0
             && let Some(open) = state.open.take()
         {
+            for b in open.buffers.values() {
+                self.stats.registered_bytes(b.device, -(b.len as i64)); // dropped unregistered
+            }
             drop(state); // I/O in flight may need it to finish
             open.retire();
             crate::log::restore(); // the logging parameters ended with the open
@@ -484,6 +522,12 @@ impl<P: Platform> Driver<P> {
     /// Errors: `hipFileHandleAlreadyRegistered` for a descriptor already registered, and
     /// those of [`FileHandle::open`].
     pub fn handle_register(&self, fd: RawFd) -> Result<HandleId> {
+        let result = self.handle_register_counted(fd);
+        self.count(&result, Event::HandleRegisterOk, Event::HandleRegisterErr);
+        result
+    }
+
+    fn handle_register_counted(&self, fd: RawFd) -> Result<HandleId> {
         let mut state = self.write_state();
         let open = self.ensure_open(&mut state)?;
         if open.fds.contains_key(&fd) {
@@ -499,11 +543,20 @@ impl<P: Platform> Driver<P> {
     /// `hipFileHandleDeregister`: forgets the handle and closes what registration opened
     /// (once I/O still running on it has finished). `hipFileHandleNotRegistered` if unknown.
     pub fn handle_deregister(&self, handle: HandleId) -> Result<()> {
-        let mut state = self.write_state();
-        let open = state.open.as_mut().ok_or(OpError::HandleNotRegistered)?;
-        let file = open.files.remove(&handle).ok_or(OpError::HandleNotRegistered)?;
-        open.fds.remove(&file.client_fd());
-        Ok(())
+        let result = (|| {
+            let mut state = self.write_state();
+            let open = state.open.as_mut().ok_or(OpError::HandleNotRegistered)?;
+            let file = open.files.remove(&handle).ok_or(OpError::HandleNotRegistered)?;
+            open.fds.remove(&file.client_fd());
+            Ok(())
+        })();
+        self.count(&result, Event::HandleDeregisterOk, Event::HandleDeregisterErr);
+        result
+    }
+
+    /// Counts a call's success or failure.
+    pub(crate) fn count<T>(&self, result: &Result<T>, ok: Event, err: Event) {
+        self.stats.event(if result.is_ok() { ok } else { err }, 1);
     }
 
     /// `hipFileBufRegister`: records device memory `[base, base + len)`; opens the driver if
@@ -514,6 +567,12 @@ impl<P: Platform> Driver<P> {
     /// (past the allocation), `hipFileMemoryAlreadyRegistered`, `Error::Hip` for other
     /// runtime failures.
     pub fn buf_register(&self, base: usize, len: usize, flags: i32) -> Result<()> {
+        let result = self.buf_register_counted(base, len, flags);
+        self.count(&result, Event::BufRegisterOk, Event::BufRegisterErr);
+        result
+    }
+
+    fn buf_register_counted(&self, base: usize, len: usize, flags: i32) -> Result<()> {
         let mut state = self.write_state();
         let open = self.ensure_open(&mut state)?;
         if base == 0 || len == 0 {
@@ -535,6 +594,7 @@ impl<P: Platform> Driver<P> {
         };
         let device = if host { -1 } else { info.device };
         open.buffers.insert(base, BufferInfo { base, len, flags, device, host });
+        self.stats.registered_bytes(device, len as i64);
         if !host {
             open.dispatcher.backends().iter().for_each(|b| b.buffer_registered(base, len, device));
         }
@@ -544,14 +604,19 @@ impl<P: Platform> Driver<P> {
     /// `hipFileBufDeregister`: `hipFileDriverClosing` while the driver is closed (as cuFile),
     /// `hipFileMemoryNotRegistered` for an address not registered as a base.
     pub fn buf_deregister(&self, base: usize) -> Result<()> {
-        let mut state = self.write_state();
-        if state.use_count == 0 {
-            return Err(OpError::DriverClosing.into());
-        }
-        let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
-        open.buffers.remove(&base).ok_or(OpError::MemoryNotRegistered)?;
-        open.dispatcher.backends().iter().for_each(|b| b.buffer_deregistered(base));
-        Ok(())
+        let result = (|| {
+            let mut state = self.write_state();
+            if state.use_count == 0 {
+                return Err(OpError::DriverClosing.into());
+            }
+            let open = state.open.as_mut().ok_or(OpError::DriverClosing)?;
+            let info = open.buffers.remove(&base).ok_or(OpError::MemoryNotRegistered)?;
+            self.stats.registered_bytes(info.device, -(info.len as i64));
+            open.dispatcher.backends().iter().for_each(|b| b.buffer_deregistered(base));
+            Ok(())
+        })();
+        self.count(&result, Event::BufDeregisterOk, Event::BufDeregisterErr);
+        result
     }
 
     /// The registration of exactly `base`, if any.

@@ -55,6 +55,7 @@ pub mod io;
 pub mod log;
 pub mod params;
 pub mod pool;
+pub mod stats;
 pub mod stream;
 pub mod sync;
 

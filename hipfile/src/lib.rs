@@ -48,7 +48,7 @@ pub use platform::{SystemBackend, SystemPlatform, unavailable};
 pub use hipfile_core::driver::ForkHold;
 /// hipFile's error codes and their C conventions, the system-call helpers every backend shares,
 /// and the diagnostics (`HIPFILE_LOG`): what the C boundary and the tools build on.
-pub use hipfile_core::{error, io, log, sync};
+pub use hipfile_core::{error, io, log, stats, sync};
 pub use hipfile_sys::LoadedRuntime;
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the

@@ -1,0 +1,660 @@
+//! Statistics (semantics §14): what the library did, counted as it does it, readable by the
+//! process itself (`hipFileGetStatsL1/L2/L3`) and, while it runs, by another process of the
+//! same user ([`Remote`]).
+//!
+//! The counters live in one region of 64-bit words: a header, then 64 slots. Each thread
+//! counts into one slot (threads are dealt slots in turn), so threads rarely share a cache
+//! line; a reader sums the slots. The level (`HIPFILE_STATS_LEVEL`, the profile-stats
+//! parameter) decides what a request records:
+//! - 0: nothing (one relaxed load on the I/O path);
+//! - 1: per direction and path (direct, staged, host memory): requests done and failed,
+//!   bytes, time;
+//! - 2: the same per size class (the size histograms of `hipFileStatsLevel2_t`);
+//! - 3: the same per GPU as well (`hipFilePerGpuStats_t`).
+//!
+//! Times are taken with the CPU's time-stamp counter where it runs at a constant rate (x86-64
+//! with `constant_tsc` and `nonstop_tsc`), otherwise with `CLOCK_MONOTONIC`, and converted to
+//! microseconds when read.
+
+mod share;
+
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::backend::Direction;
+use crate::error::Result;
+
+pub use share::Remote;
+
+/// GPUs counted apart (`HIPFILE_MAX_GPUS`); higher device numbers count with no GPU.
+pub const MAX_GPUS: usize = 16;
+/// Size classes: 0 is under 1 KiB, class `i` is 2^(i-1) KiB up to 2^i KiB, the last is open.
+pub const SIZE_CLASSES: usize = 24;
+
+const GPU_ROWS: usize = MAX_GPUS + 1; // the last: not per GPU
+const CLASS_ROWS: usize = SIZE_CLASSES + 1; // the last: no size class (level 1)
+const PATHS: usize = 3;
+const CELL: usize = 4; // ok, err, bytes, ticks
+const SLOTS: usize = 64;
+const EVENTS: usize = 32;
+
+const IO_WORDS: usize = 2 * PATHS * GPU_ROWS * CLASS_ROWS * CELL;
+const UNALIGNED_AT: usize = IO_WORDS;
+const EVENTS_AT: usize = UNALIGNED_AT + 2 * PATHS * GPU_ROWS;
+const REG_AT: usize = EVENTS_AT + EVENTS;
+const PAGE_WORDS: usize = 512;
+/// A slot's size in words, whole pages.
+const SLOT_WORDS: usize = (REG_AT + GPU_ROWS).div_ceil(PAGE_WORDS) * PAGE_WORDS;
+const HEADER_WORDS: usize = PAGE_WORDS;
+/// The region's size in words.
+const REGION_WORDS: usize = HEADER_WORDS + SLOTS * SLOT_WORDS;
+
+/// The header's words.
+mod header {
+    pub(super) const MAGIC: usize = 0;
+    pub(super) const VERSION: usize = 1;
+    pub(super) const SLOTS: usize = 2;
+    pub(super) const SLOT_WORDS: usize = 3;
+    pub(super) const HEADER_WORDS: usize = 4;
+    pub(super) const PID: usize = 5;
+    pub(super) const LEVEL: usize = 6;
+    /// 1: ticks are the time-stamp counter's; 0: nanoseconds.
+    pub(super) const CLOCK: usize = 7;
+    /// The clock and `CLOCK_MONOTONIC` (ns) read together when the region was made.
+    pub(super) const TICKS0: usize = 8;
+    pub(super) const MONO0: usize = 9;
+    /// Bit `i`: slot `i` has been counted into.
+    pub(super) const SLOTS_USED: usize = 10;
+    pub(super) const LAST_BATCH_READ: usize = 11;
+    pub(super) const LAST_BATCH_WRITE: usize = 12;
+}
+
+const MAGIC: u64 = u64::from_le_bytes(*b"HFRSTATS");
+const VERSION: u64 = 1;
+
+/// The path that served a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// A direct (fastpath) backend: storage to GPU memory.
+    Direct = 0,
+    /// A staged (fallback) backend, through host memory.
+    Staged = 1,
+    /// Host memory, moved by the driver itself (semantics §4).
+    Host = 2,
+}
+
+impl Path {
+    /// All paths, in counter order.
+    pub const ALL: [Path; PATHS] = [Path::Direct, Path::Staged, Path::Host];
+}
+
+/// Counted events other than I/O requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Event {
+    HandleRegisterOk,
+    HandleRegisterErr,
+    HandleDeregisterOk,
+    HandleDeregisterErr,
+    BufRegisterOk,
+    BufRegisterErr,
+    BufDeregisterOk,
+    BufDeregisterErr,
+    BatchSetupOk,
+    BatchSetupErr,
+    BatchSubmitOk,
+    BatchSubmitErr,
+    BatchCancelOk,
+    BatchCancelErr,
+    BatchDestroy,
+    /// Entries submitted.
+    BatchEntries,
+    /// Entries submitted that the staged path takes.
+    BatchEntriesStaged,
+    /// Entries submitted that a direct backend takes.
+    BatchEntriesDirect,
+    BatchCompleteOk,
+    BatchCompleteErr,
+    BatchReadBytes,
+    BatchWriteBytes,
+    /// Time spent in submit calls (ticks).
+    BatchSubmitTicks,
+    /// Time from submission to completion, summed over completed entries (ticks).
+    BatchCompletionTicks,
+    /// Requests a direct backend found no path for, retried on the staged path.
+    FallbackNoPath,
+    /// Requests a direct backend declined (unaligned, ...), served by the staged path.
+    FallbackDeclined,
+}
+
+/// A region of counters: a header and [`SLOTS`] slots of 64-bit words, in anonymous or
+/// shared memory.
+struct Region {
+    words: *const AtomicU64,
+}
+
+// SAFETY: the region is only accessed through atomics.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Maps `REGION_WORDS` words of `fd` (shared), or anonymous memory when `fd` is `None`,
+    /// and writes the header.
+    fn map(fd: Option<i32>) -> std::io::Result<Region> {
+        let len = REGION_WORDS * 8;
+        let (flags, fd) = match fd {
+            Some(fd) => (libc::MAP_SHARED, fd),
+            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
+        };
+        // SAFETY: a fresh mapping; nothing else refers to that address range.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let region = Region { words: p.cast() };
+        let (clock, ticks0) = now_with_kind();
+        for (i, v) in [
+            (header::MAGIC, MAGIC),
+            (header::VERSION, VERSION),
+            (header::SLOTS, SLOTS as u64),
+            (header::SLOT_WORDS, SLOT_WORDS as u64),
+            (header::HEADER_WORDS, HEADER_WORDS as u64),
+            (header::PID, std::process::id() as u64),
+            (header::CLOCK, clock),
+            (header::TICKS0, ticks0),
+            (header::MONO0, monotonic_ns()),
+        ] {
+            region.word(i).store(v, Ordering::Relaxed);
+        }
+        Ok(region)
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < REGION_WORDS);
+        // SAFETY: `words` maps REGION_WORDS words (zeroed at creation, so valid atomics) for
+        // the life of `self`, and `i` is in range.
+        unsafe { &*self.words.add(i) }
+    }
+
+    fn unmap(&self) {
+        // SAFETY: the mapping made in `map`; the caller makes sure nothing uses it any more.
+        unsafe { libc::munmap(self.words as *mut libc::c_void, REGION_WORDS * 8) };
+    }
+}
+
+/// The index of a cell's first word in a slot.
+fn cell_at(dir: Direction, path: Path, gpu: usize, class: usize) -> usize {
+    let d = matches!(dir, Direction::Write) as usize;
+    (((d * PATHS + path as usize) * GPU_ROWS + gpu) * CLASS_ROWS + class) * CELL
+}
+
+/// The size class of a request of `bytes`.
+pub fn size_class(bytes: usize) -> usize {
+    let kib = (bytes >> 10) as u64;
+    if kib == 0 { 0 } else { (64 - kib.leading_zeros() as usize).min(SIZE_CLASSES - 1) }
+}
+
+/// Whether a request is not aligned for direct I/O on `file` (its offset, size or memory).
+pub fn unaligned(file: &crate::file::FileHandle, addr: usize, len: usize, offset: u64) -> bool {
+    let (off_align, mem_align) = (file.dio_offset_align() as u64, file.dio_mem_align() as usize);
+    off_align == 0 || (offset | len as u64) % off_align != 0 || addr % mem_align.max(1) != 0
+}
+
+/// This thread's slot (threads are dealt slots in turn).
+fn slot_index() -> usize {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+    }
+    SLOT.with(|s| {
+        let mut i = s.get();
+        if i == usize::MAX {
+            i = (NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS as u64) as usize;
+            s.set(i);
+        }
+        i
+    })
+}
+
+/// The process's statistics: the counters, the level they are kept at, and (for the
+/// published kind) the server that hands them to readers.
+pub struct Stats {
+    region: AtomicPtr<AtomicU64>,
+    level: AtomicU8,
+    /// The fork generation the region belongs to: a forked child counts into a region of its
+    /// own, never into its parent's.
+    generation: AtomicU64,
+    share: Mutex<Option<share::Shared>>,
+    published: bool,
+}
+
+impl Stats {
+    /// Statistics only this process sees (anonymous memory).
+    pub fn private() -> Arc<Stats> {
+        Arc::new(Self::new(false).expect("anonymous memory for statistics"))
+    }
+
+    /// Statistics another process of the same user can read while this one runs: a sealed
+    /// memory file, handed out over an abstract socket named after the process (semantics
+    /// §14). Falls back to [`private`](Self::private) memory where memory files are missing.
+    pub fn published() -> Arc<Stats> {
+        Arc::new(Self::new(true).unwrap_or_else(|_| Self::new(false).expect("anonymous memory for statistics")))
+    }
+
+    fn new(published: bool) -> std::io::Result<Stats> {
+        let (region, share) = Self::make(published)?;
+        Ok(Stats {
+            region: AtomicPtr::new(region.words.cast_mut()),
+            level: AtomicU8::new(0),
+            generation: AtomicU64::new(crate::fork::generation()),
+            share: Mutex::new(share),
+            published,
+        })
+    }
+
+    fn make(published: bool) -> std::io::Result<(Region, Option<share::Shared>)> {
+        if !published {
+            return Ok((Region::map(None)?, None));
+        }
+        let shared = share::Shared::create(REGION_WORDS * 8)?;
+        Ok((Region::map(Some(shared.fd()))?, Some(shared)))
+    }
+
+    /// The region this process counts into: in a forked child, a fresh one first.
+    fn region(&self) -> Region {
+        if self.generation.load(Ordering::Relaxed) != crate::fork::generation() {
+            self.renew_after_fork();
+        }
+        Region { words: self.region.load(Ordering::Acquire) }
+    }
+
+    #[cold]
+    fn renew_after_fork(&self) {
+        let mut share = crate::sync::lock(&self.share);
+        let generation = crate::fork::generation();
+        if self.generation.load(Ordering::Relaxed) == generation {
+            return;
+        }
+        // The parent's server thread does not exist here; its descriptors do.
+        if let Some(old) = share.take() {
+            old.forget_after_fork();
+        }
+        if let Ok((region, shared)) = Self::make(self.published).or_else(|_| Self::make(false)) {
+            // The parent's region is left mapped: another thread may still hold it.
+            self.region.store(region.words.cast_mut(), Ordering::Release);
+            *share = shared;
+        }
+        self.generation.store(generation, Ordering::Relaxed);
+        let level = self.level.load(Ordering::Relaxed);
+        self.header_level(level, &mut share);
+    }
+
+    /// Sets the level (at driver open); publishing starts with the first level above 0.
+    pub fn set_level(&self, level: u8) {
+        let level = level.min(3);
+        self.level.store(level, Ordering::Relaxed);
+        let _ = self.region(); // renewed first in a forked child
+        let mut share = crate::sync::lock(&self.share);
+        self.header_level(level, &mut share);
+    }
+
+    fn header_level(&self, level: u8, share: &mut Option<share::Shared>) {
+        let region = Region { words: self.region.load(Ordering::Acquire) };
+        region.word(header::LEVEL).store(level as u64, Ordering::Relaxed);
+        if level > 0
+            && let Some(shared) = share.as_mut()
+        {
+            shared.serve();
+        }
+    }
+
+    /// The level counting is at.
+    pub fn level(&self) -> u8 {
+        self.level.load(Ordering::Relaxed)
+    }
+
+    /// Where counting is on, the clock now: pass it to [`io`](Self::io) when the request ends.
+    #[inline]
+    pub fn start(&self) -> Option<u64> {
+        (self.level.load(Ordering::Relaxed) > 0).then(now)
+    }
+
+    /// Ticks since `started` ([`start`](Self::start)), for the time events.
+    pub fn since(&self, started: u64) -> u64 {
+        now().wrapping_sub(started)
+    }
+
+    /// Counts one request of `size` bytes that `path` served (or failed), started at
+    /// `started` ([`start`](Self::start)). `unaligned`: not aligned for direct I/O.
+    #[allow(clippy::too_many_arguments)]
+    pub fn io(
+        &self,
+        started: u64,
+        dir: Direction,
+        path: Path,
+        device: i32,
+        size: usize,
+        unaligned: bool,
+        result: &Result<usize>,
+    ) {
+        let level = self.level.load(Ordering::Relaxed);
+        if level == 0 {
+            return;
+        }
+        let ticks = now().wrapping_sub(started);
+        let region = self.region();
+        let base = slot_base(&region);
+        let gpu = match usize::try_from(device) {
+            Ok(g) if level >= 3 && g < MAX_GPUS => g,
+            _ => MAX_GPUS,
+        };
+        let class = if level >= 2 { size_class(size) } else { SIZE_CLASSES };
+        let cell = base + cell_at(dir, path, gpu, class);
+        let add = |i: usize, v: u64| region.word(i).fetch_add(v, Ordering::Relaxed);
+        match result {
+            Ok(n) => {
+                add(cell, 1);
+                add(cell + 2, *n as u64);
+                add(cell + 3, ticks);
+            }
+            Err(_) => {
+                add(cell + 1, 1);
+            }
+        }
+        if unaligned {
+            let d = matches!(dir, Direction::Write) as usize;
+            add(base + UNALIGNED_AT + (d * PATHS + path as usize) * GPU_ROWS + gpu, 1);
+        }
+    }
+
+    /// Adds `n` to an event counter (where counting is on).
+    pub fn event(&self, event: Event, n: u64) {
+        if self.level.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let region = self.region();
+        let i = slot_base(&region) + EVENTS_AT + event as usize;
+        region.word(i).fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a registration (`len` > 0) or deregistration (`len` < 0) of device memory of
+    /// `device`.
+    pub fn registered_bytes(&self, device: i32, len: i64) {
+        if self.level.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let gpu = usize::try_from(device).ok().filter(|&g| g < MAX_GPUS).unwrap_or(MAX_GPUS);
+        let region = self.region();
+        region.word(slot_base(&region) + REG_AT + gpu).fetch_add(len as u64, Ordering::Relaxed);
+    }
+
+    /// Records the bytes of the last batch submitted (`last_batch_*_bytes`).
+    pub fn last_batch(&self, read: u64, write: u64) {
+        if self.level.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let region = self.region();
+        region.word(header::LAST_BATCH_READ).store(read, Ordering::Relaxed);
+        region.word(header::LAST_BATCH_WRITE).store(write, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        let region = self.region();
+        Snapshot::read(&|i| region.word(i).load(Ordering::Relaxed), &Clock::local())
+    }
+}
+
+impl Drop for Stats {
+    fn drop(&mut self) {
+        let share = crate::sync::lock(&self.share).take();
+        if self.generation.load(Ordering::Relaxed) == crate::fork::generation() {
+            drop(share); // the server first: it may be handing the memory out
+            Region { words: self.region.load(Ordering::Acquire) }.unmap();
+        } else if let Some(share) = share {
+            share.forget_after_fork(); // a forked child: the parent's, never renewed here
+        }
+    }
+}
+
+/// This thread's slot's first word, marking the slot used in the header on first use.
+fn slot_base(region: &Region) -> usize {
+    let slot = slot_index();
+    let used = region.word(header::SLOTS_USED);
+    if used.load(Ordering::Relaxed) & (1 << slot) == 0 {
+        used.fetch_or(1 << slot, Ordering::Relaxed);
+    }
+    HEADER_WORDS + slot * SLOT_WORDS
+}
+
+/// The clock: the time-stamp counter where it runs at a constant rate, else
+/// `CLOCK_MONOTONIC` in nanoseconds.
+#[inline]
+fn now() -> u64 {
+    now_with_kind().1
+}
+
+/// Whether the time-stamp counter serves (read once), and the clock now.
+#[inline]
+fn now_with_kind() -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if tsc_usable() {
+        // SAFETY: RDTSC has no preconditions on x86-64.
+        return (1, unsafe { core::arch::x86_64::_rdtsc() });
+    }
+    (0, monotonic_ns())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn tsc_usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| {
+        use std::io::BufRead;
+        let Ok(file) = std::fs::File::open("/proc/cpuinfo") else { return false };
+        let flags = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).find(|l| l.starts_with("flags"));
+        flags.is_some_and(|f| {
+            let mut words = f.split_whitespace();
+            let has = |name: &str, words: &mut std::str::SplitWhitespace<'_>| words.clone().any(|w| w == name);
+            has("constant_tsc", &mut words) && has("nonstop_tsc", &mut words)
+        })
+    })
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// How a reader turns a region's ticks into microseconds.
+struct Clock {
+    /// The reader's clock and `CLOCK_MONOTONIC` now, and the clock's kind.
+    ticks: u64,
+    mono: u64,
+    kind: u64,
+}
+
+impl Clock {
+    fn local() -> Clock {
+        let (kind, ticks) = now_with_kind();
+        Clock { ticks, mono: monotonic_ns(), kind }
+    }
+
+    /// Nanoseconds per tick for a region whose clock started at (`ticks0`, `mono0`).
+    fn ns_per_tick(&self, kind: u64, ticks0: u64, mono0: u64) -> f64 {
+        if kind == 0 {
+            return 1.0;
+        }
+        if self.kind != kind || self.ticks <= ticks0 || self.mono <= mono0 {
+            return 0.0; // a reader without the counter cannot convert its ticks
+        }
+        (self.mono - mono0) as f64 / (self.ticks - ticks0) as f64
+    }
+}
+
+/// One direction's (or path's, or GPU's) totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Requests that succeeded.
+    pub ok: u64,
+    /// Requests that failed in a backend.
+    pub err: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Time the successful requests took, summed (µs).
+    pub micros: u64,
+    /// Requests not aligned for direct I/O.
+    pub unaligned: u64,
+}
+
+impl Totals {
+    fn add(&mut self, o: &Totals) {
+        self.ok += o.ok;
+        self.err += o.err;
+        self.bytes += o.bytes;
+        self.micros += o.micros;
+        self.unaligned += o.unaligned;
+    }
+
+    /// Bytes per second of busy time (0 without time).
+    pub fn bandwidth(&self) -> u64 {
+        per_second(self.bytes, self.micros)
+    }
+
+    /// Average time per successful request (µs; 0 without requests).
+    pub fn latency_avg_us(&self) -> u64 {
+        self.micros.checked_div(self.ok).unwrap_or(0)
+    }
+
+    /// Successful requests per second of busy time (0 without time).
+    pub fn ops_per_second(&self) -> u64 {
+        per_second(self.ok, self.micros)
+    }
+}
+
+fn per_second(n: u64, micros: u64) -> u64 {
+    if micros == 0 { 0 } else { (n as u128 * 1_000_000 / micros as u128) as u64 }
+}
+
+/// The counters at one moment, summed over threads.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The observed process.
+    pub pid: u32,
+    /// The level it counts at.
+    pub level: u8,
+    /// Per direction, path, GPU row and class row.
+    cells: Vec<Totals>,
+    events: [u64; EVENTS],
+    reg_bytes: [u64; GPU_ROWS],
+    last_batch: (u64, u64),
+}
+
+impl Snapshot {
+    /// Sums the used slots of a region's words.
+    fn read(w: &dyn Fn(usize) -> u64, clock: &Clock) -> Snapshot {
+        let ns_per_tick = clock.ns_per_tick(w(header::CLOCK), w(header::TICKS0), w(header::MONO0));
+        let mut cells = vec![Totals::default(); 2 * PATHS * GPU_ROWS * CLASS_ROWS];
+        let mut events = [0u64; EVENTS];
+        let mut reg_bytes = [0u64; GPU_ROWS];
+        let used = w(header::SLOTS_USED);
+        for slot in (0..SLOTS).filter(|s| used & (1 << s) != 0) {
+            let base = HEADER_WORDS + slot * SLOT_WORDS;
+            for (c, t) in cells.iter_mut().enumerate() {
+                let at = base + c * CELL;
+                let ticks = w(at + 3);
+                let rows = c / CLASS_ROWS; // (direction, path, gpu)
+                t.add(&Totals {
+                    ok: w(at),
+                    err: w(at + 1),
+                    bytes: w(at + 2),
+                    micros: (ticks as f64 * ns_per_tick / 1000.0) as u64,
+                    unaligned: if c % CLASS_ROWS == 0 { w(base + UNALIGNED_AT + rows) } else { 0 },
+                });
+            }
+            for (e, v) in events.iter_mut().enumerate() {
+                *v += w(base + EVENTS_AT + e);
+            }
+            for (g, v) in reg_bytes.iter_mut().enumerate() {
+                *v = v.wrapping_add(w(base + REG_AT + g));
+            }
+        }
+        for e in [Event::BatchSubmitTicks, Event::BatchCompletionTicks] {
+            events[e as usize] = (events[e as usize] as f64 * ns_per_tick) as u64; // now ns
+        }
+        Snapshot {
+            pid: w(header::PID) as u32,
+            level: w(header::LEVEL) as u8,
+            cells,
+            events,
+            reg_bytes,
+            last_batch: (w(header::LAST_BATCH_READ), w(header::LAST_BATCH_WRITE)),
+        }
+    }
+
+    /// Totals of one direction, over `path` (all when `None`) and `gpu` (all when `None`;
+    /// a GPU's figures exist at level 3).
+    pub fn totals(&self, dir: Direction, path: Option<Path>, gpu: Option<usize>) -> Totals {
+        let mut t = Totals::default();
+        for p in Path::ALL.into_iter().filter(|p| path.is_none_or(|q| q == *p)) {
+            for g in (0..GPU_ROWS).filter(|g| gpu.is_none_or(|q| q == *g)) {
+                for class in 0..CLASS_ROWS {
+                    t.add(&self.cells[cell_at(dir, p, g, class) / CELL]);
+                }
+            }
+        }
+        t
+    }
+
+    /// Requests per size class (level 2 and up), all paths and GPUs.
+    pub fn size_histogram(&self, dir: Direction) -> [u64; SIZE_CLASSES] {
+        let mut h = [0; SIZE_CLASSES];
+        for p in Path::ALL {
+            for g in 0..GPU_ROWS {
+                for (class, v) in h.iter_mut().enumerate() {
+                    let c = &self.cells[cell_at(dir, p, g, class) / CELL];
+                    *v += c.ok + c.err;
+                }
+            }
+        }
+        h
+    }
+
+    /// An event counter.
+    pub fn event(&self, event: Event) -> u64 {
+        self.events[event as usize]
+    }
+
+    /// Device memory of `gpu` registered now (bytes).
+    pub fn registered_bytes(&self, gpu: usize) -> u64 {
+        self.reg_bytes.get(gpu).copied().unwrap_or(0)
+    }
+
+    /// The bytes the last batch submitted read and wrote.
+    pub fn last_batch(&self) -> (u64, u64) {
+        self.last_batch
+    }
+
+    /// The GPUs with anything counted (level 3).
+    pub fn gpus_used(&self) -> Vec<usize> {
+        (0..MAX_GPUS)
+            .filter(|&g| {
+                self.reg_bytes[g] != 0
+                    || [Direction::Read, Direction::Write].into_iter().any(|d| {
+                        let t = self.totals(d, None, Some(g));
+                        t.ok + t.err > 0
+                    })
+            })
+            .collect()
+    }
+
+    /// The time counted into `BatchSubmitTicks` or `BatchCompletionTicks`, in µs.
+    pub fn event_micros(&self, event: Event) -> u64 {
+        self.events[event as usize] / 1000 // converted to ns when read
+    }
+}
+
+#[cfg(test)]
+mod tests;
