@@ -2,9 +2,10 @@
 //! process itself (`hipFileGetStatsL1/L2/L3`) and, while it runs, by another process of the
 //! same user ([`Remote`]).
 //!
-//! The counters live in one region of 64-bit words: a header, then 64 slots. Each thread
-//! counts into one slot (threads are dealt slots in turn), so threads rarely share a cache
-//! line; a reader sums the slots. The level (`HIPFILE_STATS_LEVEL`, the profile-stats
+//! The counters live in one region of 64-bit words: a header, then 64 slots. A thread owns a
+//! slot until it ends and counts into it with plain loads and stores (no locked instruction,
+//! no cache line shared with another thread); threads beyond 63 share the last slot and add
+//! atomically. A reader sums the slots. The level (`HIPFILE_STATS_LEVEL`, the profile-stats
 //! parameter) decides what a request records:
 //! - 0: nothing (one relaxed load on the I/O path);
 //! - 1: per direction and path (direct, staged, host memory): requests done and failed,
@@ -12,9 +13,7 @@
 //! - 2: the same per size class (the size histograms of `hipFileStatsLevel2_t`);
 //! - 3: the same per GPU as well (`hipFilePerGpuStats_t`).
 //!
-//! Times are taken with the CPU's time-stamp counter where it runs at a constant rate (x86-64
-//! with `constant_tsc` and `nonstop_tsc`), otherwise with `CLOCK_MONOTONIC`, and converted to
-//! microseconds when read.
+//! Times are `CLOCK_MONOTONIC` nanoseconds, summed; microseconds when read.
 
 mod share;
 
@@ -34,7 +33,7 @@ pub const SIZE_CLASSES: usize = 24;
 const GPU_ROWS: usize = MAX_GPUS + 1; // the last: not per GPU
 const CLASS_ROWS: usize = SIZE_CLASSES + 1; // the last: no size class (level 1)
 const PATHS: usize = 3;
-const CELL: usize = 4; // ok, err, bytes, ticks
+const CELL: usize = 4; // ok, err, bytes, ns
 const SLOTS: usize = 64;
 const EVENTS: usize = 32;
 
@@ -58,15 +57,10 @@ mod header {
     pub(super) const HEADER_WORDS: usize = 4;
     pub(super) const PID: usize = 5;
     pub(super) const LEVEL: usize = 6;
-    /// 1: ticks are the time-stamp counter's; 0: nanoseconds.
-    pub(super) const CLOCK: usize = 7;
-    /// The clock and `CLOCK_MONOTONIC` (ns) read together when the region was made.
-    pub(super) const TICKS0: usize = 8;
-    pub(super) const MONO0: usize = 9;
     /// Bit `i`: slot `i` has been counted into.
-    pub(super) const SLOTS_USED: usize = 10;
-    pub(super) const LAST_BATCH_READ: usize = 11;
-    pub(super) const LAST_BATCH_WRITE: usize = 12;
+    pub(super) const SLOTS_USED: usize = 7;
+    pub(super) const LAST_BATCH_READ: usize = 8;
+    pub(super) const LAST_BATCH_WRITE: usize = 9;
 }
 
 const MAGIC: u64 = u64::from_le_bytes(*b"HFRSTATS");
@@ -117,10 +111,10 @@ pub enum Event {
     BatchCompleteErr,
     BatchReadBytes,
     BatchWriteBytes,
-    /// Time spent in submit calls (ticks).
-    BatchSubmitTicks,
-    /// Time from submission to completion, summed over completed entries (ticks).
-    BatchCompletionTicks,
+    /// Time spent in submit calls (ns).
+    BatchSubmitNs,
+    /// Time from submission to completion, summed over completed entries (ns).
+    BatchCompletionNs,
     /// Requests a direct backend found no path for, retried on the staged path.
     FallbackNoPath,
     /// Requests a direct backend declined (unaligned, ...), served by the staged path.
@@ -153,7 +147,6 @@ impl Region {
             return Err(std::io::Error::last_os_error());
         }
         let region = Region { words: p.cast() };
-        let (clock, ticks0) = now_with_kind();
         for (i, v) in [
             (header::MAGIC, MAGIC),
             (header::VERSION, VERSION),
@@ -161,9 +154,6 @@ impl Region {
             (header::SLOT_WORDS, SLOT_WORDS as u64),
             (header::HEADER_WORDS, HEADER_WORDS as u64),
             (header::PID, std::process::id() as u64),
-            (header::CLOCK, clock),
-            (header::TICKS0, ticks0),
-            (header::MONO0, monotonic_ns()),
         ] {
             region.word(i).store(v, Ordering::Relaxed);
         }
@@ -201,20 +191,64 @@ pub fn unaligned(file: &crate::file::FileHandle, addr: usize, len: usize, offset
     off_align == 0 || (offset | len as u64) % off_align != 0 || addr % mem_align.max(1) != 0
 }
 
-/// This thread's slot (threads are dealt slots in turn).
-fn slot_index() -> usize {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    thread_local! {
-        static SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
-    }
-    SLOT.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            i = (NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS as u64) as usize;
-            s.set(i);
+/// Which slots a thread owns (process-wide: a slot index means the same in every region).
+static OWNED: [std::sync::atomic::AtomicBool; SLOTS] = [const { std::sync::atomic::AtomicBool::new(false) }; SLOTS];
+/// The slot threads share once every other is owned.
+const SHARED_SLOT: usize = SLOTS - 1;
+
+/// A thread's slot: owned alone until the thread ends (counted into with plain loads and
+/// stores), or the shared one (counted into with atomic additions).
+struct Claim {
+    slot: usize,
+    alone: bool,
+}
+
+impl Claim {
+    fn new() -> Claim {
+        static HINT: AtomicU64 = AtomicU64::new(0);
+        let start = HINT.fetch_add(1, Ordering::Relaxed) as usize;
+        for i in (0..SHARED_SLOT).map(|i| (start + i) % SHARED_SLOT) {
+            // Acquire: what the slot's previous owner counted is seen before adding to it.
+            if OWNED[i].compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return Claim { slot: i, alone: true };
+            }
         }
-        i
-    })
+        Claim { slot: SHARED_SLOT, alone: false }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.alone {
+            OWNED[self.slot].store(false, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static CLAIM: Claim = Claim::new();
+}
+
+/// Where this thread counts: its slot's first word in `region` (marked used in the header on
+/// first use) and whether it owns the slot.
+#[inline]
+fn slot(region: &Region) -> (usize, bool) {
+    let (slot, alone) = CLAIM.try_with(|c| (c.slot, c.alone)).unwrap_or((SHARED_SLOT, false));
+    let used = region.word(header::SLOTS_USED);
+    if used.load(Ordering::Relaxed) & (1 << slot) == 0 {
+        used.fetch_or(1 << slot, Ordering::Relaxed);
+    }
+    (HEADER_WORDS + slot * SLOT_WORDS, alone)
+}
+
+/// Adds `v` to a counter of a slot: plainly where the thread owns it.
+#[inline]
+fn add(word: &AtomicU64, v: u64, alone: bool) {
+    if alone {
+        word.store(word.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+    } else {
+        word.fetch_add(v, Ordering::Relaxed);
+    }
 }
 
 /// The process's statistics: the counters, the level they are kept at, and (for the
@@ -320,7 +354,7 @@ impl Stats {
         (self.level.load(Ordering::Relaxed) > 0).then(now)
     }
 
-    /// Ticks since `started` ([`start`](Self::start)), for the time events.
+    /// Nanoseconds since `started` ([`start`](Self::start)), for the time events.
     pub fn since(&self, started: u64) -> u64 {
         now().wrapping_sub(started)
     }
@@ -342,21 +376,21 @@ impl Stats {
         if level == 0 {
             return;
         }
-        let ticks = now().wrapping_sub(started);
+        let ns = now().wrapping_sub(started);
         let region = self.region();
-        let base = slot_base(&region);
+        let (base, alone) = slot(&region);
         let gpu = match usize::try_from(device) {
             Ok(g) if level >= 3 && g < MAX_GPUS => g,
             _ => MAX_GPUS,
         };
         let class = if level >= 2 { size_class(size) } else { SIZE_CLASSES };
         let cell = base + cell_at(dir, path, gpu, class);
-        let add = |i: usize, v: u64| region.word(i).fetch_add(v, Ordering::Relaxed);
+        let add = |i: usize, v: u64| add(region.word(i), v, alone);
         match result {
             Ok(n) => {
                 add(cell, 1);
                 add(cell + 2, *n as u64);
-                add(cell + 3, ticks);
+                add(cell + 3, ns);
             }
             Err(_) => {
                 add(cell + 1, 1);
@@ -374,8 +408,8 @@ impl Stats {
             return;
         }
         let region = self.region();
-        let i = slot_base(&region) + EVENTS_AT + event as usize;
-        region.word(i).fetch_add(n, Ordering::Relaxed);
+        let (base, alone) = slot(&region);
+        add(region.word(base + EVENTS_AT + event as usize), n, alone);
     }
 
     /// Counts a registration (`len` > 0) or deregistration (`len` < 0) of device memory of
@@ -386,7 +420,8 @@ impl Stats {
         }
         let gpu = usize::try_from(device).ok().filter(|&g| g < MAX_GPUS).unwrap_or(MAX_GPUS);
         let region = self.region();
-        region.word(slot_base(&region) + REG_AT + gpu).fetch_add(len as u64, Ordering::Relaxed);
+        let (base, alone) = slot(&region);
+        add(region.word(base + REG_AT + gpu), len as u64, alone);
     }
 
     /// Records the bytes of the last batch submitted (`last_batch_*_bytes`).
@@ -402,7 +437,7 @@ impl Stats {
     /// The counters now.
     pub fn snapshot(&self) -> Snapshot {
         let region = self.region();
-        Snapshot::read(&|i| region.word(i).load(Ordering::Relaxed), &Clock::local())
+        Snapshot::read(&|i| region.word(i).load(Ordering::Relaxed))
     }
 }
 
@@ -418,80 +453,13 @@ impl Drop for Stats {
     }
 }
 
-/// This thread's slot's first word, marking the slot used in the header on first use.
-fn slot_base(region: &Region) -> usize {
-    let slot = slot_index();
-    let used = region.word(header::SLOTS_USED);
-    if used.load(Ordering::Relaxed) & (1 << slot) == 0 {
-        used.fetch_or(1 << slot, Ordering::Relaxed);
-    }
-    HEADER_WORDS + slot * SLOT_WORDS
-}
-
-/// The clock: the time-stamp counter where it runs at a constant rate, else
-/// `CLOCK_MONOTONIC` in nanoseconds.
+/// The clock, `CLOCK_MONOTONIC` in nanoseconds (through the vDSO: no system call).
 #[inline]
 fn now() -> u64 {
-    now_with_kind().1
-}
-
-/// Whether the time-stamp counter serves (read once), and the clock now.
-#[inline]
-fn now_with_kind() -> (u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    if tsc_usable() {
-        // SAFETY: RDTSC has no preconditions on x86-64.
-        return (1, unsafe { core::arch::x86_64::_rdtsc() });
-    }
-    (0, monotonic_ns())
-}
-
-#[cfg(target_arch = "x86_64")]
-fn tsc_usable() -> bool {
-    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *USABLE.get_or_init(|| {
-        use std::io::BufRead;
-        let Ok(file) = std::fs::File::open("/proc/cpuinfo") else { return false };
-        let flags = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).find(|l| l.starts_with("flags"));
-        flags.is_some_and(|f| {
-            let mut words = f.split_whitespace();
-            let has = |name: &str, words: &mut std::str::SplitWhitespace<'_>| words.clone().any(|w| w == name);
-            has("constant_tsc", &mut words) && has("nonstop_tsc", &mut words)
-        })
-    })
-}
-
-fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid timespec to write.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// How a reader turns a region's ticks into microseconds.
-struct Clock {
-    /// The reader's clock and `CLOCK_MONOTONIC` now, and the clock's kind.
-    ticks: u64,
-    mono: u64,
-    kind: u64,
-}
-
-impl Clock {
-    fn local() -> Clock {
-        let (kind, ticks) = now_with_kind();
-        Clock { ticks, mono: monotonic_ns(), kind }
-    }
-
-    /// Nanoseconds per tick for a region whose clock started at (`ticks0`, `mono0`).
-    fn ns_per_tick(&self, kind: u64, ticks0: u64, mono0: u64) -> f64 {
-        if kind == 0 {
-            return 1.0;
-        }
-        if self.kind != kind || self.ticks <= ticks0 || self.mono <= mono0 {
-            return 0.0; // a reader without the counter cannot convert its ticks
-        }
-        (self.mono - mono0) as f64 / (self.ticks - ticks0) as f64
-    }
 }
 
 /// One direction's (or path's, or GPU's) totals.
@@ -554,8 +522,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Sums the used slots of a region's words.
-    fn read(w: &dyn Fn(usize) -> u64, clock: &Clock) -> Snapshot {
-        let ns_per_tick = clock.ns_per_tick(w(header::CLOCK), w(header::TICKS0), w(header::MONO0));
+    fn read(w: &dyn Fn(usize) -> u64) -> Snapshot {
         let mut cells = vec![Totals::default(); 2 * PATHS * GPU_ROWS * CLASS_ROWS];
         let mut events = [0u64; EVENTS];
         let mut reg_bytes = [0u64; GPU_ROWS];
@@ -564,13 +531,13 @@ impl Snapshot {
             let base = HEADER_WORDS + slot * SLOT_WORDS;
             for (c, t) in cells.iter_mut().enumerate() {
                 let at = base + c * CELL;
-                let ticks = w(at + 3);
+                let ns = w(at + 3);
                 let rows = c / CLASS_ROWS; // (direction, path, gpu)
                 t.add(&Totals {
                     ok: w(at),
                     err: w(at + 1),
                     bytes: w(at + 2),
-                    micros: (ticks as f64 * ns_per_tick / 1000.0) as u64,
+                    micros: ns / 1000,
                     unaligned: if c % CLASS_ROWS == 0 { w(base + UNALIGNED_AT + rows) } else { 0 },
                 });
             }
@@ -580,9 +547,6 @@ impl Snapshot {
             for (g, v) in reg_bytes.iter_mut().enumerate() {
                 *v = v.wrapping_add(w(base + REG_AT + g));
             }
-        }
-        for e in [Event::BatchSubmitTicks, Event::BatchCompletionTicks] {
-            events[e as usize] = (events[e as usize] as f64 * ns_per_tick) as u64; // now ns
         }
         Snapshot {
             pid: w(header::PID) as u32,
@@ -650,9 +614,9 @@ impl Snapshot {
             .collect()
     }
 
-    /// The time counted into `BatchSubmitTicks` or `BatchCompletionTicks`, in µs.
+    /// The time counted into `BatchSubmitNs` or `BatchCompletionNs`, in µs.
     pub fn event_micros(&self, event: Event) -> u64 {
-        self.events[event as usize] / 1000 // converted to ns when read
+        self.events[event as usize] / 1000
     }
 }
 

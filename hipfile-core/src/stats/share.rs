@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use super::{Clock, HEADER_WORDS, MAGIC, REGION_WORDS, SLOT_WORDS, SLOTS, Snapshot, VERSION, header};
+use super::{HEADER_WORDS, MAGIC, REGION_WORDS, SLOT_WORDS, SLOTS, Snapshot, VERSION, header};
 
 /// The payload sent with the descriptor, and the one sent instead to a reader refused.
 const GRANTED: &[u8; 8] = b"HFRSOK01";
@@ -342,7 +342,7 @@ impl Remote {
             let at = HEADER_WORDS + slot * SLOT_WORDS;
             read(&mut words[at..at + SLOT_WORDS], at)?;
         }
-        Ok(Snapshot::read(&|i| words.get(i).copied().unwrap_or(0), &Clock::local()))
+        Ok(Snapshot::read(&|i| words.get(i).copied().unwrap_or(0)))
     }
 
     /// Waits up to `timeout` (`None`: forever) for the process to exit; whether it has.
