@@ -248,6 +248,13 @@ fn receive(sock: RawFd) -> Result<([u8; 8], Option<OwnedFd>)> {
     Ok((payload, Some(owned(fd)?)))
 }
 
+impl AsRawFd for Remote {
+    /// The read-only descriptor of the observed process's counters.
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
 /// Another process's statistics, read while it runs (what `hipfile stats` shows).
 pub struct Remote {
     pid: u32,
