@@ -234,6 +234,62 @@ fn host_memory_buffers_under_sanitizers() {
     host_memory(Flavour::Sanitized, "auto");
 }
 
+/// `stats`: the statistics after a known sequence of calls (tests/c/stats.c), read once more
+/// by this process while the program waits: the figures another process sees are the
+/// program's own. `fallback`: the direct path finds no path to the device and the staged path
+/// serves instead, which the statistics count.
+fn statistics(flavour: Flavour, backend: &str, path: &str, fallback: bool) {
+    use hipfile_core::Direction::{Read, Write as Wr};
+    use hipfile_core::stats::{Event, Remote};
+    use std::io::{BufRead, Write};
+    let exe = build("stats", flavour, &[]);
+    let dir = scratch("c-data");
+    let mut env = vec![("HIPFILE_BACKEND", backend), ("HIPFILE_STATS_LEVEL", "3"), ANY_FS];
+    if fallback {
+        env.push(("HIPFILE_MOCK_AIS_STATUS", "19")); // ENODEV: no path to the device
+    }
+    let mut child = program(&exe, &[&dir, Path::new(path), Path::new("wait")], &env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let seen = (|| {
+        let words: Vec<u64> = line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect();
+        let remote = Remote::connect(words[0] as u32).unwrap();
+        let snap = remote.snapshot().unwrap();
+        let (r, w) = (snap.totals(Read, None, None), snap.totals(Wr, None, None));
+        assert_eq!((r.ok, r.bytes), (words[1], words[2]), "the program's own figures");
+        assert_eq!((w.ok, w.err, snap.level), (1, 1, 3));
+        snap.event(Event::FallbackNoPath)
+    })();
+    child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "line {line:?}, stdout {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(seen > 0, fallback, "fallbacks counted: {seen}");
+}
+
+#[test]
+fn statistics_of_the_direct_path() {
+    statistics(Flavour::Plain, "auto", "direct", false);
+}
+
+#[test]
+fn statistics_of_the_staged_path() {
+    statistics(Flavour::Plain, "bounce", "staged", false);
+}
+
+#[test]
+fn statistics_of_a_fallback_to_the_staged_path() {
+    statistics(Flavour::Plain, "auto", "staged", true);
+}
+
+#[test]
+fn statistics_under_sanitizers() {
+    statistics(Flavour::Sanitized, "auto", "direct", false);
+}
+
 /// `logging`: the logging parameters send the library's messages to a file in a directory.
 #[test]
 fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {

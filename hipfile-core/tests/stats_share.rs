@@ -54,7 +54,8 @@ fn another_process_reads_live_and_cannot_interfere() {
     // What a reader gets is read-only: no writable mapping, no write, no resize, no seal.
     let fd = remote_fd(&remote);
     // SAFETY: asks for a shared writable mapping of the descriptor; expected to fail.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    let p =
+        unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
     assert_eq!(p, libc::MAP_FAILED);
     // SAFETY: plain calls on a descriptor we hold; expected to fail.
     unsafe {
@@ -84,7 +85,9 @@ fn another_process_reads_live_and_cannot_interfere() {
     if unsafe { libc::geteuid() } == 0 {
         let status = in_child(|| {
             // SAFETY: drops this child's privileges to `nobody`.
-            if unsafe { libc::setresgid(65534, 65534, 65534) } != 0 || unsafe { libc::setresuid(65534, 65534, 65534) } != 0 {
+            if unsafe { libc::setresgid(65534, 65534, 65534) } != 0
+                || unsafe { libc::setresuid(65534, 65534, 65534) } != 0
+            {
                 return false;
             }
             Remote::connect(me).err().is_some_and(|e| e.kind() == ErrorKind::PermissionDenied)
@@ -105,7 +108,9 @@ fn another_process_reads_live_and_cannot_interfere() {
         let remote = Remote::connect(child);
         own.totals(Direction::Read, None, None).ok == 0
             && own.totals(Direction::Write, None, None).ok == 5
-            && remote.is_ok_and(|r| r.snapshot().is_ok_and(|s| s.pid == child && s.totals(Direction::Write, None, None).ok == 5))
+            && remote.is_ok_and(|r| {
+                r.snapshot().is_ok_and(|s| s.pid == child && s.totals(Direction::Write, None, None).ok == 5)
+            })
     });
     assert_eq!(status, 0, "the forked child's statistics");
     let snap = stats.snapshot();

@@ -72,7 +72,12 @@ fn paired(name: &str, s: &Setup, size: usize, iters: u64) {
         .collect();
     ratios.sort_by(f64::total_cmp);
     let q = |p: usize| ratios[(ratios.len() - 1) * p / 4];
-    println!("paired {name} x {THREADS} threads: level 3 / level 0 time = {:.4} (quartiles {:.4} - {:.4})", q(2), q(1), q(3));
+    println!(
+        "paired {name} x {THREADS} threads: level 3 / level 0 time = {:.4} (quartiles {:.4} - {:.4})",
+        q(2),
+        q(1),
+        q(3)
+    );
 }
 
 fn bench(c: &mut Criterion) {
