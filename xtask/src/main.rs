@@ -226,6 +226,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         ("hipfile-capi/tests/c/host.c", "host_cuda", &over_cuda[..]),
         ("hipfile-capi/tests/c/params.c", "params_cuda", &over_cuda[..]),
         ("hipfile-capi/tests/c/logging.c", "logging_cuda", &over_cuda[..]),
+        ("hipfile-capi/tests/c/stats.c", "stats_cuda", &over_cuda[..]),
     ] {
         let (src, out) = (root.join(source), bundle.join(program));
         let (src, out) = (src.to_string_lossy().into_owned(), out.to_string_lossy().into_owned());

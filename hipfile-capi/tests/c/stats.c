@@ -19,6 +19,7 @@
 int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
+    gpu_init();
     bool direct = strcmp(argv[2], "direct") == 0;
     bool wait = argc > 3 && strcmp(argv[3], "wait") == 0;
 
