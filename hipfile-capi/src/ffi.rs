@@ -277,7 +277,7 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
         let pair = |ok, err| hipFileOpCounter_t { ok: e(ok), err: e(err) };
         let (r, w) = (s.totals(Read, None, None), s.totals(Write, None, None));
         let per_second = |n: u64, us: u64| if us == 0 { 0 } else { (n as u128 * 1_000_000 / us as u128) as u64 };
-        let (submit_us, completion_us) = (s.event_micros(E::BatchSubmitNs), s.event_micros(E::BatchCompletionNs));
+        let (submit_us, completion_us) = (s.event_micros(E::BatchSubmitTime), s.event_micros(E::BatchCompletionTime));
         let completed = e(E::BatchCompleteOk) + e(E::BatchCompleteErr);
         let (last_read, last_write) = s.last_batch();
         hipFileStatsLevel1_t {

@@ -180,7 +180,7 @@ impl<P: Platform> Driver<P> {
             let bytes = |d: Direction| entries.iter().filter(|e| e.direction == d).map(|e| e.size as u64).sum();
             stats.last_batch(bytes(Direction::Read), bytes(Direction::Write));
             stats.event(Event::BatchEntries, entries.len() as u64);
-            stats.event(Event::BatchSubmitNs, stats.since(t));
+            stats.event(Event::BatchSubmitTime, stats.since(t));
         }
         result
     }
@@ -307,7 +307,7 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
     .unwrap_or_else(|_| (0..n).map(|_| Err(OpError::InternalError.into())).collect());
     if let Some(t) = submitted {
         for ((stats, direction), result) in counted.iter().zip(&results) {
-            stats.event(Event::BatchCompletionNs, stats.since(t));
+            stats.event(Event::BatchCompletionTime, stats.since(t));
             match result {
                 Ok(bytes) if *direction == Direction::Read => stats.event(Event::BatchReadBytes, *bytes as u64),
                 Ok(bytes) => stats.event(Event::BatchWriteBytes, *bytes as u64),

@@ -1,6 +1,6 @@
 //! What counting statistics costs (semantics §14): 8 threads reading a page-cached file into
 //! (emulated) GPU memory through the system platform over the mock GPU, 4 KiB and 1 MiB per
-//! call, with the statistics level 0 (off) and 3 (everything).
+//! call, with the statistics level 0 (off) and 3 (everything); and counting one request alone.
 //!
 //! One driver serves both levels (closed, the level staged with the profile-stats parameter,
 //! reopened), so nothing but the level differs. Two runs of the same configuration still differ
@@ -91,10 +91,25 @@ fn bench(c: &mut Criterion) {
         dev: gpu.malloc(THREADS << 20).unwrap(),
     };
     if std::env::args().any(|a| a == "--bench") {
-        for (name, size, iters) in [("4KiB", 4096, 50_000), ("1MiB", 1 << 20, 500)] {
+        for (name, size, iters) in [("4KiB", 4096, 50_000), ("1MiB", 1 << 20, 2000)] {
             paired(name, &s, size, iters);
         }
     }
+    // What counting one request costs by itself (the clock read twice, a few stores).
+    let mut g = c.benchmark_group("count_one_request");
+    for level in [0u8, 1, 3] {
+        let stats = hipfile::stats::Stats::private();
+        stats.set_level(level);
+        g.bench_function(format!("level_{level}"), |b| {
+            b.iter(|| {
+                if let Some(t) = stats.start() {
+                    let ok = Ok(4096);
+                    stats.io(t, hipfile::Direction::Read, hipfile::stats::Path::Staged, 0, 4096, false, &ok);
+                }
+            })
+        });
+    }
+    g.finish();
     for (name, size) in [("read_4KiB_8_threads", 4096), ("read_1MiB_8_threads", 1 << 20)] {
         let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Bytes((THREADS * size) as u64)).sample_size(40);
