@@ -3,9 +3,10 @@
 //! Everything that makes hipfile-rs a hipFile lives here: the error codes and their C
 //! conventions ([`error`]), the configuration read at driver open ([`config`]), registered
 //! files ([`file`](mod@file)), the driver's use count, registries and I/O path ([`driver`]), the
-//! backend interface ([`backend`]) and the GPU runtime interface ([`gpu`]). Backends, the C
-//! ABI and the tools build on it; this crate exports no C symbols, loads no library (the GPU
-//! runtimes are `hipfile-sys`'s) and holds no global state.
+//! backend interface ([`backend`]), the GPU runtime interface ([`gpu`]) and the statistics
+//! ([`stats`]). Backends, the C ABI and the tools build on it; this crate exports no C symbols,
+//! loads no library (the GPU runtimes are `hipfile-sys`'s) and holds no global state but the
+//! fork generation and which statistics slot each thread owns.
 //!
 //! Invariants it keeps:
 //! - a handle is an opaque key: garbage or stale keys are `hipFileHandleNotRegistered`;
