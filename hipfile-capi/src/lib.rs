@@ -683,7 +683,7 @@ fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T) -> hi
     })
 }
 
-/// `hipFileGetStatsL1`: requests, bytes, times and calls, per direction ([`get_stats`]).
+/// `hipFileGetStatsL1`: requests, bytes, times and calls, per direction (semantics §14: `hipFileInvalidValue` for null; fields not counted are zero).
 ///
 /// # Safety
 /// `stats` must be null or point to a writable `hipFileStatsLevel1_t`.
@@ -692,7 +692,7 @@ pub unsafe extern "C" fn hipFileGetStatsL1(stats: *mut ffi::hipFileStatsLevel1_t
     get_stats(stats)
 }
 
-/// `hipFileGetStatsL2`: level 1 and the size histograms ([`get_stats`]).
+/// `hipFileGetStatsL2`: level 1 and the size histograms (semantics §14: `hipFileInvalidValue` for null; fields not counted are zero).
 ///
 /// # Safety
 /// `stats` must be null or point to a writable `hipFileStatsLevel2_t`.
@@ -701,7 +701,7 @@ pub unsafe extern "C" fn hipFileGetStatsL2(stats: *mut ffi::hipFileStatsLevel2_t
     get_stats(stats)
 }
 
-/// `hipFileGetStatsL3`: level 2 and each GPU's figures ([`get_stats`]).
+/// `hipFileGetStatsL3`: level 2 and each GPU's figures (semantics §14: `hipFileInvalidValue` for null; fields not counted are zero).
 ///
 /// # Safety
 /// `stats` must be null or point to a writable `hipFileStatsLevel3_t`.

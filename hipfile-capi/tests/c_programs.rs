@@ -255,7 +255,7 @@ fn statistics(flavour: Flavour, backend: &str, path: &str, fallback: bool) {
         .unwrap();
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let seen = (|| {
+    let seen = {
         let words: Vec<u64> = line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect();
         let remote = Remote::connect(words[0] as u32).unwrap();
         let snap = remote.snapshot().unwrap();
@@ -263,7 +263,7 @@ fn statistics(flavour: Flavour, backend: &str, path: &str, fallback: bool) {
         assert_eq!((r.ok, r.bytes), (words[1], words[2]), "the program's own figures");
         assert_eq!((w.ok, w.err, snap.level), (1, 1, 3));
         snap.event(Event::FallbackNoPath)
-    })();
+    };
     child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "line {line:?}, stdout {}", String::from_utf8_lossy(&out.stdout));

@@ -57,12 +57,12 @@ fn another_process_reads_live_and_cannot_interfere() {
     let p =
         unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
     assert_eq!(p, libc::MAP_FAILED);
-    // SAFETY: plain calls on a descriptor we hold; expected to fail.
-    unsafe {
-        assert_eq!(libc::write(fd, b"x".as_ptr().cast(), 1), -1);
-        assert_eq!(libc::ftruncate(fd, 0), -1);
-        assert_eq!(libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_WRITE), -1);
-    }
+    // SAFETY: writes one byte from a live buffer; expected to fail.
+    assert_eq!(unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) }, -1);
+    // SAFETY: a plain call on a descriptor we hold; expected to fail.
+    assert_eq!(unsafe { libc::ftruncate(fd, 0) }, -1);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_WRITE) }, -1);
     // A read-only mapping works.
     // SAFETY: a read-only shared mapping of a file of at least a page, unmapped below.
     let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
@@ -84,10 +84,11 @@ fn another_process_reads_live_and_cannot_interfere() {
     // SAFETY: no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         let status = in_child(|| {
-            // SAFETY: drops this child's privileges to `nobody`.
-            if unsafe { libc::setresgid(65534, 65534, 65534) } != 0
-                || unsafe { libc::setresuid(65534, 65534, 65534) } != 0
-            {
+            // SAFETY: drops this child's group to `nogroup`.
+            let group = unsafe { libc::setresgid(65534, 65534, 65534) };
+            // SAFETY: drops this child's user to `nobody`.
+            let user = unsafe { libc::setresuid(65534, 65534, 65534) };
+            if group != 0 || user != 0 {
                 return false;
             }
             Remote::connect(me).err().is_some_and(|e| e.kind() == ErrorKind::PermissionDenied)

@@ -13,8 +13,8 @@
 //! - 2: the same per size class (the size histograms of `hipFileStatsLevel2_t`);
 //! - 3: the same per GPU as well (`hipFilePerGpuStats_t`).
 //!
-//! Times are summed in ticks of the cheapest steady clock ([`now`]) and converted to
-//! microseconds when read.
+//! Times are summed in ticks of the cheapest steady clock (the CPU's time-stamp counter where it
+//! runs at one rate, else `CLOCK_MONOTONIC`) and converted to microseconds when read.
 
 mod share;
 
@@ -172,9 +172,11 @@ impl Region {
 
     fn word(&self, i: usize) -> &AtomicU64 {
         assert!(i < REGION_WORDS);
-        // SAFETY: `words` maps REGION_WORDS words (zeroed at creation, so valid atomics) for
-        // the life of `self`, and `i` is in range.
-        unsafe { &*self.words.add(i) }
+        // SAFETY: `i` is in range of the REGION_WORDS words `words` maps.
+        let word = unsafe { self.words.add(i) };
+        // SAFETY: the mapping lives as long as `self`, and its words (zeroed at creation) are
+        // valid atomics, only ever accessed as such.
+        unsafe { &*word }
     }
 
     fn unmap(&self) {
@@ -198,7 +200,7 @@ pub fn size_class(bytes: usize) -> usize {
 /// Whether a request is not aligned for direct I/O on `file` (its offset, size or memory).
 pub fn unaligned(file: &crate::file::FileHandle, addr: usize, len: usize, offset: u64) -> bool {
     let (off_align, mem_align) = (file.dio_offset_align() as u64, file.dio_mem_align() as usize);
-    off_align == 0 || (offset | len as u64) % off_align != 0 || addr % mem_align.max(1) != 0
+    off_align == 0 || !(offset | len as u64).is_multiple_of(off_align) || !addr.is_multiple_of(mem_align.max(1))
 }
 
 /// Which slots a thread owns (process-wide: a slot index means the same in every region).

@@ -201,13 +201,16 @@ fn send(sock: RawFd, payload: &[u8; 8], fd: Option<RawFd>) -> Result<()> {
         msg.msg_control = control.0.as_mut_ptr().cast();
         // SAFETY: `msg` describes `control`, large enough for one header and one descriptor.
         let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-        // SAFETY: `cmsg` points into `control` (non-null: the buffer holds a header).
-        unsafe {
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
-        }
+        // SAFETY: CMSG_LEN is arithmetic.
+        let len = unsafe { libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) };
+        let header = libc::cmsghdr { cmsg_len: len as _, cmsg_level: libc::SOL_SOCKET, cmsg_type: libc::SCM_RIGHTS };
+        // SAFETY: `cmsg` points into `control` (non-null: the buffer holds a header; aligned:
+        // `Control` is aligned for it).
+        unsafe { cmsg.write(header) };
+        // SAFETY: the data of the header just written, inside `control`.
+        let data = unsafe { libc::CMSG_DATA(cmsg) };
+        // SAFETY: `control` has room for one descriptor after the header.
+        unsafe { data.cast::<RawFd>().write_unaligned(fd) };
     }
     // SAFETY: `msg` points at live buffers for the call.
     let n = unsafe { libc::sendmsg(sock, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
@@ -238,13 +241,15 @@ fn receive(sock: RawFd) -> Result<([u8; 8], Option<OwnedFd>)> {
     if cmsg.is_null() {
         return Ok((payload, None));
     }
-    // SAFETY: a control message recvmsg wrote into `control`.
-    let (level, kind) = unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type) };
-    if level != libc::SOL_SOCKET || kind != libc::SCM_RIGHTS {
+    // SAFETY: a control message recvmsg wrote into `control` (aligned: `Control` is).
+    let header = unsafe { cmsg.read() };
+    if header.cmsg_level != libc::SOL_SOCKET || header.cmsg_type != libc::SCM_RIGHTS {
         return Ok((payload, None));
     }
+    // SAFETY: the data of that message, inside `control`.
+    let data = unsafe { libc::CMSG_DATA(cmsg) };
     // SAFETY: an SCM_RIGHTS message carries at least one descriptor, now ours.
-    let fd = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>()) };
+    let fd = unsafe { data.cast::<RawFd>().read_unaligned() };
     Ok((payload, Some(owned(fd)?)))
 }
 

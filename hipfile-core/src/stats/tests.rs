@@ -12,7 +12,7 @@ fn stats_at(level: u8) -> Arc<Stats> {
 
 fn count(s: &Stats, dir: Direction, path: Path, device: i32, size: usize, result: Result<usize>) {
     let t = s.start().unwrap_or(0);
-    s.io(t, dir, path, device, size, size % 4096 != 0, &result);
+    s.io(t, dir, path, device, size, !size.is_multiple_of(4096), &result);
 }
 
 #[test]
