@@ -105,10 +105,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
         tracing::debug!(target: "hipfile", "{why}");
     }
     let backend = args.backend.clone();
-    let driver = Arc::new(Driver::with_env(platform, move |name| match (name, &backend) {
-        ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
-        _ => std::env::var(name).ok(),
-    }));
+    // Published: another process (`hipfile_core::stats::Remote`) can watch the run.
+    let driver = Arc::new(
+        Driver::with_env(platform, move |name| match (name, &backend) {
+            ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
+            _ => std::env::var(name).ok(),
+        })
+        .with_stats(hipfile::stats::Stats::published()),
+    );
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
 

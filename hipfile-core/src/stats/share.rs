@@ -48,9 +48,10 @@ fn address(pid: u32) -> (libc::sockaddr_un, libc::socklen_t) {
 
 /// The publishing side: the memory file, its read-only twin, and the server once started.
 pub(super) struct Shared {
+    /// First, so it stops (its thread uses `readonly`) before the descriptors close.
+    server: Option<Server>,
     memfd: OwnedFd,
     readonly: OwnedFd,
-    server: Option<Server>,
 }
 
 impl Shared {
@@ -67,7 +68,7 @@ impl Shared {
         let path = CString::new(format!("/proc/self/fd/{}", memfd.as_raw_fd())).expect("no NUL");
         // SAFETY: a valid C string; a new descriptor of the same file, read-only.
         let readonly = owned(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
-        Ok(Shared { memfd, readonly, server: None })
+        Ok(Shared { server: None, memfd, readonly })
     }
 
     pub(super) fn fd(&self) -> RawFd {
