@@ -298,24 +298,25 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
         state.running += n;
     }
     let (cookies, planned): (Vec<usize>, Vec<Planned<B>>) = entries.into_iter().unzip();
-    let counted: Vec<_> = planned.iter().map(|p| (p.stats(), p.direction())).collect();
+    let stats = planned.first().map(Planned::stats);
+    let directions: Vec<Direction> = planned.iter().map(Planned::direction).collect();
     // A panic would leave the entries running forever (and a cancel waiting for them).
     let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match planned.len() {
         1 => vec![planned.into_iter().next().expect("one").run()],
         _ => Planned::run_many(planned),
     }))
     .unwrap_or_else(|_| (0..n).map(|_| Err(OpError::InternalError.into())).collect());
-    if let Some(t) = submitted {
-        for ((stats, direction), result) in counted.iter().zip(&results) {
-            stats.event(Event::BatchCompletionTime, stats.since(t));
-            match result {
-                Ok(bytes) if *direction == Direction::Read => stats.event(Event::BatchReadBytes, *bytes as u64),
-                Ok(bytes) => stats.event(Event::BatchWriteBytes, *bytes as u64),
-                Err(_) => stats.event(Event::BatchCompleteErr, 1),
-            }
-            if result.is_ok() {
-                stats.event(Event::BatchCompleteOk, 1);
-            }
+    if let (Some(t), Some(stats)) = (submitted, stats) {
+        let elapsed = stats.since(t);
+        for (direction, result) in directions.iter().zip(&results) {
+            stats.event(Event::BatchCompletionTime, elapsed);
+            let Ok(bytes) = result else {
+                stats.event(Event::BatchCompleteErr, 1);
+                continue;
+            };
+            let moved = if *direction == Direction::Read { Event::BatchReadBytes } else { Event::BatchWriteBytes };
+            stats.event(moved, *bytes as u64);
+            stats.event(Event::BatchCompleteOk, 1);
         }
     }
     let _section = crate::fork::section();

@@ -51,7 +51,7 @@ pub(super) struct Shared {
     /// First, so it stops (its thread uses `readonly`) before the descriptors close.
     server: Option<Server>,
     memfd: OwnedFd,
-    readonly: OwnedFd,
+    readonly: std::fs::File,
 }
 
 impl Shared {
@@ -67,12 +67,17 @@ impl Shared {
         cvt(unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) })?;
         let path = CString::new(format!("/proc/self/fd/{}", memfd.as_raw_fd())).expect("no NUL");
         // SAFETY: a valid C string; a new descriptor of the same file, read-only.
-        let readonly = owned(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
+        let readonly = owned(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?.into();
         Ok(Shared { server: None, memfd, readonly })
     }
 
     pub(super) fn fd(&self) -> RawFd {
         self.memfd.as_raw_fd()
+    }
+
+    /// The counters, read from the file ([`snapshot`]).
+    pub(super) fn snapshot(&self) -> Result<Snapshot> {
+        snapshot(&self.readonly)
     }
 
     /// Starts the server, unless it runs. Failing (no socket, the name taken, no thread) only
@@ -261,6 +266,24 @@ impl AsRawFd for Remote {
     }
 }
 
+/// The counters of the memory file `file`, read with `pread` (reading a shared mapping would
+/// give the file memory for every page looked at; reading holes does not).
+pub(super) fn snapshot(file: &std::fs::File) -> Result<Snapshot> {
+    let mut words = vec![0u64; REGION_WORDS];
+    let read = |words: &mut [u64], at: usize| -> Result<()> {
+        // SAFETY: viewing initialised u64s as bytes is always valid.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+        file.read_exact_at(bytes, (at * 8) as u64)
+    };
+    read(&mut words[..HEADER_WORDS], 0)?;
+    let used = words[header::SLOTS_USED];
+    for slot in (0..SLOTS).filter(|s| used & (1 << s) != 0) {
+        let at = HEADER_WORDS + slot * SLOT_WORDS;
+        read(&mut words[at..at + SLOT_WORDS], at)?;
+    }
+    Ok(Snapshot::read(&|i| words.get(i).copied().unwrap_or(0)))
+}
+
 /// Another process's statistics, read while it runs (what `hipfile stats` shows).
 pub struct Remote {
     pid: u32,
@@ -343,19 +366,7 @@ impl Remote {
 
     /// The counters now (read, not mapped: nothing of the observed process changes).
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let mut words = vec![0u64; REGION_WORDS];
-        let read = |words: &mut [u64], at: usize| -> Result<()> {
-            // SAFETY: viewing initialised u64s as bytes is always valid.
-            let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
-            self.file.read_exact_at(bytes, (at * 8) as u64)
-        };
-        read(&mut words[..HEADER_WORDS], 0)?;
-        let used = words[header::SLOTS_USED];
-        for slot in (0..SLOTS).filter(|s| used & (1 << s) != 0) {
-            let at = HEADER_WORDS + slot * SLOT_WORDS;
-            read(&mut words[at..at + SLOT_WORDS], at)?;
-        }
-        Ok(Snapshot::read(&|i| words.get(i).copied().unwrap_or(0)))
+        snapshot(&self.file)
     }
 
     /// Waits up to `timeout` (`None`: forever) for the process to exit; whether it has.
