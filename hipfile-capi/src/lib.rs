@@ -38,8 +38,9 @@ pub const VERSION: (u32, u32, u32) = (0, 2, 0);
 
 static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
 
-/// The process-wide driver, or why there is none (no usable HIP runtime).
-fn driver() -> Result<&'static Driver<SystemPlatform>> {
+/// The process-wide driver, or why there is none (no usable HIP runtime): the one every C
+/// call uses, and the C++ API (`hipfile-cxx`) too.
+pub fn driver() -> Result<&'static Driver<SystemPlatform>> {
     DRIVER
         .get_or_init(|| {
             hipfile::log::install(|| hipfile::log::Sink::Off);

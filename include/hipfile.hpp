@@ -1,0 +1,266 @@
+/*
+ * hipfile.hpp: the C++ API of hipfile-rs (C++17), over the same process-wide driver as the C API
+ * of hipfile.h, which it includes: C and C++ calls in one program share one use count and one
+ * registry. Link libhipfile_cxx.a, which carries both (README, "C++").
+ *
+ * - hipfile::Driver: a use of the driver, opened by the constructor and closed by the destructor.
+ * - hipfile::File: a registered file, from a descriptor the caller keeps or from a path (then it
+ *   owns the descriptor); deregistered (and the descriptor closed) by the destructor.
+ * - hipfile::Buffer: registered device memory, deregistered by the destructor.
+ * - hipfile::Batch: a batch, destroyed (its entries canceled and waited for) by the destructor.
+ * - Objects move and never copy; a moved-from object holds nothing and destroys nothing.
+ * - Every failure throws hipfile::Error: hipFile's code (code()), the errno of a system error
+ *   (sys_errno(), else 0), the HIP runtime's error (hip_error(), else 0), and a message that
+ *   starts with hipFileGetOpErrorString's text for the code.
+ */
+#ifndef HIPFILE_HPP
+#define HIPFILE_HPP
+
+#include <hipfile.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+#include "hipfile-cxx/src/lib.rs.h"
+#include "rust/cxx.h"
+
+namespace hipfile {
+
+/* A failed call: what hipFileError_t, errno and the HIP runtime said. */
+class Error : public std::runtime_error {
+public:
+    Error(int code, int sys_errno, int hip_error, const std::string &what)
+        : std::runtime_error(what), code_(code), sys_errno_(sys_errno), hip_error_(hip_error)
+    {
+    }
+    /* hipFile's code (hipFileOpError_t); for a system error, the code hipFileError_t would carry. */
+    int code() const noexcept { return code_; }
+    /* The errno of a system error, else 0. */
+    int sys_errno() const noexcept { return sys_errno_; }
+    /* The HIP runtime's error (with code() == hipFileHipDriverError), else 0. */
+    int hip_error() const noexcept { return hip_error_; }
+
+private:
+    int code_, sys_errno_, hip_error_;
+};
+
+namespace detail {
+/* Runs a bridge call; its failure becomes hipfile::Error. */
+template <class F> auto call(F &&f) -> decltype(f())
+{
+    try {
+        return f();
+    }
+    catch (const rust::Error &) {
+        bridge::Failure failure = bridge::last_failure();
+        std::string what = hipFileGetOpErrorString(static_cast<hipFileOpError_t>(failure.code));
+        what += ": ";
+        what += std::string(failure.what);
+        throw Error(failure.code, failure.sys_errno, failure.hip, what);
+    }
+}
+} // namespace detail
+
+struct Version {
+    unsigned major_version, minor_version, patch_version;
+};
+
+/* The library's version (hipFileGetVersion's). */
+inline Version version()
+{
+    bridge::Version v = bridge::version();
+    return Version{v.major_version, v.minor_version, v.patch_version};
+}
+
+/* One backend the platform knows of: available, or why not. */
+struct Capability {
+    std::string backend;
+    bool direct;
+    bool available;
+    std::string why_not;
+};
+
+/* A use of the driver: hipFileDriverOpen when made, hipFileDriverClose when destroyed. */
+class Driver {
+public:
+    Driver() : use_(detail::call([] { return bridge::open_driver(); })) {}
+    Driver(Driver &&) noexcept = default;
+    Driver &operator=(Driver &&) noexcept = default;
+
+    /* hipFileUseCount. */
+    static std::int64_t use_count() { return bridge::use_count(); }
+    /* The backends the driver opened with, in the order it tries them. */
+    static std::vector<std::string> backends()
+    {
+        std::vector<std::string> names;
+        for (const rust::String &name : bridge::backends()) {
+            names.emplace_back(name);
+        }
+        return names;
+    }
+    /* Every backend the platform knows of, available or not and why not. */
+    static std::vector<Capability> capabilities()
+    {
+        std::vector<Capability> out;
+        for (const bridge::Capability &c : detail::call([] { return bridge::capabilities(); })) {
+            out.push_back(Capability{std::string(c.backend), c.direct, c.available, std::string(c.why_not)});
+        }
+        return out;
+    }
+
+private:
+    rust::Box<bridge::DriverUse> use_;
+};
+
+/* Registered device memory (hipFileBufRegister), deregistered when destroyed. */
+class Buffer {
+public:
+    Buffer(void *base, std::size_t length, int flags = 0)
+        : buffer_(detail::call(
+              [&] { return bridge::register_buffer(static_cast<std::uint8_t *>(base), length, flags); }))
+    {
+    }
+    Buffer(Buffer &&) noexcept = default;
+    Buffer &operator=(Buffer &&) noexcept = default;
+
+    void *data() const { return reinterpret_cast<void *>(buffer_->base()); }
+    std::size_t size() const { return buffer_->len(); }
+
+private:
+    rust::Box<bridge::Buffer> buffer_;
+};
+
+/* A registered file (hipFileHandleRegister), deregistered when destroyed. */
+class File {
+public:
+    /* Registers `fd`, which the caller keeps (and closes after this object is gone). */
+    explicit File(int fd) : file_(detail::call([&] { return bridge::register_fd(fd); })) {}
+    /* Opens `path` with `flags` (O_CLOEXEC added) and registers it; the descriptor is closed
+     * with this object. */
+    File(const std::string &path, int flags, mode_t mode = 0644)
+        : file_(detail::call([&] { return bridge::open_file(path, flags, static_cast<std::uint32_t>(mode)); }))
+    {
+    }
+    File(File &&) noexcept = default;
+    File &operator=(File &&) noexcept = default;
+
+    int fd() const { return file_->fd(); }
+    /* The handle C calls take (hipFileRead(file.handle(), ...)). */
+    hipFileHandle_t handle() const { return reinterpret_cast<hipFileHandle_t>(file_->handle()); }
+    /* "" when a direct (storage to GPU) backend would serve this file, else why none would. */
+    std::string direct_verdict() const
+    {
+        return std::string(detail::call([&] { return file_->direct_verdict(); }));
+    }
+
+    /* hipFileRead: the bytes read (fewer at the end of the file). */
+    std::size_t read(void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
+    {
+        return detail::call(
+            [&] { return file_->read(static_cast<std::uint8_t *>(buffer), size, file_offset, buffer_offset); });
+    }
+    /* hipFileWrite: the bytes written. */
+    std::size_t write(const void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
+    {
+        return detail::call([&] {
+            return file_->write(static_cast<const std::uint8_t *>(buffer), size, file_offset, buffer_offset);
+        });
+    }
+    /* hipFileReadAsync: queued on `stream`; the pointed-to values are read when the stream gets
+     * there and must live until then; *bytes_read receives the result. */
+    void read_async(void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset, ssize_t *bytes_read,
+                    hipStream_t stream) const
+    {
+        detail::call([&] {
+            file_->read_async(static_cast<std::uint8_t *>(buffer), size, reinterpret_cast<std::int64_t *>(file_offset),
+                              reinterpret_cast<std::int64_t *>(buffer_offset), reinterpret_cast<rust::isize *>(bytes_read),
+                              reinterpret_cast<std::size_t>(stream));
+        });
+    }
+    /* hipFileWriteAsync, as read_async. */
+    void write_async(void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset, ssize_t *bytes_written,
+                     hipStream_t stream) const
+    {
+        detail::call([&] {
+            file_->write_async(static_cast<std::uint8_t *>(buffer), size, reinterpret_cast<std::int64_t *>(file_offset),
+                               reinterpret_cast<std::int64_t *>(buffer_offset),
+                               reinterpret_cast<rust::isize *>(bytes_written), reinterpret_cast<std::size_t>(stream));
+        });
+    }
+
+private:
+    rust::Box<bridge::File> file_;
+};
+
+/* hipFileStreamRegister / hipFileStreamDeregister. */
+inline void register_stream(hipStream_t stream, unsigned flags)
+{
+    detail::call([&] { bridge::register_stream(reinterpret_cast<std::size_t>(stream), flags); });
+}
+inline void deregister_stream(hipStream_t stream)
+{
+    detail::call([&] { bridge::deregister_stream(reinterpret_cast<std::size_t>(stream)); });
+}
+
+/* One entry of a batch, and a finished one. */
+struct BatchIo {
+    bool write;
+    const File *file;
+    void *buffer;
+    off_t buffer_offset;
+    off_t file_offset;
+    std::size_t size;
+    std::size_t cookie;
+};
+struct BatchDone {
+    std::size_t cookie;
+    /* Bytes moved, or a negative errno or hipFile code. */
+    std::int64_t result;
+};
+
+/* A batch (hipFileBatchIOSetUp), destroyed when this object is. */
+class Batch {
+public:
+    explicit Batch(unsigned capacity) : batch_(detail::call([&] { return bridge::batch_setup(capacity); })) {}
+    Batch(Batch &&) noexcept = default;
+    Batch &operator=(Batch &&) noexcept = default;
+
+    /* hipFileBatchIOSubmit: all entries are checked before any runs. */
+    void submit(const std::vector<BatchIo> &ios) const
+    {
+        std::vector<bridge::BatchIo> entries;
+        for (const BatchIo &io : ios) {
+            entries.push_back(bridge::BatchIo{io.write, reinterpret_cast<std::size_t>(io.file->handle()),
+                                              reinterpret_cast<std::size_t>(io.buffer), io.buffer_offset,
+                                              io.file_offset, io.size, io.cookie});
+        }
+        detail::call([&] { batch_->submit(rust::Slice<const bridge::BatchIo>(entries.data(), entries.size())); });
+    }
+    /* hipFileBatchIOGetStatus: waits for `min` entries (at most `timeout_ns`; negative: no
+     * limit), returns up to `max`. */
+    std::vector<BatchDone> status(unsigned min, unsigned max, std::int64_t timeout_ns = -1) const
+    {
+        std::vector<BatchDone> out;
+        for (const bridge::BatchDone &d : detail::call([&] { return batch_->status(min, max, timeout_ns); })) {
+            out.push_back(BatchDone{d.cookie, d.result});
+        }
+        return out;
+    }
+    /* hipFileBatchIOCancel. */
+    void cancel() const
+    {
+        detail::call([&] { batch_->cancel(); });
+    }
+
+private:
+    rust::Box<bridge::Batch> batch_;
+};
+
+} // namespace hipfile
+
+#endif
