@@ -16,8 +16,7 @@ fn build(src: &str, sanitized: bool) -> PathBuf {
     require_hip_headers();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let lib = lib_dir();
-    let archive = deps_dir().parent().expect("profile directory").join("libhipfile_cxx.a");
-    assert!(archive.exists(), "{} not built", archive.display());
+    let archive = archive();
     let name = Path::new(src).file_stem().unwrap().to_string_lossy().into_owned();
     let exe = scratch("cpp").join(format!("{name}{}-{}", if sanitized { "-san" } else { "" }, std::process::id()));
     let mut cmd = cxx();
@@ -40,6 +39,21 @@ fn build(src: &str, sanitized: bool) -> PathBuf {
         .arg(&exe);
     run_ok(&mut cmd);
     exe
+}
+
+/// `libhipfile_cxx.a` as this test run built it: cargo puts it in `deps` under a name with a
+/// hash (and copies it to the profile directory only when the crate itself is built), so the
+/// newest of that name.
+fn archive() -> PathBuf {
+    let newest = std::fs::read_dir(deps_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("libhipfile_cxx") && name.ends_with(".a")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok());
+    newest.expect("libhipfile_cxx.a built with the tests").path()
 }
 
 fn suite(sanitized: bool) {
