@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use hipfile::{BatchEntry, BatchId, Direction, Error, HandleId, OpError, SystemPlatform};
 
-/// The bridge: what C++ sees (namespace `hipfile::bridge`), used through `hipfile.hpp`.
-#[allow(unreachable_pub)]
+/// The bridge: what C++ sees (namespace `hipfile::bridge`), used through `hipfile.hpp`. The
+/// `unsafe` in the code `cxx` generates is its own (checked by its authors, not annotated).
+#[allow(unreachable_pub, clippy::multiple_unsafe_ops_per_block, clippy::undocumented_unsafe_blocks)]
 #[cxx::bridge(namespace = "hipfile::bridge")]
 mod ffi {
     /// What the last failing call of this thread reported.
