@@ -8,7 +8,7 @@
 //! share one use count and one registry, and `libhipfile_cxx.a` carries both APIs.
 //!
 //! Failures: a bridge function that fails records what failed in a per-thread slot
-//! ([`ffi::Failure`], read by `last_failure`) and returns an error, which `cxx` throws as
+//! (`Failure`, read by `last_failure`) and returns an error, which `cxx` throws as
 //! `rust::Error`; `hipfile.hpp` catches it and throws `hipfile::Error` with the recorded
 //! fields. No panic crosses into C++ (`cxx` would abort): each function runs inside
 //! `catch_unwind`, and a panic is `hipFileInternalError`.
@@ -142,7 +142,7 @@ thread_local! {
 }
 
 /// An error on its way to C++: its text (what `rust::Error::what` gives); the fields are in
-/// the thread's [`ffi::Failure`].
+/// the thread's `Failure`.
 #[derive(Debug)]
 pub struct Failed(String);
 
