@@ -191,6 +191,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     // Apart: built with the tool, the C library would get the tool's features (the mock GPU).
     run("cargo", &["build", "--release", "--locked", "-p", "hipfile-capi"], &[])?;
     run("cargo", &["build", "--release", "--locked", "-p", "hipfile-tools"], &[])?;
+    run("cargo", &["build", "--release", "--locked", "-p", "hipfile-cxx"], &[])?;
     let bundle = root.join("target/gpu-bench");
     std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
     let copies = [
@@ -237,6 +238,13 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         args.extend(["-Wl,-rpath,$ORIGIN", "-o", out.as_str()]);
         run("cc", &args, &[])?;
     }
+    // The README's C++ example, its HIP calls sent to CUDA's runtime.
+    let example = bundle.join("roundtrip_cuda").to_string_lossy().into_owned();
+    let mut args = vec!["-std=c++17", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__"];
+    args.extend(["-include", "xtask/gpu-bench/hip_over_cuda.hpp", "-Iinclude", "-Itarget/cxxbridge"]);
+    args.extend(["hipfile-cxx/examples/roundtrip.cpp", "target/release/libhipfile_cxx.a"]);
+    args.extend(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s", "-o", example.as_str()]);
+    run("c++", &args, &[])?;
     // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
     let (src, out) = (probe_src.to_string_lossy().into_owned(), probe.to_string_lossy().into_owned());
