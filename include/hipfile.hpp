@@ -85,6 +85,13 @@ struct Capability {
     std::string why_not;
 };
 
+/* What one open backend has served since the driver opened. */
+struct Served {
+    std::string backend;
+    std::uint64_t requests;
+    std::uint64_t bytes;
+};
+
 /* A use of the driver: hipFileDriverOpen when made, hipFileDriverClose when destroyed. */
 class Driver {
 public:
@@ -102,6 +109,15 @@ public:
             names.emplace_back(name);
         }
         return names;
+    }
+    /* Each open backend and what it served (which backend serves a process's requests). */
+    static std::vector<Served> served()
+    {
+        std::vector<Served> out;
+        for (const bridge::Served &s : bridge::served()) {
+            out.push_back(Served{std::string(s.backend), s.requests, s.bytes});
+        }
+        return out;
     }
     /* Every backend the platform knows of, available or not and why not. */
     static std::vector<Capability> capabilities()

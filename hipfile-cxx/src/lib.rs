@@ -52,6 +52,13 @@ mod ffi {
         why_not: String,
     }
 
+    /// What one open backend has served.
+    struct Served {
+        backend: String,
+        requests: u64,
+        bytes: u64,
+    }
+
     /// One entry of a batch.
     struct BatchIo {
         write: bool,
@@ -82,6 +89,7 @@ mod ffi {
         fn version() -> Version;
         fn backends() -> Vec<String>;
         fn capabilities() -> Result<Vec<Capability>>;
+        fn served() -> Vec<Served>;
 
         fn register_fd(fd: i32) -> Result<Box<File>>;
         fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>>;
@@ -229,6 +237,21 @@ fn capabilities() -> Result<Vec<ffi::Capability>> {
             })
             .collect())
     })
+}
+
+/// Each open backend and what it served (requests, bytes) since the driver opened.
+fn served() -> Vec<ffi::Served> {
+    std::panic::catch_unwind(|| {
+        let Ok(d) = driver() else { return Vec::new() };
+        d.backend_counters()
+            .into_iter()
+            .map(|(name, counters)| {
+                let get = |key: &str| counters.iter().find(|(k, _)| *k == key).map_or(0, |(_, v)| *v);
+                ffi::Served { backend: name.into(), requests: get("served_requests"), bytes: get("served_bytes") }
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// A registered file: deregistered when dropped, then its descriptor closed if it owns one.
