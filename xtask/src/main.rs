@@ -2,6 +2,8 @@
 //! on a fresh Debian 12 machine that has only Rust; `cargo xtask gpu-bench` prepares one run of
 //! the GPU benchmark (ours beside the peer baseline) on the H200 machine.
 
+mod dist;
+
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -11,6 +13,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("gpu-bench") => gpu_bench(&args[1..]),
         Some("unsafe") => unsafe_report(args.get(1).map(String::as_str)),
+        Some("dist") => dist::dist(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest"
@@ -21,6 +24,9 @@ fn main() -> ExitCode {
             );
             eprintln!(
                 "       cargo xtask unsafe [REV]     # unsafe blocks and unsafe fns per crate (the work tree, or a commit)"
+            );
+            eprintln!(
+                "       cargo xtask dist PREFIX [--debug]  # an install tree: libraries, headers, pkg-config, CMake, the tool"
             );
             return ExitCode::from(2);
         }
@@ -103,8 +109,14 @@ fn workspace_root() -> std::path::PathBuf {
 /// Debian packages the tests need, each with a file that shows it is installed: HIP headers
 /// (and Debian's libamdhip64) for the C programs and the HIP ABI check, a C++ compiler for
 /// the header check, binutils for `nm`/`readelf`.
-const PACKAGES: [(&str, &str); 3] =
-    [("libamdhip64-dev", "/usr/include/hip/hip_runtime_api.h"), ("g++", "/usr/bin/g++"), ("binutils", "/usr/bin/nm")];
+const PACKAGES: [(&str, &str); 5] = [
+    ("libamdhip64-dev", "/usr/include/hip/hip_runtime_api.h"),
+    ("g++", "/usr/bin/g++"),
+    ("binutils", "/usr/bin/nm"),
+    // The install tree's tests: a C program built with pkg-config, a CMake project.
+    ("pkg-config", "/usr/bin/pkg-config"),
+    ("cmake", "/usr/bin/cmake"),
+];
 
 /// Installs missing Debian packages (as root, which CI is; otherwise says what to install).
 fn install_packages() -> Result<(), String> {

@@ -1,0 +1,145 @@
+//! `cargo xtask dist PREFIX [--debug]`: an install tree a C or C++ build system finds without
+//! hand-made links (built in `CARGO_TARGET_DIR` where set).
+//!
+//! ```text
+//! PREFIX/bin/hipfile                              the tool
+//! PREFIX/include/hipfile.h, hipfile.hpp           the C and C++ APIs
+//! PREFIX/include/hipfile-cxx/src/lib.rs.h         the C++ bridge (generated), and rust/cxx.h
+//! PREFIX/lib/libhipfile.so.0.2.0                  the C library, and its links
+//! PREFIX/lib/libhipfile.so.0 -> libhipfile.so.0.2.0   (the SONAME programs load)
+//! PREFIX/lib/libhipfile.so -> libhipfile.so.0         (what -lhipfile links)
+//! PREFIX/lib/libhipfile.a                         the C library, static
+//! PREFIX/lib/libhipfile_cxx.a                     the C++ and C APIs, static
+//! PREFIX/lib/libhipfile_mockhip.so                the mock HIP runtime (no GPU)
+//! PREFIX/lib/pkgconfig/hipfile.pc                 pkg-config
+//! PREFIX/lib/cmake/hipfile/hipfile-config.cmake   find_package(hipfile): hip::hipfile, ...
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use crate::{run, workspace_root};
+
+/// The library's version (the C API's `HIPFILE_VERSION_*`).
+const VERSION: &str = "0.2.0";
+
+/// What static links of the Rust archives need from the system (`--print native-static-libs`).
+const STATIC_LIBS: [&str; 6] = ["pthread", "dl", "m", "rt", "util", "gcc_s"];
+
+/// Builds (release, or debug) and installs into `prefix`.
+pub(crate) fn dist(args: &[String]) -> Result<(), String> {
+    let (debug, rest): (Vec<&String>, Vec<&String>) = args.iter().partition(|a| *a == "--debug");
+    let [prefix] = rest.as_slice() else {
+        return Err("usage: cargo xtask dist PREFIX [--debug]".into());
+    };
+    let prefix = std::path::absolute(prefix).map_err(|e| format!("{prefix}: {e}"))?;
+    let profile = if debug.is_empty() { "release" } else { "debug" };
+    let release: &[&str] = if profile == "release" { &["--release"] } else { &[] };
+    let libraries = ["build", "--locked", "-p", "hipfile-capi", "-p", "hipfile-cxx", "-p", "hipfile-mockhip"];
+    run("cargo", &[&libraries[..], release].concat(), &[])?;
+    // Apart: built with the tool, the C library would get the tool's features (the mock GPU).
+    run("cargo", &[&["build", "--locked", "-p", "hipfile-tools"][..], release].concat(), &[])?;
+    install(&target_dir().join(profile), &prefix)?;
+    eprintln!("installed in {}", prefix.display());
+    Ok(())
+}
+
+/// Lays the built artifacts of `built` (a profile directory) out under `prefix`.
+fn install(built: &Path, prefix: &Path) -> Result<(), String> {
+    let root = workspace_root();
+    let (lib, include, bin) = (prefix.join("lib"), prefix.join("include"), prefix.join("bin"));
+    let so = format!("libhipfile.so.{VERSION}");
+    let bridge = target_dir().join("cxxbridge");
+    let copies: [(PathBuf, PathBuf); 10] = [
+        (built.join("libhipfile_capi.so"), lib.join(&so)),
+        (built.join("libhipfile_capi.a"), lib.join("libhipfile.a")),
+        (built.join("libhipfile_cxx.a"), lib.join("libhipfile_cxx.a")),
+        (built.join("libhipfile_mockhip.so"), lib.join("libhipfile_mockhip.so")),
+        (built.join("hipfile"), bin.join("hipfile")),
+        (root.join("include/hipfile.h"), include.join("hipfile.h")),
+        (root.join("include/hipfile.hpp"), include.join("hipfile.hpp")),
+        (bridge.join("hipfile-cxx/src/lib.rs.h"), include.join("hipfile-cxx/src/lib.rs.h")),
+        (bridge.join("rust/cxx.h"), include.join("rust/cxx.h")),
+        (root.join("README.md"), prefix.join("share/doc/hipfile/README.md")),
+    ];
+    for (from, to) in &copies {
+        let dir = to.parent().expect("a file in a directory");
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Copies the contents (the bridge headers are links into the build directory).
+        std::fs::copy(from, to).map_err(|e| format!("copy {} to {}: {e}", from.display(), to.display()))?;
+    }
+    for (link, target) in [("libhipfile.so.0", so.as_str()), ("libhipfile.so", "libhipfile.so.0")] {
+        let path = lib.join(link);
+        let _ = std::fs::remove_file(&path);
+        std::os::unix::fs::symlink(target, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    write(&lib.join("pkgconfig/hipfile.pc"), &pkg_config(prefix))?;
+    write(&lib.join("cmake/hipfile/hipfile-config.cmake"), CMAKE_CONFIG)?;
+    write(&lib.join("cmake/hipfile/hipfile-config-version.cmake"), &cmake_version())
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else the workspace's `target`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().expect("a file in a directory");
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `hipfile.pc`: `-lhipfile` and the headers; `--static` adds what the archive needs.
+fn pkg_config(prefix: &Path) -> String {
+    let private: Vec<String> = STATIC_LIBS.iter().map(|l| format!("-l{l}")).collect();
+    format!(
+        "prefix={}\nlibdir=${{prefix}}/lib\nincludedir=${{prefix}}/include\n\n\
+         Name: hipfile\n\
+         Description: hipfile-rs: moves data between files and GPU memory (AMD hipFile's C API)\n\
+         Version: {VERSION}\n\
+         Libs: -L${{libdir}} -lhipfile\n\
+         Libs.private: {}\n\
+         Cflags: -I${{includedir}}\n",
+        prefix.display(),
+        private.join(" ")
+    )
+}
+
+/// The CMake package: found relative to itself, so the tree can move.
+const CMAKE_CONFIG: &str = r#"# find_package(hipfile): hipfile-rs, AMD hipFile's C API and a C++ API.
+#   hip::hipfile          the C library (libhipfile.so, hipfile.h); upstream's target name
+#   hip::hipfile_cxx      the C++ API (hipfile.hpp) with the C API, static (link it alone)
+#   hip::hipfile_mockhip  the mock HIP runtime: a GPU emulated in host memory
+# The HIP headers come from ROCm (or Debian's libamdhip64-dev); define __HIP_PLATFORM_AMD__ or
+# __HIP_PLATFORM_NVIDIA__ as HIP programs do.
+get_filename_component(_hipfile_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET hip::hipfile)
+  add_library(hip::hipfile SHARED IMPORTED)
+  set_target_properties(hip::hipfile PROPERTIES
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile.so.0.2.0"
+    IMPORTED_SONAME "libhipfile.so.0"
+    INTERFACE_INCLUDE_DIRECTORIES "${_hipfile_prefix}/include")
+  add_library(hip::hipfile_cxx STATIC IMPORTED)
+  set_target_properties(hip::hipfile_cxx PROPERTIES
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_cxx.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${_hipfile_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "pthread;dl;m;rt;util;gcc_s"
+    INTERFACE_COMPILE_FEATURES cxx_std_17)
+  add_library(hip::hipfile_mockhip SHARED IMPORTED)
+  set_target_properties(hip::hipfile_mockhip PROPERTIES
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so")
+endif()
+set(hipfile_VERSION 0.2.0)
+unset(_hipfile_prefix)
+"#;
+
+/// The CMake package's version check: any 0.2.x request is met by 0.2.0 or later within 0.2.
+fn cmake_version() -> String {
+    format!(
+        "set(PACKAGE_VERSION \"{VERSION}\")\n\
+         if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n\
+         elseif(PACKAGE_FIND_VERSION_MAJOR STREQUAL \"0\" AND NOT PACKAGE_FIND_VERSION_MINOR STREQUAL \"2\")\n  \
+         set(PACKAGE_VERSION_COMPATIBLE FALSE)\n\
+         else()\n  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n  \
+         if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)\n    set(PACKAGE_VERSION_EXACT TRUE)\n  endif()\nendif()\n"
+    )
+}
