@@ -17,6 +17,68 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Measure file <-> GPU throughput through hipfile (like NVIDIA's gdsio)
     Bench(BenchArgs),
+    /// What this machine can do, and whether the direct path would serve each PATH and why not
+    /// (like AMD's ais-check and NVIDIA's gdscheck); exit status 0 when every PATH can be served
+    /// by the backend asked for
+    Check(CheckArgs),
+    /// Copy a file through GPU memory, in pipelined chunks (like AMD's aiscp)
+    Cp(CpArgs),
+    /// Another process's hipfile statistics, live, or a command's at its exit
+    Stats(StatsArgs),
+}
+
+/// `hipfile check`.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// Files (or directories) to check
+    pub(crate) paths: Vec<PathBuf>,
+    /// The backend the paths must be served by: auto (any), p2p (direct), bounce (staged), mock
+    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
+    pub(crate) backend: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `hipfile cp`.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct CpArgs {
+    /// The file to copy
+    pub(crate) src: PathBuf,
+    /// Where to copy it
+    pub(crate) dst: PathBuf,
+    /// The backend: auto, p2p, bounce, mock
+    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
+    pub(crate) backend: Option<String>,
+    /// Chunk size (K, M and G suffixes)
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    pub(crate) chunk: u64,
+    /// Read the copy back and compare it with the source
+    #[arg(long)]
+    pub(crate) verify: bool,
+    /// Replace DST if it exists
+    #[arg(long, short)]
+    pub(crate) force: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `hipfile stats`.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct StatsArgs {
+    /// The process to watch
+    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    pub(crate) pid: Option<u32>,
+    /// Seconds between refreshes (0: print once and exit)
+    #[arg(long, short, default_value_t = 1.0)]
+    pub(crate) interval: f64,
+    /// Print JSON (one object per refresh)
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Run this command (after --) and print its statistics when it exits
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
 }
 
 /// What one benchmark measures.
@@ -142,6 +204,7 @@ impl Default for BenchArgs {
         use clap::Parser;
         match Cli::parse_from(["hipfile", "bench"]).command {
             Command::Bench(b) => b,
+            _ => unreachable!("parsed as bench"),
         }
     }
 }
@@ -182,6 +245,7 @@ mod tests {
         let words = ["hipfile", "bench"].into_iter().chain(text.split_whitespace());
         match Cli::try_parse_from(words).map_err(|e| e.to_string())?.command {
             Command::Bench(b) => b.check(),
+            _ => unreachable!("parsed as bench"),
         }
     }
 

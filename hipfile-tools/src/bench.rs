@@ -608,7 +608,7 @@ fn batched(
 
 /// A progress bar on stderr, when it is a terminal, while a run lasts more than a second,
 /// until `stop`.
-fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str) {
+pub(crate) fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str) {
     let start = Instant::now();
     let mut bar: Option<ProgressBar> = None;
     while !stop.load(Ordering::Relaxed) {

@@ -3,9 +3,15 @@
 //! - `hipfile bench`: reads and writes between a file and GPU memory through hipfile, like
 //!   NVIDIA's gdsio, on the best backend the machine has (the mock GPU where there is none),
 //!   verified, as a table or JSON.
+//! - `hipfile check [PATH...]`: what the machine can do and why not, per path (`check.rs`).
+//! - `hipfile cp SRC DST`: a copy through GPU memory (`cp.rs`).
+//! - `hipfile stats PID | -- CMD`: another process's statistics (`stats.rs`).
 
 mod args;
 mod bench;
+mod check;
+mod cp;
+mod stats;
 
 use std::process::ExitCode;
 
@@ -18,8 +24,45 @@ fn main() -> ExitCode {
     // A tool run by a person says why it is slow or cannot do something; the library alone
     // stays quiet unless HIPFILE_LOG asks.
     hipfile::log::install(|| hipfile::log::Sink::Stderr(tracing::Level::WARN));
+    if std::env::var_os("CUFILE_LOGFILE_PATH").is_none() {
+        // cuFile, probed for the direct path on NVIDIA machines, writes `cufile.log` into the
+        // working directory unless told where: the tool writes no file it was not asked for.
+        // SAFETY: the process has one thread yet; nothing reads the environment concurrently.
+        unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", "/dev/null") };
+    }
     let result = match Cli::parse().command {
         Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
+        Command::Check(args) => match check::run(&args) {
+            Ok((report, served)) => {
+                if args.json {
+                    println!("{report}");
+                } else {
+                    check::print(&report);
+                }
+                return if served { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+            }
+            Err(e) => Err(e),
+        },
+        Command::Cp(args) => cp::run(&args).map(|c| {
+            if args.json {
+                println!("{}", c.json());
+            } else {
+                let verified = match c.verified {
+                    Some(true) => ", verified",
+                    _ => "",
+                };
+                println!(
+                    "copied {} bytes ({} of data) in {:.3} s: {:.2} GB/s through {} ({}){verified}",
+                    c.bytes,
+                    c.data_bytes,
+                    c.seconds,
+                    c.gbps(),
+                    c.platform,
+                    if c.backends.is_empty() { "no request".into() } else { c.backends.join(", ") }
+                );
+            }
+        }),
+        Command::Stats(args) => stats::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,285 @@
+//! `hipfile check [PATH...]`: what this machine can do (the GPU runtime and its devices, the
+//! kernel's P2PDMA, the GPUDirect module, AMD's AIS, each backend and why not), and for each
+//! path its file system, `O_DIRECT`, direct-I/O alignment, and whether the direct path would
+//! serve it. Read-only: it writes no file (the tool sends cuFile's log to /dev/null).
+
+use std::io::{BufRead, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hipfile::{BackendKind, Driver, DriverGuard, SystemPlatform};
+use serde_json::{Value, json};
+
+use crate::args::CheckArgs;
+
+/// The report, and whether every path can be served by the backend asked for.
+pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
+    let (platform, why_mock) = match args.backend.as_deref() {
+        Some("mock") => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), None),
+        _ => match SystemPlatform::discover() {
+            Ok(platform) => (platform, None),
+            Err(why) => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), Some(why)),
+        },
+    };
+    let runtime = json!({
+        "found": why_mock.is_none(),
+        "description": platform.description(),
+        "why_mock": why_mock,
+    });
+    let gpu = Arc::clone(platform.runtime());
+    let count = gpu.device_count().unwrap_or(0);
+    let devices: Vec<Value> = (0..count).map(|d| json!({"device": d, "pci_bus_id": gpu.pci_bus_id(d).ok()})).collect();
+    let backend = args.backend.clone();
+    let driver = Arc::new(Driver::with_env(platform, move |name| match (name, &backend) {
+        ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
+        _ => std::env::var(name).ok(),
+    }));
+    let capabilities = driver.capabilities().map_err(|e| e.to_string())?;
+    let backends: Vec<Value> = capabilities
+        .iter()
+        .map(|c| {
+            json!({
+                "backend": c.backend,
+                "direct": c.kind == BackendKind::Fastpath,
+                "available": c.available.is_ok(),
+                "why_not": c.available.as_ref().err(),
+            })
+        })
+        .collect();
+    let direct_available = capabilities.iter().any(|c| c.kind == BackendKind::Fastpath && c.available.is_ok());
+    let staged_available = capabilities.iter().any(|c| c.kind == BackendKind::Fallback && c.available.is_ok());
+    let guard = DriverGuard::open(Arc::clone(&driver)).ok();
+    let want = args.backend.as_deref().unwrap_or("auto");
+    let mut all_served = match want {
+        "p2p" => direct_available,
+        "bounce" => staged_available,
+        _ => direct_available || staged_available,
+    };
+    let mut paths = Vec::new();
+    for path in &args.paths {
+        let (report, served) = check_path(path, guard.as_ref(), want);
+        all_served &= served;
+        paths.push(report);
+    }
+    let report = json!({
+        "runtime": runtime,
+        "devices": devices,
+        "kernel": kernel(),
+        "backends": backends,
+        "backend_asked": want,
+        "paths": paths,
+        "served": all_served,
+    });
+    Ok((report, all_served))
+}
+
+/// The kernel's side: P2PDMA in its configuration, the GPUDirect Storage module, AMD's AIS.
+fn kernel() -> Value {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned();
+    let (p2pdma, source) = p2pdma(&release);
+    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+    let loaded = |m: &str| modules.lines().any(|l| l.split(' ').next() == Some(m));
+    json!({
+        "release": release,
+        "pci_p2pdma": p2pdma,
+        "pci_p2pdma_source": source,
+        "nvidia_fs_module": loaded("nvidia_fs"),
+        "amdgpu_module": loaded("amdgpu"),
+        "amdgpu_ais": kallsyms_has("kfd_ais_rw_file"),
+    })
+}
+
+/// `CONFIG_PCI_P2PDMA` (`y`, `m`, `n`, or `unknown`) and where it was read.
+fn p2pdma(release: &str) -> (String, String) {
+    let candidates = [format!("/boot/config-{release}"), format!("/lib/modules/{release}/build/.config")];
+    for path in &candidates {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return (config_value(&text, "CONFIG_PCI_P2PDMA"), path.clone());
+        }
+    }
+    // /proc/config.gz: compressed; `zcat` reads it where it exists.
+    if Path::new("/proc/config.gz").exists()
+        && let Ok(out) = std::process::Command::new("zcat").arg("/proc/config.gz").output()
+        && out.status.success()
+    {
+        return (config_value(&String::from_utf8_lossy(&out.stdout), "CONFIG_PCI_P2PDMA"), "/proc/config.gz".into());
+    }
+    ("unknown".into(), "no kernel configuration found".into())
+}
+
+fn config_value(text: &str, key: &str) -> String {
+    for line in text.lines() {
+        if let Some(value) = line.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')) {
+            return value.trim().to_owned();
+        }
+        if line.starts_with("# ") && line.contains(key) && line.ends_with("is not set") {
+            return "n".into();
+        }
+    }
+    "n".into()
+}
+
+/// Whether the kernel has `symbol` (AMD's AIS entry point in amdgpu).
+fn kallsyms_has(symbol: &str) -> bool {
+    let Ok(file) = std::fs::File::open("/proc/kallsyms") else { return false };
+    std::io::BufReader::new(file).lines().map_while(|l| l.ok()).any(|l| l.split_whitespace().nth(2) == Some(symbol))
+}
+
+/// One path: what it is, its file system, `O_DIRECT`, alignment, and the direct path's verdict;
+/// and whether the backend asked for would serve it.
+fn check_path(path: &Path, guard: Option<&DriverGuard<SystemPlatform>>, want: &str) -> (Value, bool) {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => return (json!({"path": path, "error": e.to_string()}), false),
+    };
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (fs, mount) = file_system(&canonical);
+    let kind = if meta.is_dir() {
+        "directory"
+    } else if meta.file_type().is_block_device() {
+        "block device"
+    } else if meta.is_file() {
+        "file"
+    } else {
+        "other"
+    };
+    let mut report = json!({"path": path, "type": kind, "file_system": fs, "mount_point": mount});
+    if kind == "directory" || kind == "other" {
+        report["direct"] = json!({"served": null, "why_not": "checked per file: give a file of this file system"});
+        return (report, want != "p2p" && kind == "directory");
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            report["error"] = json!(e.to_string());
+            return (report, false);
+        }
+    };
+    report["o_direct"] = json!(o_direct(path));
+    let (mem, offset) = dio_align(&file);
+    report["dio_mem_align"] = json!(mem);
+    report["dio_offset_align"] = json!(offset);
+    let Some(guard) = guard else {
+        report["direct"] = json!({"served": false, "why_not": "the driver does not open"});
+        return (report, false);
+    };
+    let verdicts = match guard.register_file(&file) {
+        Ok(registered) => guard.driver().direct_verdict(registered.id()).unwrap_or_default(),
+        Err(e) => {
+            report["error"] = json!(format!("cannot register: {e}"));
+            return (report, false);
+        }
+    };
+    let direct = verdicts.iter().any(|(_, v)| v.is_ok());
+    let why: Vec<String> =
+        verdicts.iter().filter_map(|(name, v)| v.as_ref().err().map(|why| format!("{name}: {why}"))).collect();
+    let why_not = match (direct, why.is_empty()) {
+        (true, _) => None,
+        (false, true) => Some("no direct backend is open (see backends)".to_owned()),
+        (false, false) => Some(why.join("; ")),
+    };
+    report["direct"] = json!({"served": direct, "why_not": why_not});
+    let served = match want {
+        "p2p" => direct,
+        _ => true, // registered: the staged path serves what a direct one does not
+    };
+    (report, served)
+}
+
+/// The file system type and mount point holding `path` (the longest mount point that is a
+/// prefix of it, from /proc/self/mountinfo).
+fn file_system(path: &Path) -> (String, String) {
+    let mut best: Option<(PathBuf, String)> = None;
+    let mut text = String::new();
+    if let Ok(mut f) = std::fs::File::open("/proc/self/mountinfo") {
+        let _ = f.read_to_string(&mut text);
+    }
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(sep) = fields.iter().position(|f| *f == "-") else { continue };
+        let (Some(mount), Some(fstype)) = (fields.get(4), fields.get(sep + 1)) else { continue };
+        let mount = PathBuf::from(mount.replace("\\040", " "));
+        if path.starts_with(&mount) && best.as_ref().is_none_or(|(b, _)| mount.as_os_str().len() >= b.as_os_str().len())
+        {
+            best = Some((mount, (*fstype).to_owned()));
+        }
+    }
+    best.map_or(("unknown".into(), "unknown".into()), |(m, t)| (t, m.display().to_string()))
+}
+
+/// Whether the file opens with `O_DIRECT` (`true`), or why not.
+fn o_direct(path: &Path) -> Value {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+        Ok(_) => json!(true),
+        Err(e) => json!(format!("no: {e}")),
+    }
+}
+
+/// `statx`'s direct-I/O alignment of memory and offsets (0: not reported).
+fn dio_align(file: &std::fs::File) -> (u32, u32) {
+    // SAFETY: statx is plain data; zeroes are valid.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor, an empty C string with AT_EMPTY_PATH, a writable statx.
+    let rc =
+        unsafe { libc::statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut stx) };
+    if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return (0, 0);
+    }
+    (stx.stx_dio_mem_align, stx.stx_dio_offset_align)
+}
+
+/// The report for people.
+pub(crate) fn print(report: &Value) {
+    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let runtime = &report["runtime"];
+    println!("GPU runtime: {}", s(&runtime["description"]));
+    if let Some(why) = runtime["why_mock"].as_str() {
+        println!("  none found, so the mock GPU: {why}");
+    }
+    for d in report["devices"].as_array().into_iter().flatten() {
+        println!("  device {}: {}", d["device"], d["pci_bus_id"].as_str().unwrap_or("PCI address unknown"));
+    }
+    let k = &report["kernel"];
+    println!("kernel {}", s(&k["release"]));
+    println!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
+    println!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
+    println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
+    println!("backends:");
+    for b in report["backends"].as_array().into_iter().flatten() {
+        let kind = if b["direct"] == json!(true) { "direct" } else { "staged" };
+        match b["why_not"].as_str() {
+            None => println!("  {} ({kind}): available", s(&b["backend"])),
+            Some(why) => println!("  {} ({kind}): unavailable: {why}", s(&b["backend"])),
+        }
+    }
+    for p in report["paths"].as_array().into_iter().flatten() {
+        println!("{}:", s(&p["path"]));
+        if let Some(e) = p["error"].as_str() {
+            println!("  {e}");
+            continue;
+        }
+        println!("  {} on {} (mounted at {})", s(&p["type"]), s(&p["file_system"]), s(&p["mount_point"]));
+        if !p["o_direct"].is_null() {
+            println!("  O_DIRECT: {}", if p["o_direct"] == json!(true) { "yes".into() } else { s(&p["o_direct"]) });
+            println!(
+                "  direct-I/O alignment: memory {}, offsets and sizes {}",
+                p["dio_mem_align"], p["dio_offset_align"]
+            );
+        }
+        match (&p["direct"]["served"], p["direct"]["why_not"].as_str()) {
+            (Value::Bool(true), _) => println!("  direct path: yes (requests aligned as above)"),
+            (Value::Bool(false), Some(why)) => println!("  direct path: no: {why}"),
+            (_, Some(why)) => println!("  direct path: {why}"),
+            _ => {}
+        }
+    }
+    let served = if report["served"] == json!(true) { "yes" } else { "no" };
+    println!("served by the backend asked for ({}): {served}", s(&report["backend_asked"]));
+}
+
+fn yes(v: &Value) -> &'static str {
+    if *v == json!(true) { "yes" } else { "no" }
+}

@@ -1,0 +1,170 @@
+//! `hipfile stats PID` and `hipfile stats -- CMD ARGS`: another process's statistics (semantics
+//! §14), read while it runs without stopping it, refreshed every `--interval` seconds, and once
+//! more when it exits.
+
+use std::time::{Duration, Instant};
+
+use hipfile::Direction::{Read, Write};
+use hipfile::stats::{Event, MAX_GPUS, Path, Remote, Snapshot};
+use serde_json::{Value, json};
+
+use crate::args::StatsArgs;
+
+pub(crate) fn run(args: &StatsArgs) -> Result<(), String> {
+    if !args.interval.is_finite() || args.interval < 0.0 {
+        return Err("--interval: a number of seconds, 0 or more".into());
+    }
+    let interval = Duration::from_secs_f64(args.interval);
+    if let Some(pid) = args.pid {
+        let remote = Remote::connect(pid).map_err(|e| e.to_string())?;
+        return watch(&remote, interval, args.json, None);
+    }
+    let (program, rest) = args.command.split_first().ok_or("give a PID, or a command after --")?;
+    let mut child = std::process::Command::new(program).args(rest).spawn().map_err(|e| format!("{program}: {e}"))?;
+    let pid = child.id();
+    // The program publishes once its driver opens: try until then, or until it ends.
+    let start = Instant::now();
+    let remote = loop {
+        match Remote::connect(pid) {
+            Ok(remote) => break Some(remote),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(e.to_string()),
+            Err(_) => {}
+        }
+        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(if start.elapsed() < Duration::from_secs(1) { 2 } else { 50 }));
+    };
+    let Some(remote) = remote else {
+        let status = child.wait().map_err(|e| e.to_string())?;
+        return Err(format!("{program} ({status}) published no hipfile statistics before it ended"));
+    };
+    // Refreshes only when asked (--interval > 0 and a terminal or --json): at exit in any case.
+    let live = !args.interval.eq(&0.0) && (args.json || std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    watch(&remote, if live { interval } else { Duration::ZERO }, args.json, Some(&mut child))
+}
+
+/// Prints snapshots until the process ends (each `interval`; with 0, once, or for a child we
+/// started, once at its end).
+fn watch(
+    remote: &Remote,
+    interval: Duration,
+    json: bool,
+    mut child: Option<&mut std::process::Child>,
+) -> Result<(), String> {
+    loop {
+        let ended = match child.as_deref_mut() {
+            Some(c) if interval.is_zero() => {
+                c.wait().map_err(|e| e.to_string())?;
+                true
+            }
+            _ if interval.is_zero() => true,
+            _ => remote.wait_exit(Some(interval)),
+        };
+        let snapshot = remote.snapshot().map_err(|e| e.to_string())?;
+        show(&snapshot, json, ended);
+        if ended {
+            if let Some(c) = child {
+                let status = c.wait().map_err(|e| e.to_string())?;
+                if !status.success() {
+                    return Err(format!("the command ended with {status}"));
+                }
+            }
+            return Ok(());
+        }
+    }
+}
+
+fn show(s: &Snapshot, json: bool, ended: bool) {
+    if json {
+        println!("{}", to_json(s, ended));
+        return;
+    }
+    println!("pid {} (statistics level {}){}", s.pid, s.level, if ended { ", ended" } else { "" });
+    for (name, dir) in [("read", Read), ("write", Write)] {
+        let t = s.totals(dir, None, None);
+        let path = |p| {
+            let t = s.totals(dir, Some(p), None);
+            format!("{} ok / {} failed", t.ok, t.err)
+        };
+        println!(
+            "  {name:<5} {} ok, {} failed, {} bytes, {:.2} GB/s, {} µs average; direct {}, staged {}, host memory {}; \
+             {} unaligned",
+            t.ok,
+            t.err,
+            t.bytes,
+            t.bandwidth() as f64 / 1e9,
+            t.latency_avg_us(),
+            path(Path::Direct),
+            path(Path::Staged),
+            path(Path::Host),
+            t.unaligned
+        );
+    }
+    let e = |ev| s.event(ev);
+    println!(
+        "  files registered {} (refused {}), buffers registered {} (refused {}); batches: {} submitted, {} entries, \
+         {} done, {} failed; fallbacks: {} no path, {} declined",
+        e(Event::HandleRegisterOk),
+        e(Event::HandleRegisterErr),
+        e(Event::BufRegisterOk),
+        e(Event::BufRegisterErr),
+        e(Event::BatchSubmitOk),
+        e(Event::BatchEntries),
+        e(Event::BatchCompleteOk),
+        e(Event::BatchCompleteErr),
+        e(Event::FallbackNoPath),
+        e(Event::FallbackDeclined),
+    );
+    for g in s.gpus_used() {
+        let (r, w) = (s.totals(Read, None, Some(g)), s.totals(Write, None, Some(g)));
+        println!(
+            "  GPU {g}: read {} bytes in {} requests, wrote {} bytes in {}, {} bytes registered",
+            r.bytes,
+            r.ok,
+            w.bytes,
+            w.ok,
+            s.registered_bytes(g)
+        );
+    }
+}
+
+fn to_json(s: &Snapshot, ended: bool) -> Value {
+    let totals = |t: hipfile::stats::Totals| {
+        json!({
+            "ok": t.ok, "failed": t.err, "bytes": t.bytes, "micros": t.micros, "unaligned": t.unaligned,
+            "bytes_per_second": t.bandwidth(), "latency_avg_us": t.latency_avg_us(),
+        })
+    };
+    let direction = |d| {
+        json!({
+            "all": totals(s.totals(d, None, None)),
+            "direct": totals(s.totals(d, Some(Path::Direct), None)),
+            "staged": totals(s.totals(d, Some(Path::Staged), None)),
+            "host": totals(s.totals(d, Some(Path::Host), None)),
+            "size_classes": s.size_histogram(d).to_vec(),
+        })
+    };
+    let gpus: Vec<Value> = (0..MAX_GPUS)
+        .filter(|g| s.gpus_used().contains(g))
+        .map(|g| {
+            json!({"gpu": g, "read": totals(s.totals(Read, None, Some(g))), "write": totals(s.totals(Write, None, Some(g))),
+                   "registered_bytes": s.registered_bytes(g)})
+        })
+        .collect();
+    let e = |ev| s.event(ev);
+    json!({
+        "pid": s.pid,
+        "level": s.level,
+        "ended": ended,
+        "read": direction(Read),
+        "write": direction(Write),
+        "files_registered": e(Event::HandleRegisterOk),
+        "buffers_registered": e(Event::BufRegisterOk),
+        "batches_submitted": e(Event::BatchSubmitOk),
+        "batch_entries": e(Event::BatchEntries),
+        "fallbacks_no_path": e(Event::FallbackNoPath),
+        "fallbacks_declined": e(Event::FallbackDeclined),
+        "gpus": gpus,
+    })
+}
