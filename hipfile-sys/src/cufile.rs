@@ -55,10 +55,6 @@ const CUFILE_PARAM_FORCE_COMPAT_MODE: c_int = 2;
 
 type Status0 = unsafe extern "C" fn() -> CuFileError;
 type SetBool = unsafe extern "C" fn(c_int, bool) -> CuFileError;
-/// `CUFileStringConfigParameter_t`'s `CUFILE_PARAM_ENV_LOGFILE_PATH` (what `CUFILE_LOGFILE_PATH`
-/// sets).
-const CUFILE_PARAM_ENV_LOGFILE_PATH: c_int = 1;
-type SetString = unsafe extern "C" fn(c_int, *const std::ffi::c_char) -> CuFileError;
 type HandleRegister = unsafe extern "C" fn(*mut *mut c_void, *mut CuFileDescr) -> CuFileError;
 type HandleDeregister = unsafe extern "C" fn(*mut c_void);
 type BufRegister = unsafe extern "C" fn(*const c_void, usize, c_int) -> CuFileError;
@@ -68,8 +64,6 @@ type Io = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isi
 /// libcufile, loaded with the crate's one loader.
 pub struct LibCuFile {
     set_bool: SetBool,
-    /// `cuFileSetParameterString` (cuFile 1.9 and later).
-    set_string: Option<SetString>,
     driver_open: Status0,
     driver_close: Status0,
     handle_register: HandleRegister,
@@ -111,13 +105,8 @@ impl LibCuFile {
             Ok(_) => get!("cuFileDriverClose_v2" as Status0),
             Err(_) => get!("cuFileDriverClose" as Status0),
         };
-        let set_string = match sym("cuFileSetParameterString") {
-            Ok(_) => Some(get!("cuFileSetParameterString" as SetString)),
-            Err(_) => None,
-        };
         Ok(LibCuFile {
             set_bool: get!("cuFileSetParameterBool" as SetBool),
-            set_string,
             driver_open: get!("cuFileDriverOpen" as Status0),
             driver_close,
             handle_register: get!("cuFileHandleRegister" as HandleRegister),
@@ -135,9 +124,7 @@ impl LibCuFile {
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait CuFileApi: Send + Sync {
     /// `cuFileSetParameterBool` for `CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE` and
-    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false; and, unless the environment chose a log
-    /// file or configuration, cuFile's log to /dev/null (it would write `cufile.log` into the
-    /// working directory).
+    /// `CUFILE_PARAM_FORCE_COMPAT_MODE`: both false.
     fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError>;
     /// `cuFileDriverOpen`.
     fn driver_open(&self) -> std::result::Result<(), CuFileError>;
@@ -171,14 +158,6 @@ pub trait CuFileApi: Send + Sync {
 // signatures; arguments are plain values, or pointers to locals valid for the call.
 impl CuFileApi for LibCuFile {
     fn disable_compat_mode(&self) -> std::result::Result<(), CuFileError> {
-        // cuFile writes `cufile.log` into the working directory of every process that opens it
-        // unless told where: a library must not leave files behind. Unless the environment
-        // names a log file or a configuration (the user's choice), its log goes nowhere.
-        let chosen = ["CUFILE_LOGFILE_PATH", "CUFILE_ENV_PATH_JSON"].iter().any(|v| std::env::var_os(v).is_some());
-        if let (false, Some(set_string)) = (chosen, self.set_string) {
-            // SAFETY: see above; a constant C string. A refusal only leaves cuFile's default.
-            let _ = unsafe { set_string(CUFILE_PARAM_ENV_LOGFILE_PATH, c"/dev/null".as_ptr()) };
-        }
         // SAFETY: see above.
         unsafe { (self.set_bool)(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false) }.check()?;
         // SAFETY: see above.
