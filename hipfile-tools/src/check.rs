@@ -50,7 +50,8 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         .collect();
     let direct_available = capabilities.iter().any(|c| c.kind == BackendKind::Fastpath && c.available.is_ok());
     let staged_available = capabilities.iter().any(|c| c.kind == BackendKind::Fallback && c.available.is_ok());
-    let guard = DriverGuard::open(Arc::clone(&driver)).ok();
+    // Only a direct backend's verdict on a file needs the driver open (and its staging made).
+    let guard = if direct_available { DriverGuard::open(Arc::clone(&driver)).ok() } else { None };
     let want = args.backend.as_deref().unwrap_or("auto");
     let mut all_served = match want {
         "p2p" => direct_available,
@@ -59,7 +60,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     };
     let mut paths = Vec::new();
     for path in &args.paths {
-        let (report, served) = check_path(path, guard.as_ref(), want);
+        let (report, served) = check_path(path, guard.as_ref(), want, staged_available);
         all_served &= served;
         paths.push(report);
     }
@@ -129,7 +130,12 @@ fn kallsyms_has(symbol: &str) -> bool {
 
 /// One path: what it is, its file system, `O_DIRECT`, alignment, and the direct path's verdict;
 /// and whether the backend asked for would serve it.
-fn check_path(path: &Path, guard: Option<&DriverGuard<SystemPlatform>>, want: &str) -> (Value, bool) {
+fn check_path(
+    path: &Path,
+    guard: Option<&DriverGuard<SystemPlatform>>,
+    want: &str,
+    staged_available: bool,
+) -> (Value, bool) {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) => return (json!({"path": path, "error": e.to_string()}), false),
@@ -162,8 +168,8 @@ fn check_path(path: &Path, guard: Option<&DriverGuard<SystemPlatform>>, want: &s
     report["dio_mem_align"] = json!(mem);
     report["dio_offset_align"] = json!(offset);
     let Some(guard) = guard else {
-        report["direct"] = json!({"served": false, "why_not": "the driver does not open"});
-        return (report, false);
+        report["direct"] = json!({"served": false, "why_not": "no direct backend is available (see backends)"});
+        return (report, want != "p2p" && staged_available);
     };
     let verdicts = match guard.register_file(&file) {
         Ok(registered) => guard.driver().direct_verdict(registered.id()).unwrap_or_default(),
