@@ -11,7 +11,6 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use hipfile::io::{pread, transfer_loop};
-use hipfile::mock::MockGpu;
 use hipfile::sync::lock;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
@@ -93,26 +92,12 @@ const PIECE: usize = 64 << 20;
 pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     // The mock GPU gets as many devices as --devices names.
     let mock_devices = args.devices.iter().map(|&d| d + 1).max().unwrap_or(1);
-    let (platform, why_mock) = match args.backend.as_deref() {
-        Some("mock") => (Sys::over_mock(MockGpu::new(mock_devices)), None),
-        _ => match Sys::discover() {
-            Ok(platform) => (platform, None),
-            Err(why) => (Sys::over_mock(MockGpu::new(mock_devices)), Some(why)),
-        },
-    };
+    let (platform, why_mock) = crate::platform(args.backend.as_deref(), mock_devices);
     if let Some(why) = why_mock {
         eprintln!("hipfile: no GPU runtime found; using the mock GPU (HIPFILE_LOG=debug says why)");
         tracing::debug!(target: "hipfile", "{why}");
     }
-    let backend = args.backend.clone();
-    // Published: another process (`hipfile_core::stats::Remote`) can watch the run.
-    let driver = Arc::new(
-        Driver::with_env(platform, move |name| match (name, &backend) {
-            ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
-            _ => std::env::var(name).ok(),
-        })
-        .with_stats(hipfile::stats::Stats::published()),
-    );
+    let driver = crate::driver(platform, args.backend.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
 

@@ -9,20 +9,14 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hipfile::{BackendKind, Driver, DriverGuard, SystemPlatform};
+use hipfile::{BackendKind, DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
 use crate::args::CheckArgs;
 
 /// The report, and whether every path can be served by the backend asked for.
 pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
-    let (platform, why_mock) = match args.backend.as_deref() {
-        Some("mock") => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), None),
-        _ => match SystemPlatform::discover() {
-            Ok(platform) => (platform, None),
-            Err(why) => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), Some(why)),
-        },
-    };
+    let (platform, why_mock) = crate::platform(args.backend.as_deref(), 1);
     let runtime = json!({
         "found": why_mock.is_none(),
         "description": platform.description(),
@@ -31,11 +25,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     let gpu = Arc::clone(platform.runtime());
     let count = gpu.device_count().unwrap_or(0);
     let devices: Vec<Value> = (0..count).map(|d| json!({"device": d, "pci_bus_id": gpu.pci_bus_id(d).ok()})).collect();
-    let backend = args.backend.clone();
-    let driver = Arc::new(Driver::with_env(platform, move |name| match (name, &backend) {
-        ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
-        _ => std::env::var(name).ok(),
-    }));
+    let driver = crate::driver(platform, args.backend.clone());
     let capabilities = driver.capabilities().map_err(|e| e.to_string())?;
     let backends: Vec<Value> = capabilities
         .iter()

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
-use hipfile::{Driver, DriverGuard, SystemPlatform};
+use hipfile::{DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
 use crate::args::CpArgs;
@@ -71,25 +71,12 @@ pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
     // DST's size is SRC's from the start: holes the copy skips stay holes.
     dst.set_len(size).map_err(|e| format!("{}: {e}", args.dst.display()))?;
 
-    let (platform, why_mock) = match args.backend.as_deref() {
-        Some("mock") => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), None),
-        _ => match SystemPlatform::discover() {
-            Ok(platform) => (platform, None),
-            Err(why) => (SystemPlatform::over_mock(hipfile::mock::MockGpu::new(1)), Some(why)),
-        },
-    };
+    let (platform, why_mock) = crate::platform(args.backend.as_deref(), 1);
     if why_mock.is_some() && !args.json {
         eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
     }
     let description = platform.description().to_owned();
-    let backend = args.backend.clone();
-    let driver = Arc::new(
-        Driver::with_env(platform, move |name| match (name, &backend) {
-            ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
-            _ => std::env::var(name).ok(),
-        })
-        .with_stats(hipfile::stats::Stats::published()),
-    );
+    let driver = crate::driver(platform, args.backend.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
     let chunk = chunk.min(usize::try_from(size).unwrap_or(usize::MAX).max(4096));

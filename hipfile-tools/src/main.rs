@@ -73,6 +73,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// The platform the tool runs on: the GPU runtime the machine has, else (or with `--backend
+/// mock`) the mock GPU with `mock_devices` devices, and why there was no runtime.
+pub(crate) fn platform(backend: Option<&str>, mock_devices: i32) -> (hipfile::SystemPlatform, Option<String>) {
+    use hipfile::SystemPlatform as Sys;
+    use hipfile::mock::MockGpu;
+    match backend {
+        Some("mock") => (Sys::over_mock(MockGpu::new(mock_devices)), None),
+        _ => match Sys::discover() {
+            Ok(platform) => (platform, None),
+            Err(why) => (Sys::over_mock(MockGpu::new(mock_devices)), Some(why)),
+        },
+    }
+}
+
+/// A driver over `platform` that takes `HIPFILE_BACKEND` from `--backend` (else the
+/// environment), with statistics another process can read (`hipfile stats`).
+pub(crate) fn driver(
+    platform: hipfile::SystemPlatform,
+    backend: Option<String>,
+) -> std::sync::Arc<hipfile::Driver<hipfile::SystemPlatform>> {
+    let env = move |name: &str| match (name, &backend) {
+        ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
+        _ => std::env::var(name).ok(),
+    };
+    std::sync::Arc::new(hipfile::Driver::with_env(platform, env).with_stats(hipfile::stats::Stats::published()))
+}
+
 fn print(report: &Report, json: bool) {
     if json {
         println!("{}", to_json(report));
