@@ -333,12 +333,8 @@ impl File {
         bytes: *mut isize,
         stream: usize,
     ) -> Result<()> {
-        let fh = self.id.0 as hipfile_capi::hipFileHandle_t;
-        // SAFETY: the caller's contract is hipFileReadAsync's.
-        let e = unsafe {
-            hipfile_capi::hipFileReadAsync(fh, buffer.cast(), size, file_offset, buffer_offset, bytes, stream as _)
-        };
-        checked(e)
+        // SAFETY: the caller keeps hipFileReadAsync's contract, which `queue` requires.
+        unsafe { self.queue(hipfile_capi::hipFileReadAsync, buffer, size, file_offset, buffer_offset, bytes, stream) }
     }
 
     /// # Safety
@@ -352,14 +348,43 @@ impl File {
         bytes: *mut isize,
         stream: usize,
     ) -> Result<()> {
+        // SAFETY: the caller keeps hipFileWriteAsync's contract, which `queue` requires.
+        unsafe { self.queue(hipfile_capi::hipFileWriteAsync, buffer, size, file_offset, buffer_offset, bytes, stream) }
+    }
+
+    /// Queues a stream-ordered operation through the C call `call` (hipFileReadAsync's or
+    /// hipFileWriteAsync's signature), which keeps its rules in one place.
+    ///
+    /// # Safety
+    /// As `call`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn queue(
+        &self,
+        call: AsyncCall,
+        buffer: *mut u8,
+        size: *mut usize,
+        file_offset: *mut i64,
+        buffer_offset: *mut i64,
+        bytes: *mut isize,
+        stream: usize,
+    ) -> Result<()> {
         let fh = self.id.0 as hipfile_capi::hipFileHandle_t;
-        // SAFETY: the caller's contract is hipFileWriteAsync's.
-        let e = unsafe {
-            hipfile_capi::hipFileWriteAsync(fh, buffer.cast(), size, file_offset, buffer_offset, bytes, stream as _)
-        };
+        // SAFETY: the caller's contract is `call`'s.
+        let e = unsafe { call(fh, buffer.cast(), size, file_offset, buffer_offset, bytes, stream as _) };
         checked(e)
     }
 }
+
+/// The signature of `hipFileReadAsync` and `hipFileWriteAsync`.
+type AsyncCall = unsafe extern "C" fn(
+    hipfile_capi::hipFileHandle_t,
+    *mut std::ffi::c_void,
+    *mut usize,
+    *mut hipfile_capi::hoff_t,
+    *mut hipfile_capi::hoff_t,
+    *mut libc::ssize_t,
+    hipfile_capi::hipStream_t,
+) -> hipfile_capi::hipFileError_t;
 
 /// A C call's `hipFileError_t` as a result.
 fn checked(e: hipfile_capi::hipFileError_t) -> Result<()> {
