@@ -97,7 +97,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
         eprintln!("hipfile: no GPU runtime found; using the mock GPU (HIPFILE_LOG=debug says why)");
         tracing::debug!(target: "hipfile", "{why}");
     }
-    let driver = crate::driver(platform, args.backend.clone(), &[]);
+    let driver = crate::driver(platform, args.backend.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
 

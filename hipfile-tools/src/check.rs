@@ -25,7 +25,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     let gpu = Arc::clone(platform.runtime());
     let count = gpu.device_count().unwrap_or(0);
     let devices: Vec<Value> = (0..count).map(|d| json!({"device": d, "pci_bus_id": gpu.pci_bus_id(d).ok()})).collect();
-    let driver = crate::driver(platform, args.backend.clone(), &[]);
+    let driver = crate::driver(platform, args.backend.clone());
     let capabilities = driver.capabilities().map_err(|e| e.to_string())?;
     let backends: Vec<Value> = capabilities
         .iter()

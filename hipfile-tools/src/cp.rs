@@ -76,9 +76,7 @@ pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
         eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
     }
     let description = platform.description().to_owned();
-    // Each write need not reach the disk before the next: one fdatasync at the end makes the
-    // whole copy durable, as `cp && sync` does (HIPFILE_DURABLE_WRITES, where set, decides).
-    let driver = crate::driver(platform, args.backend.clone(), &[("HIPFILE_DURABLE_WRITES", "false")]);
+    let driver = crate::driver(platform, args.backend.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
     let chunk = chunk.min(usize::try_from(size).unwrap_or(usize::MAX).max(4096));
@@ -102,7 +100,6 @@ pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
             stop.store(true, Ordering::Relaxed);
             result
         })?;
-        dst.sync_data().map_err(|e| format!("{}: {e}", args.dst.display()))?; // on disk when cp ends
         let seconds = start.elapsed().as_secs_f64();
         Ok((data_bytes, seconds))
     })();

@@ -88,16 +88,14 @@ pub(crate) fn platform(backend: Option<&str>, mock_devices: i32) -> (hipfile::Sy
 }
 
 /// A driver over `platform` that takes `HIPFILE_BACKEND` from `--backend` (else the
-/// environment), other settings from the environment (else `defaults`), with statistics
-/// another process can read (`hipfile stats`).
+/// environment), with statistics another process can read (`hipfile stats`).
 pub(crate) fn driver(
     platform: hipfile::SystemPlatform,
     backend: Option<String>,
-    defaults: &'static [(&'static str, &'static str)],
 ) -> std::sync::Arc<hipfile::Driver<hipfile::SystemPlatform>> {
     let env = move |name: &str| match (name, &backend) {
         ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
-        _ => std::env::var(name).ok().or_else(|| defaults.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())),
+        _ => std::env::var(name).ok(),
     };
     std::sync::Arc::new(hipfile::Driver::with_env(platform, env).with_stats(hipfile::stats::Stats::published()))
 }

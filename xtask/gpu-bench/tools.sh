@@ -1,9 +1,8 @@
 #!/bin/bash
 # The tools on the GPU machine: `hipfile check` (how long, and that it leaves no file), and
-# `hipfile cp` of a 2 GiB file against cp and dd, warm (source in the page cache) and cold:
-# durable (the copy on disk when the command ends: `hipfile cp`, which syncs once at the end,
-# or with HIPFILE_DURABLE_WRITES=true after every write; `cp && sync`; `dd conv=fsync`), and
-# plain cp and dd for reference (the copy still in the page cache when they end).
+# `hipfile cp` of a 2 GiB file against cp and dd, warm (source in the page cache) and cold,
+# each in two forms: durable (the copy on disk when the command ends: hipfile's default,
+# `cp && sync`, `dd conv=fsync`) and not (HIPFILE_DURABLE_WRITES=false, plain cp and dd).
 #   bash target/gpu-bench/tools.sh [ROUNDS]
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
@@ -34,10 +33,10 @@ for round in $(seq "$ROUNDS"); do
         [ "$COLD" = 0 ] && cat src.dat > /dev/null
         MODE=durable
         run "hipfile cp" "$B/hipfile" cp src.dat dst.h
-        run "hipfile cp, each write" env HIPFILE_DURABLE_WRITES=true "$B/hipfile" cp src.dat dst.h
         run "cp && sync" sh -c 'cp src.dat dst.c && sync'
         run "dd bs=64M conv=fsync" dd if=src.dat of=dst.d bs=64M conv=fsync status=none
         MODE=cached
+        run "hipfile cp (not durable)" env HIPFILE_DURABLE_WRITES=false "$B/hipfile" cp src.dat dst.h
         run "cp" cp src.dat dst.c
         run "dd bs=64M" dd if=src.dat of=dst.d bs=64M status=none
     done
