@@ -33,6 +33,7 @@ for round in $(seq "$ROUNDS"); do
         [ "$COLD" = 0 ] && cat src.dat > /dev/null
         MODE=durable
         run "hipfile cp" "$B/hipfile" cp src.dat dst.h
+        run "hipfile cp, sync at end" sh -c "HIPFILE_DURABLE_WRITES=false '$B/hipfile' cp src.dat dst.h && sync"
         run "cp && sync" sh -c 'cp src.dat dst.c && sync'
         run "dd bs=64M conv=fsync" dd if=src.dat of=dst.d bs=64M conv=fsync status=none
         MODE=cached
