@@ -52,7 +52,7 @@ fn another_process_reads_live_and_cannot_interfere() {
     assert!(!remote.wait_exit(Some(Duration::ZERO)));
 
     // What a reader gets is read-only: no writable mapping, no write, no resize, no seal.
-    let fd = remote_fd(&remote);
+    let fd = remote.as_raw_fd();
     // SAFETY: asks for a shared writable mapping of the descriptor; expected to fail.
     let p =
         unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
@@ -129,10 +129,6 @@ fn another_process_reads_live_and_cannot_interfere() {
     drop(remote);
     drop(stats);
     assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound), "stopped with the stats");
-}
-
-fn remote_fd(remote: &Remote) -> i32 {
-    remote.as_raw_fd()
 }
 
 /// A connection to `pid`'s statistics socket, by hand.

@@ -78,7 +78,8 @@ fn kernel() -> Value {
         "pci_p2pdma_source": source,
         "nvidia_fs_module": loaded("nvidia_fs"),
         "amdgpu_module": loaded("amdgpu"),
-        "amdgpu_ais": kallsyms_has("kfd_ais_rw_file"),
+        // AIS lives in amdgpu: the kernel's symbols (megabytes) are read only where it is loaded.
+        "amdgpu_ais": loaded("amdgpu") && kallsyms_has("kfd_ais_rw_file"),
     })
 }
 

@@ -64,7 +64,7 @@ pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
         .read(true)
         .create(true)
         .truncate(true)
-        .mode(meta.permissions().mode_bits())
+        .mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777)
         .open(&args.dst)
         .map_err(|e| format!("{}: {e}", args.dst.display()))?;
     let size = meta.len();
@@ -238,16 +238,5 @@ fn same_contents(a: &std::path::Path, b: &std::path::Path) -> Result<bool, Strin
             }
         }
         Ok(n)
-    }
-}
-
-/// Permission bits of a file's mode.
-trait ModeBits {
-    fn mode_bits(&self) -> u32;
-}
-
-impl ModeBits for std::fs::Permissions {
-    fn mode_bits(&self) -> u32 {
-        std::os::unix::fs::PermissionsExt::mode(self) & 0o7777
     }
 }

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use hipfile::Direction::{Read, Write};
-use hipfile::stats::{Event, MAX_GPUS, Path, Remote, Snapshot};
+use hipfile::stats::{Event, Path, Remote, Snapshot};
 use serde_json::{Value, json};
 
 use crate::args::StatsArgs;
@@ -145,8 +145,9 @@ fn to_json(s: &Snapshot, ended: bool) -> Value {
             "size_classes": s.size_histogram(d).to_vec(),
         })
     };
-    let gpus: Vec<Value> = (0..MAX_GPUS)
-        .filter(|g| s.gpus_used().contains(g))
+    let gpus: Vec<Value> = s
+        .gpus_used()
+        .into_iter()
         .map(|g| {
             json!({"gpu": g, "read": totals(s.totals(Read, None, Some(g))), "write": totals(s.totals(Write, None, Some(g))),
                    "registered_bytes": s.registered_bytes(g)})
