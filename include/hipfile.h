@@ -1,11 +1,11 @@
 /*
  * hipfile.h: the C API of hipfile-rs, source-compatible with AMD's hipFile header.
  *
- * Types, enum names and values, struct layouts and macros are AMD's (hipFile 0.2.0 with the
- * stats types). Only functions the library exports are declared: tests/header.rs checks that
- * every prototype here matches an export and that every export is declared. Functions that
- * later versions of hipfile-rs implement (async, parameters, properties, stats) are added here
- * together with their implementation.
+ * Types, enum names and values, struct layouts and macros are AMD's. The version is that of
+ * upstream's API this library implements: 0.5.0, the release that added the statistics calls
+ * (docs/compat.md, "Version"). Only functions the library exports are declared:
+ * tests/header.rs checks that every prototype here matches an export and that every export is
+ * declared.
  *
  * Link with -lhipfile. Include <hip/hip_runtime_api.h> requirements apply: define
  * __HIP_PLATFORM_AMD__ (or __HIP_PLATFORM_NVIDIA__) when compiling.
@@ -42,7 +42,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define HIPFILE_VERSION_MAJOR 0
-#define HIPFILE_VERSION_MINOR 2
+#define HIPFILE_VERSION_MINOR 5
 #define HIPFILE_VERSION_PATCH 0
 
 /* File offsets. */

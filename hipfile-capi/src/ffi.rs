@@ -260,6 +260,9 @@ pub struct hipFilePerGpuStats_t {
 pub struct hipFileStatsLevel3_t {
     pub(crate) detailed: hipFileStatsLevel2_t,
     pub(crate) num_gpus: u32,
+    /// The C structure's implicit padding, named so that writing the structure writes these
+    /// bytes too (zero): padding a Rust value leaves undefined would reach the caller's memory.
+    pub(crate) padding: u32,
     pub(crate) per_gpu_stats: [hipFilePerGpuStats_t; 16],
 }
 
@@ -267,6 +270,8 @@ const _: () = assert!(std::mem::size_of::<hipFileStatsLevel1_t>() == 512);
 const _: () = assert!(std::mem::size_of::<hipFileStatsLevel2_t>() == 1024);
 const _: () = assert!(std::mem::size_of::<hipFilePerGpuStats_t>() == 248);
 const _: () = assert!(std::mem::size_of::<hipFileStatsLevel3_t>() == 1024 + 8 + 16 * 248);
+// No implicit padding left: the fields end where the next begins.
+const _: () = assert!(std::mem::offset_of!(hipFileStatsLevel3_t, per_gpu_stats) == 1024 + 4 + 4);
 
 impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
     /// What each field counts: semantics §14.
@@ -278,7 +283,7 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
         let (r, w) = (s.totals(Read, None, None), s.totals(Write, None, None));
         let per_second = |n: u64, us: u64| if us == 0 { 0 } else { (n as u128 * 1_000_000 / us as u128) as u64 };
         let (submit_us, completion_us) = (s.event_micros(E::BatchSubmitTime), s.event_micros(E::BatchCompletionTime));
-        let completed = e(E::BatchCompleteOk) + e(E::BatchCompleteErr);
+        let completed = e(E::BatchCompleteOk).saturating_add(e(E::BatchCompleteErr));
         let (last_read, last_write) = s.last_batch();
         hipFileStatsLevel1_t {
             read_ops: hipFileOpCounter_t { ok: r.ok, err: r.err },

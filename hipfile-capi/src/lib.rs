@@ -33,8 +33,10 @@ pub use ffi::{
 };
 use hipfile::{SystemBackend, SystemPlatform};
 
-/// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros.
-pub const VERSION: (u32, u32, u32) = (0, 2, 0);
+/// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros: that of
+/// upstream's API the library implements, 0.5.0, the first with the statistics calls (clients
+/// such as rocprofiler-systems refuse older ones; docs/compat.md, "Version").
+pub const VERSION: (u32, u32, u32) = (0, 5, 0);
 
 static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
 
@@ -370,7 +372,8 @@ pub extern "C" fn hipFileBatchIODestroy(batch_idp: hipFileBatchHandle_t) {
 /// before it, reading `*size_p`, `*file_offset_p` and `*buffer_offset_p` then (at this call for
 /// those the stream's FIXED flags name; the size may shrink, not grow), and stores the bytes
 /// read, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), in `*bytes_read_p`.
-/// A size of 0 stores 0 at once. Opens a closed driver (as upstream).
+/// A size of 0 stores 0 at once. Opens a closed driver first, even when an argument is then
+/// refused (as upstream).
 ///
 /// Returns `hipFileInvalidValue` (a null argument, offsets or size out of range), the codes of
 /// `hipFileRead`'s checks, or `hipFileHipDriverError` when the runtime refused the stream work.
@@ -420,7 +423,8 @@ pub unsafe extern "C" fn hipFileWriteAsync(
     stream_io(Direction::Write, fh, buffer_base, values, stream)
 }
 
-/// One stream-ordered operation: null checks, the implicit open, then the driver.
+/// One stream-ordered operation: the implicit open (before the arguments are looked at, as
+/// upstream's `DriverInit` tests expect), null checks, then the driver.
 fn stream_io(
     direction: Direction,
     fh: hipFileHandle_t,
@@ -429,17 +433,13 @@ fn stream_io(
     stream: hipStream_t,
 ) -> hipFileError_t {
     boundary(|| {
-        let ffi::CallerValues { size, file_offset, buffer_offset, bytes } = values;
-        if buffer_base.is_null()
-            || size.is_null()
-            || file_offset.is_null()
-            || buffer_offset.is_null()
-            || bytes.is_null()
-        {
-            return hipFileError_t::op(OpError::InvalidValue);
-        }
         hipFileError_t::from_result(driver().and_then(|d| {
             logged(d.open_implicitly())?;
+            let ffi::CallerValues { size, file_offset, buffer_offset, bytes } = values;
+            let null = [size.is_null(), file_offset.is_null(), buffer_offset.is_null(), bytes.is_null()];
+            if buffer_base.is_null() || null.contains(&true) {
+                return Err(OpError::InvalidValue.into());
+            }
             let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
             d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream)
         }))

@@ -167,3 +167,26 @@ fn the_shared_library_has_its_soname_and_no_link_time_gpu_runtime() {
     // One build for every machine: the GPU runtime is found at run time.
     assert!(!dynamic.contains("amdhip64") && !dynamic.contains("cudart"), "{dynamic}");
 }
+
+/// Clients check the version (rocprofiler-systems' hipFile telemetry refuses one older than
+/// 0.5.0, the release that added `hipFileGetStatsL3`): the header's macros and
+/// `hipFileGetVersion` give upstream's API version the library implements.
+#[test]
+fn the_version_is_upstreams_api_with_the_statistics_calls() {
+    let text = std::fs::read_to_string(header()).unwrap();
+    let macro_value = |name: &str| -> u32 {
+        let line = text.lines().find(|l| l.starts_with(&format!("#define {name} "))).expect(name);
+        line.rsplit(' ').next().unwrap().parse().expect("a number")
+    };
+    let header = (
+        macro_value("HIPFILE_VERSION_MAJOR"),
+        macro_value("HIPFILE_VERSION_MINOR"),
+        macro_value("HIPFILE_VERSION_PATCH"),
+    );
+    let (mut major, mut minor, mut patch) = (u32::MAX, u32::MAX, u32::MAX);
+    // SAFETY: three writable integers.
+    let e = unsafe { hipfile_capi::hipFileGetVersion(&mut major, &mut minor, &mut patch) };
+    assert_eq!(e.err as i32, 0);
+    assert_eq!((major, minor, patch), header);
+    assert!(header >= (0, 5, 0), "hipfile.h says {header:?}: older than the statistics calls");
+}

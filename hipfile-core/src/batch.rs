@@ -141,6 +141,11 @@ impl Batches {
         (section, map)
     }
 
+    /// Ends the batch threads (idle once the driver has closed); the next submission starts them.
+    pub(crate) fn stop_threads(&self) {
+        self.runner.stop();
+    }
+
     fn get(&self, id: BatchId) -> Result<Arc<Batch>> {
         self.registry().1.get(&id).cloned().ok_or_else(|| OpError::InvalidValue.into())
     }
@@ -223,7 +228,7 @@ impl<P: Platform> Driver<P> {
     }
 
     /// `hipFileBatchIOGetStatus`: waits until at least `min` events are ready, nothing more can
-    /// come, or `timeout` passes (`None`: no limit), then reaps up to `max` events (finished
+    /// come, or `timeout` passes (`None`, or one too large for the clock: no limit), then reaps up to `max` events (finished
     /// entries, in the order they finished). `max` 0 or `min > max` is `hipFileInvalidValue`.
     pub fn batch_status(
         &self,
@@ -236,7 +241,8 @@ impl<P: Platform> Driver<P> {
         if max == 0 || min > max {
             return Err(OpError::InvalidValue.into());
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A timeout past what the clock can represent is no limit (semantics §11).
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut state = lock(&batch.state);
         while state.done.len() < min && state.outstanding > state.done.len() {
             state = match deadline {

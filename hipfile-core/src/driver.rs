@@ -465,6 +465,12 @@ impl<P: Platform> Driver<P> {
             }
             drop(state); // I/O in flight may need it to finish
             open.retire();
+            // Nothing of the library runs once the last close returns (semantics §2): the idle
+            // batch and stream threads end (the next use starts them again), and so does the
+            // statistics server; the counters stay, behind one descriptor (§14).
+            self.batches.stop_threads();
+            self.streams.stop_threads();
+            self.stats.unpublish();
             crate::log::restore(); // the logging parameters ended with the open
         }
         Ok(())

@@ -194,7 +194,7 @@ impl Error {
     /// This error as a `hipFileError_t {err, hip_drv_err}` pair.
     ///
     /// OS errors have no code of their own in that convention; they are mapped to the nearest
-    /// hipFile code (`EBADF` is an invalid argument, out of descriptors is
+    /// hipFile code (`EINVAL` and `EBADF` are invalid arguments, out of descriptors is
     /// `hipFileGetNewFDFailed`, `EACCES`/`EPERM` are `hipFilePermissionDenied`) and anything
     /// else is `hipFileInternalError`, as upstream does for unexpected exceptions.
     pub fn to_c_pair(&self) -> (i32, i32) {
@@ -204,7 +204,9 @@ impl Error {
             Error::Config(_) => (OpError::DriverInvalidProps.code(), 0),
             Error::Os(errno) => {
                 let op = match *errno {
-                    libc::EBADF => OpError::InvalidValue,
+                    // A negative offset, or one past the largest file offset, is `EINVAL` in the
+                    // `ssize_t` convention and hipFileInvalidValue in this one (semantics §1).
+                    libc::EINVAL | libc::EBADF => OpError::InvalidValue,
                     libc::EMFILE | libc::ENFILE => OpError::GetNewFdFailed,
                     libc::EACCES | libc::EPERM => OpError::PermissionDenied,
                     _ => OpError::InternalError,
@@ -320,6 +322,7 @@ mod tests {
         assert_eq!(Error::Op(OpError::HandleNotRegistered).to_c_pair(), (5027, 0));
         assert_eq!(Error::Hip(HipError(719)).to_c_pair(), (5011, 719));
         assert_eq!(Error::Os(libc::EBADF).to_c_pair(), (5022, 0));
+        assert_eq!(Error::Os(libc::EINVAL).to_c_pair(), (5022, 0));
         assert_eq!(Error::Os(libc::EMFILE).to_c_pair(), (5031, 0));
         assert_eq!(Error::Os(libc::EIO).to_c_pair(), (5030, 0));
     }

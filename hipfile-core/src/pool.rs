@@ -61,6 +61,29 @@ impl WorkerPool {
         }
     }
 
+    /// Ends the threads once their queues are empty, joining them (the driver's last close,
+    /// semantics §2); the next job starts new ones. Jobs still queued run first.
+    pub fn stop(&self) {
+        let workers = {
+            let _section = crate::fork::section();
+            lock(&self.workers).take()
+        };
+        if let Some(workers) = workers {
+            Self::join(workers);
+        }
+    }
+
+    fn join(workers: Workers) {
+        if workers.fork != crate::fork::generation() {
+            return std::mem::forget(workers); // a forked child: not its threads to join
+        }
+        drop(workers.queues); // each worker's `recv` fails once its queue is empty: it returns
+        let me = std::thread::current().id();
+        for worker in workers.threads.into_iter().filter(|w| w.thread().id() != me) {
+            let _ = worker.join();
+        }
+    }
+
     fn start(&self) -> Workers {
         let mut workers = Workers { queues: Vec::new(), threads: Vec::new(), fork: crate::fork::generation() };
         for i in 0..self.size {
@@ -83,14 +106,7 @@ impl WorkerPool {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         if let Some(workers) = lock(&self.workers).take() {
-            if workers.fork != crate::fork::generation() {
-                return std::mem::forget(workers); // a forked child: not its threads to join
-            }
-            drop(workers.queues); // each worker's `recv` fails once its queue is empty: it returns
-            let me = std::thread::current().id();
-            for worker in workers.threads.into_iter().filter(|w| w.thread().id() != me) {
-                let _ = worker.join();
-            }
+            Self::join(workers);
         }
     }
 }

@@ -115,6 +115,11 @@ impl Streams {
         }
     }
 
+    /// Ends the stream threads (idle once the driver has closed); the next operation starts them.
+    pub(crate) fn stop_threads(&self) {
+        self.runner.stop();
+    }
+
     fn state(&self, stream: Stream) -> Arc<Mutex<StreamState>> {
         let mut states = lock(&self.states);
         Arc::clone(

@@ -63,6 +63,34 @@ fn another_process_reads_live_and_cannot_interfere() {
     assert_eq!(unsafe { libc::ftruncate(fd, 0) }, -1);
     // SAFETY: as above.
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_WRITE) }, -1);
+    // Nor through a descriptor reopened read-write (`/proc/self/fd/N`, which a reader of the
+    // same user may open): the file is sealed against every write but the library's own mapping.
+    let before = remote.snapshot().unwrap();
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+    // SAFETY: a valid C string; the descriptor (if any) is closed below.
+    let rw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR) };
+    if rw >= 0 {
+        let junk = [0xffu8; 4096];
+        for at in [0, 4096, 8192] {
+            // SAFETY: writes from a live buffer; expected to fail.
+            let n = unsafe { libc::pwrite(rw, junk.as_ptr().cast(), junk.len(), at) };
+            assert_eq!(n, -1, "a reader wrote the counters at {at}");
+        }
+        // SAFETY: asks for a writable shared mapping; expected to fail.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, rw, 0)
+        };
+        assert_eq!(p, libc::MAP_FAILED);
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: a plain call on a descriptor we hold; expected to fail.
+        assert_eq!(unsafe { libc::fallocate(rw, punch, 0, 1 << 20) }, -1, "a reader punched a hole");
+        // SAFETY: closes the descriptor opened above.
+        unsafe { libc::close(rw) };
+    }
+    let after = remote.snapshot().unwrap();
+    assert_eq!(after.totals(Direction::Read, None, None), before.totals(Direction::Read, None, None));
+    assert_eq!((after.pid, after.level), (me, 3));
+    assert_eq!(stats.snapshot().totals(Direction::Read, None, None).ok, 2);
     // A read-only mapping works.
     // SAFETY: a read-only shared mapping of a file of at least a page, unmapped below.
     let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
@@ -126,9 +154,28 @@ fn another_process_reads_live_and_cannot_interfere() {
     }
     wait_child(pid);
     assert_eq!(Remote::connect(pid as u32).err().map(|e| e.kind()), Some(ErrorKind::NotFound));
+    // Unpublished (the driver's last close): no server thread, no socket; counting goes on, and
+    // the next level above 0 publishes again.
+    stats.unpublish();
+    assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound), "still listening");
+    assert!(!threads().contains(&"hipfile-stats".to_owned()), "{:?}", threads());
+    stats.io(t, Direction::Read, Path::Staged, 0, 4096, false, &Ok(4096));
+    assert_eq!(stats.snapshot().totals(Direction::Read, None, None).ok, 3);
+    stats.set_level(1);
+    assert_eq!(Remote::connect(me).unwrap().snapshot().unwrap().totals(Direction::Read, None, None).ok, 3);
     drop(remote);
     drop(stats);
     assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound), "stopped with the stats");
+}
+
+/// The names of this process's threads.
+fn threads() -> Vec<String> {
+    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_owned())
+        .collect()
 }
 
 /// A connection to `pid`'s statistics socket, by hand.

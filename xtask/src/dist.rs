@@ -5,8 +5,8 @@
 //! PREFIX/bin/hipfile                              the tool
 //! PREFIX/include/hipfile.h, hipfile.hpp           the C and C++ APIs
 //! PREFIX/include/hipfile-cxx/src/lib.rs.h         the C++ bridge (generated), and rust/cxx.h
-//! PREFIX/lib/libhipfile.so.0.2.0                  the C library, and its links
-//! PREFIX/lib/libhipfile.so.0 -> libhipfile.so.0.2.0   (the SONAME programs load)
+//! PREFIX/lib/libhipfile.so.0.5.0                  the C library, and its links
+//! PREFIX/lib/libhipfile.so.0 -> libhipfile.so.0.5.0   (the SONAME programs load)
 //! PREFIX/lib/libhipfile.so -> libhipfile.so.0         (what -lhipfile links)
 //! PREFIX/lib/libhipfile.a                         the C library, static
 //! PREFIX/lib/libhipfile_cxx.a                     the C++ and C APIs, static
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::{run, workspace_root};
 
 /// The library's version (the C API's `HIPFILE_VERSION_*`).
-const VERSION: &str = "0.2.0";
+const VERSION: &str = "0.5.0";
 
 /// What static links of the Rust archives need from the system (`--print native-static-libs`).
 const STATIC_LIBS: [&str; 6] = ["pthread", "dl", "m", "rt", "util", "gcc_s"];
@@ -115,7 +115,7 @@ get_filename_component(_hipfile_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSO
 if(NOT TARGET hip::hipfile)
   add_library(hip::hipfile SHARED IMPORTED)
   set_target_properties(hip::hipfile PROPERTIES
-    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile.so.0.2.0"
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile.so.0.5.0"
     IMPORTED_SONAME "libhipfile.so.0"
     INTERFACE_INCLUDE_DIRECTORIES "${_hipfile_prefix}/include")
   add_library(hip::hipfile_cxx STATIC IMPORTED)
@@ -128,16 +128,18 @@ if(NOT TARGET hip::hipfile)
   set_target_properties(hip::hipfile_mockhip PROPERTIES
     IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so")
 endif()
-set(hipfile_VERSION 0.2.0)
+set(hipfile_VERSION 0.5.0)
 unset(_hipfile_prefix)
 "#;
 
-/// The CMake package's version check: any 0.2.x request is met by 0.2.0 or later within 0.2.
+/// The CMake package's version check: a request for any 0.x up to this version is met (upstream
+/// keeps one ABI, SONAME `libhipfile.so.0`, across its 0.x releases; this library implements
+/// the API of each).
 fn cmake_version() -> String {
     format!(
         "set(PACKAGE_VERSION \"{VERSION}\")\n\
          if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n\
-         elseif(PACKAGE_FIND_VERSION_MAJOR STREQUAL \"0\" AND NOT PACKAGE_FIND_VERSION_MINOR STREQUAL \"2\")\n  \
+         elseif(NOT PACKAGE_FIND_VERSION_MAJOR STREQUAL \"0\")\n  \
          set(PACKAGE_VERSION_COMPATIBLE FALSE)\n\
          else()\n  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n  \
          if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)\n    set(PACKAGE_VERSION_EXACT TRUE)\n  endif()\nendif()\n"

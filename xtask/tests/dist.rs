@@ -49,7 +49,7 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
     // pkg-config.
     let pkg =
         |args: &[&str]| run(Command::new("pkg-config").args(args).env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")));
-    assert_eq!(pkg(&["--modversion", "hipfile"]).trim(), "0.2.0");
+    assert_eq!(pkg(&["--modversion", "hipfile"]).trim(), "0.5.0");
     let flags = pkg(&["--cflags", "--libs", "hipfile"]);
     let libdir = pkg(&["--variable=libdir", "hipfile"]);
     let exe = scratch.join("example-pkg-config");
@@ -72,7 +72,7 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
         format!(
             r#"cmake_minimum_required(VERSION 3.16)
 project(uses_hipfile C CXX)
-find_package(hipfile 0.2 REQUIRED)
+find_package(hipfile 0.5 REQUIRED)
 add_executable(example example.c)
 target_compile_definitions(example PRIVATE __HIP_PLATFORM_AMD__ _GNU_SOURCE HIPFILE_EXAMPLE_PATH="{}")
 target_link_libraries(example PRIVATE hip::hipfile hip::hipfile_mockhip)

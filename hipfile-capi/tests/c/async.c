@@ -365,6 +365,14 @@ int main(int argc, char **argv)
         CHECK(hipFileUseCount() == 1);
         EXPECT_OK(hipFileDriverClose());
     }
+    /* Upstream's DriverInit.hipFileReadAsync/WriteAsync: every argument null still opens the
+     * driver (use count 1), then the arguments are refused. */
+    EXPECT_ERR(hipFileReadAsync(NULL, NULL, NULL, NULL, NULL, NULL, NULL), hipFileInvalidValue);
+    CHECK(hipFileUseCount() == 1);
+    EXPECT_OK(hipFileDriverClose());
+    EXPECT_ERR(hipFileWriteAsync(NULL, NULL, NULL, NULL, NULL, NULL, NULL), hipFileInvalidValue);
+    CHECK(hipFileUseCount() == 1);
+    EXPECT_OK(hipFileDriverClose());
 
     EXPECT_OK(hipFileDriverOpen());
     fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);

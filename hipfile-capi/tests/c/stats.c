@@ -26,6 +26,17 @@ int main(int argc, char **argv)
     EXPECT_ERR(hipFileGetStatsL1(NULL), hipFileInvalidValue);
     EXPECT_ERR(hipFileGetStatsL2(NULL), hipFileInvalidValue);
     EXPECT_ERR(hipFileGetStatsL3(NULL), hipFileInvalidValue);
+    /* Before any open: every byte of each structure is written (zero), padding included, whatever
+     * the caller's memory held. */
+    {
+        static hipFileStatsLevel3_t l3;
+        memset(&l3, 0xAB, sizeof l3);
+        EXPECT_OK(hipFileGetStatsL3(&l3));
+        const unsigned char *bytes = (const unsigned char *)&l3;
+        for (size_t i = 0; i < sizeof l3; i++) {
+            CHECK(bytes[i] == 0);
+        }
+    }
 
     char path[4096];
     snprintf(path, sizeof path, "%s/stats-%d", argv[1], (int)getpid());

@@ -303,8 +303,15 @@ impl Stats {
         if !published {
             return Ok((Region::map(None)?, None));
         }
-        let shared = share::Shared::create(REGION_WORDS * 8)?;
-        Ok((Region::map(Some(shared.fd()))?, Some(shared)))
+        let unsealed = share::Unsealed::create(REGION_WORDS * 8)?;
+        let region = Region::map(Some(unsealed.fd()))?;
+        match unsealed.seal() {
+            Ok(shared) => Ok((region, Some(shared))),
+            Err(e) => {
+                region.unmap(); // nothing else has it yet
+                Err(e)
+            }
+        }
     }
 
     /// The region this process counts into: in a forked child, a fresh one first.
@@ -352,6 +359,15 @@ impl Stats {
             && let Some(shared) = share.as_mut()
         {
             shared.serve();
+        }
+    }
+
+    /// Stops publishing to other processes (the driver's last close, semantics §14): the
+    /// server's thread ends and its socket closes; counting and reading go on. The next open
+    /// at a level above 0 publishes again.
+    pub fn unpublish(&self) {
+        if let Some(shared) = crate::sync::lock(&self.share).as_mut() {
+            shared.stop();
         }
     }
 
@@ -558,12 +574,14 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Sums saturate: the counters come from shared memory, and whatever they hold must not
+    /// overflow here (semantics §14).
     fn add(&mut self, o: &Totals) {
-        self.ok += o.ok;
-        self.err += o.err;
-        self.bytes += o.bytes;
-        self.micros += o.micros;
-        self.unaligned += o.unaligned;
+        self.ok = self.ok.saturating_add(o.ok);
+        self.err = self.err.saturating_add(o.err);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.micros = self.micros.saturating_add(o.micros);
+        self.unaligned = self.unaligned.saturating_add(o.unaligned);
     }
 
     /// Bytes per second of busy time (0 without time).
@@ -601,7 +619,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Sums the used slots of a region's words.
+    /// Sums the used slots of a region's words: untrusted (shared) memory, so any values are
+    /// read without overflow or out-of-range access.
     fn read(w: &dyn Fn(usize) -> u64) -> Snapshot {
         let ns_per_tick = ns_per_tick(w(header::CLOCK), w(header::TICKS0), w(header::MONO0));
         let ns = |ticks: u64| (ticks as f64 * ns_per_tick) as u64;
@@ -624,7 +643,7 @@ impl Snapshot {
                 });
             }
             for (e, v) in events.iter_mut().enumerate() {
-                *v += w(base + EVENTS_AT + e);
+                *v = v.saturating_add(w(base + EVENTS_AT + e));
             }
             for (g, v) in reg_bytes.iter_mut().enumerate() {
                 *v = v.wrapping_add(w(base + REG_AT + g));
@@ -659,12 +678,12 @@ impl Snapshot {
 
     /// Requests per size class (level 2 and up), all paths and GPUs.
     pub fn size_histogram(&self, dir: Direction) -> [u64; SIZE_CLASSES] {
-        let mut h = [0; SIZE_CLASSES];
+        let mut h = [0u64; SIZE_CLASSES];
         for p in Path::ALL {
             for g in 0..GPU_ROWS {
                 for (class, v) in h.iter_mut().enumerate() {
                     let c = &self.cells[cell_at(dir, p, g, class) / CELL];
-                    *v += c.ok + c.err;
+                    *v = v.saturating_add(c.ok.saturating_add(c.err));
                 }
             }
         }
@@ -693,7 +712,7 @@ impl Snapshot {
                 self.reg_bytes[g] != 0
                     || [Direction::Read, Direction::Write].into_iter().any(|d| {
                         let t = self.totals(d, None, Some(g));
-                        t.ok + t.err > 0
+                        t.ok > 0 || t.err > 0
                     })
             })
             .collect()

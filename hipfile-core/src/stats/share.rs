@@ -4,8 +4,12 @@
 //! process, handing each reader a descriptor of that file over `SCM_RIGHTS`.
 //!
 //! - Only a reader of the same user, or root, gets it (`SO_PEERCRED`); others get a refusal.
-//! - What a reader gets is a read-only descriptor (the file reopened `O_RDONLY`): it can map
-//!   or read the counters, never write them, resize the file or add seals.
+//! - What a reader gets is a read-only descriptor (the file reopened `O_RDONLY`), and the file
+//!   is sealed with `F_SEAL_FUTURE_WRITE` once the library's own writable mapping exists: no
+//!   descriptor of it, however reopened (`/proc/<pid>/fd/N` with `O_RDWR`), can write it, map
+//!   it writable, punch holes in it, resize it or add seals.
+//! - The server runs while the driver is open: the last close stops the thread and closes the
+//!   socket; the counters stay (they add up across opens), behind one descriptor.
 //! - The thread never waits on a reader: sockets are non-blocking, and a reader that connects
 //!   and goes silent costs one accepted and closed connection.
 //! - Nothing is left in the file system: abstract sockets and memory files vanish with the
@@ -46,35 +50,53 @@ fn address(pid: u32) -> (libc::sockaddr_un, libc::socklen_t) {
     (addr, len as libc::socklen_t)
 }
 
-/// The publishing side: the memory file, its read-only twin, and the server once started.
+/// The publishing side: the memory file (read-only), and the server while it runs.
 pub(super) struct Shared {
-    /// First, so it stops (its thread uses `readonly`) before the descriptors close.
+    /// First, so it stops (its thread uses `readonly`) before the descriptor closes.
     server: Option<Server>,
+    readonly: std::fs::File,
+}
+
+/// The memory file of a [`Shared`] before it is sealed: the one writable descriptor, which
+/// the library maps ([`Unsealed::seal`] then drops it).
+pub(super) struct Unsealed {
     memfd: OwnedFd,
     readonly: std::fs::File,
 }
 
-impl Shared {
-    /// A sealed memory file of `len` bytes.
-    pub(super) fn create(len: usize) -> Result<Shared> {
+impl Unsealed {
+    /// A memory file of `len` bytes, sealed against resizing.
+    pub(super) fn create(len: usize) -> Result<Unsealed> {
         // SAFETY: a constant C string; the flags are valid.
         let fd = unsafe { libc::memfd_create(c"hipfile-stats".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
         let memfd = owned(fd)?;
         // SAFETY: plain calls on a descriptor we own.
         cvt(unsafe { libc::ftruncate(memfd.as_raw_fd(), len as libc::off_t) })?;
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
         // SAFETY: as above.
-        cvt(unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) })?;
+        cvt(unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW) })?;
         let path = CString::new(format!("/proc/self/fd/{}", memfd.as_raw_fd())).expect("no NUL");
         // SAFETY: a valid C string; a new descriptor of the same file, read-only.
         let readonly = owned(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?.into();
-        Ok(Shared { server: None, memfd, readonly })
+        Ok(Unsealed { memfd, readonly })
     }
 
+    /// The writable descriptor, to map.
     pub(super) fn fd(&self) -> RawFd {
         self.memfd.as_raw_fd()
     }
 
+    /// Seals the file against every write but through mappings made before (the library's own,
+    /// made first), and against further seals; closes the writable descriptor. Fails on kernels
+    /// without `F_SEAL_FUTURE_WRITE` (before 5.1): the counters are then not published.
+    pub(super) fn seal(self) -> Result<Shared> {
+        let seals = libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: a plain call on a descriptor we own.
+        cvt(unsafe { libc::fcntl(self.memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) })?;
+        Ok(Shared { server: None, readonly: self.readonly })
+    }
+}
+
+impl Shared {
     /// The counters, read from the file ([`snapshot`]).
     pub(super) fn snapshot(&self) -> Result<Snapshot> {
         snapshot(&self.readonly)
@@ -90,6 +112,11 @@ impl Shared {
             Ok(server) => self.server = Some(server),
             Err(e) => tracing::debug!("statistics are not published to other processes: {e}"),
         }
+    }
+
+    /// Stops the server (the thread ends, the socket closes); the counters stay readable here.
+    pub(super) fn stop(&mut self) {
+        self.server = None;
     }
 
     /// In a forked child: the server thread was the parent's and does not exist here; close

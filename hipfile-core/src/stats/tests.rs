@@ -139,3 +139,24 @@ fn ticks_convert_to_nanoseconds_even_right_after_the_region_is_made() {
     let measured = ns_per_tick(kind, t0, m0);
     assert!(fresh > 0.0 && (fresh / measured - 1.0).abs() < 0.02, "{fresh} vs {measured}");
 }
+
+/// Shared counters are untrusted: whatever bytes a region holds (a reader that wrote them, a
+/// torn read), reading and deriving figures from them neither panics nor overflows.
+#[test]
+fn any_bytes_in_the_region_read_without_overflow() {
+    for word in [u64::MAX, u64::MAX / 3, 1 << 63, 0x0123_4567_89ab_cdef] {
+        let snap = Snapshot::read(&|i| if i == header::CLOCK { 1 } else { word });
+        for dir in [READ, WRITE] {
+            let t = snap.totals(dir, None, None);
+            assert!(t.ok > 0 && t.bytes > 0);
+            let _ = (t.bandwidth(), t.latency_avg_us(), t.ops_per_second());
+            let _ = snap.size_histogram(dir);
+            for path in Path::ALL {
+                let _ = snap.totals(dir, Some(path), Some(0));
+            }
+        }
+        assert_eq!(snap.gpus_used().len(), MAX_GPUS);
+        let _ = (snap.event(Event::BatchEntries), snap.event_micros(Event::BatchSubmitTime));
+        let _ = (snap.registered_bytes(3), snap.last_batch());
+    }
+}
