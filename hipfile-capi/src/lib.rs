@@ -38,22 +38,19 @@ use hipfile::{SystemBackend, SystemPlatform};
 /// such as rocprofiler-systems refuse older ones; docs/compat.md, "Version").
 pub const VERSION: (u32, u32, u32) = (0, 5, 0);
 
-static DRIVER: OnceLock<std::result::Result<Driver<SystemPlatform>, String>> = OnceLock::new();
+static DRIVER: OnceLock<Driver<SystemPlatform>> = OnceLock::new();
 
-/// The process-wide driver, or why there is none (no usable HIP runtime): the one every C
-/// call uses, and the C++ API (`hipfile-cxx`) too.
+/// The process-wide driver: the one every C call uses, and the C++ API (`hipfile-cxx`) too.
+/// Where no GPU runtime can be loaded it still exists (parameters, properties and statistics
+/// need none, semantics §13); its open fails with `hipFilePlatformNotSupported`.
 pub fn driver() -> Result<&'static Driver<SystemPlatform>> {
-    DRIVER
-        .get_or_init(|| {
-            hipfile::log::install(|| hipfile::log::Sink::Off);
-            let driver =
-                SystemPlatform::discover().map(|p| Driver::new(p).with_stats(hipfile::stats::Stats::published()));
-            // SAFETY: the handlers only take and release the driver's lock (see below).
-            unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
-            driver
-        })
-        .as_ref()
-        .map_err(|why| hipfile::unavailable(why.clone()))
+    Ok(DRIVER.get_or_init(|| {
+        hipfile::log::install(|| hipfile::log::Sink::Off);
+        let platform = SystemPlatform::discover().unwrap_or_else(SystemPlatform::without_runtime);
+        // SAFETY: the handlers only take and release the driver's lock (see below).
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+        Driver::new(platform).with_stats(hipfile::stats::Stats::published())
+    }))
 }
 
 thread_local! {
@@ -66,7 +63,7 @@ thread_local! {
 /// changing the driver when the child is made (it would find the lock held forever). I/O holds
 /// the lock only to look a request up, not while it moves bytes.
 extern "C" fn before_fork() {
-    if let Some(Ok(driver)) = DRIVER.get() {
+    if let Some(driver) = DRIVER.get() {
         let hold = driver.hold_for_fork();
         let _ = FORK_HOLD.try_with(|h| h.borrow_mut().replace(hold));
     }

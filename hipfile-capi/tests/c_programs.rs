@@ -142,6 +142,8 @@ fn batch(flavour: Flavour, backend: &str) {
     let dir = scratch("c-data");
     let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    // A quiet library: nothing on stderr (no panic message for a huge timeout, say).
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
 #[test]
@@ -492,6 +494,15 @@ fn without_a_gpu_runtime_the_driver_says_why_it_cannot_open() {
     let (result, log) = open_driver(Flavour::NoMockHip, &[DEBUG_LOG]);
     assert_eq!(result, "5007 0 0"); // hipFilePlatformNotSupported
     assert!(log.contains("libamdhip64.so: no device"), "{log}");
+}
+
+#[test]
+fn without_a_gpu_runtime_parameters_are_still_staged_and_read_back() {
+    require_hip_headers(); // Debian's libamdhip64, found by dlopen, has no device here
+    let exe = build("noruntime", Flavour::NoMockHip, &[]);
+    let out = run_ok(&mut program(&exe, &[], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "a quiet library");
 }
 
 /// Runs `safety MODE ARGS` (tests/c/safety.c) and returns its stdout, which starts with "ok".

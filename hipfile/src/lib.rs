@@ -31,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+mod absent;
 mod platform;
 
 pub use hipfile_core::AsyncParams;

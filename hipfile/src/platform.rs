@@ -36,6 +36,9 @@ pub struct SystemPlatform {
     /// looks at the open one rather than opening another).
     gds: Mutex<Weak<Session<LibCuFile>>>,
     description: String,
+    /// Why no runtime could be loaded, for the platform of a process without one
+    /// ([`SystemPlatform::without_runtime`]).
+    absent: Option<String>,
 }
 
 impl std::fmt::Debug for SystemPlatform {
@@ -55,7 +58,20 @@ impl SystemPlatform {
         );
         let loaded = Arc::new(runtime);
         let gpu = Arc::clone(&loaded) as Arc<dyn GpuRuntime>;
-        SystemPlatform { gpu, loaded: Some(loaded), gds: Mutex::new(Weak::new()), description }
+        SystemPlatform { gpu, loaded: Some(loaded), gds: Mutex::new(Weak::new()), description, absent: None }
+    }
+
+    /// The platform of a process where no GPU runtime could be loaded (`why`): parameters,
+    /// properties and statistics work (semantics §13), the open fails with
+    /// `hipFilePlatformNotSupported` and says why where `HIPFILE_LOG` asks.
+    pub fn without_runtime(why: String) -> Self {
+        SystemPlatform {
+            gpu: Arc::new(crate::absent::NoRuntime),
+            loaded: None,
+            gds: Mutex::new(Weak::new()),
+            description: format!("no GPU runtime ({why})"),
+            absent: Some(why),
+        }
     }
 
     /// The platform over the runtime the process uses (see [`LoadedRuntime::discover`]), or
@@ -72,6 +88,7 @@ impl SystemPlatform {
             loaded: None,
             gds: Mutex::new(Weak::new()),
             description: "the mock GPU (host memory)".into(),
+            absent: None,
         }
     }
 
@@ -145,6 +162,9 @@ impl Platform for SystemPlatform {
     }
 
     fn backends(&self, config: &Config) -> Result<Vec<SystemBackend>> {
+        if let Some(why) = &self.absent {
+            return Err(unavailable(why.clone()));
+        }
         Ok(match config.backend {
             BackendChoice::Auto => match self.direct(config) {
                 Ok(direct) => vec![direct, self.bounce(config)],
@@ -176,6 +196,10 @@ impl Platform for SystemPlatform {
     }
 
     fn capabilities(&self, config: &Config) -> Vec<Capability> {
+        if let Some(why) = &self.absent {
+            let none = |backend: &str, kind| Capability { backend: backend.into(), kind, available: Err(why.clone()) };
+            return vec![none("p2p", BackendKind::Fastpath), none("bounce", BackendKind::Fallback)];
+        }
         let chosen = |family: &str| match config.backend {
             BackendChoice::Bounce if family == "p2p" => Err("not used: HIPFILE_BACKEND=bounce".to_owned()),
             BackendChoice::P2p if family == "bounce" => Err("not used: HIPFILE_BACKEND=p2p".to_owned()),

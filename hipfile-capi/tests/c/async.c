@@ -150,6 +150,8 @@ static void invalid_arguments(async_fn io)
     size = SIZE;
     foff = -4096;
     EXPECT_ERR(io(fh, dev, &size, &foff, &boff, &bytes, s), hipFileInvalidValue);
+    foff = INT64_MAX - 10; /* past the largest file offset */
+    EXPECT_ERR(io(fh, dev, &size, &foff, &boff, &bytes, s), hipFileInvalidValue);
     foff = 0;
     boff = -4096;
     EXPECT_ERR(io(fh, dev, &size, &foff, &boff, &bytes, s), hipFileInvalidValue);

@@ -3,6 +3,8 @@
  * nothing outstanding, cancel then submit again, destroy, every invalid argument, a write the
  * file size limit fails), plus a batch set up before the driver opens. Files go in DIR. */
 #include <hipfile.h>
+
+#include <limits.h>
 #include <hip/hip_runtime_api.h>
 
 #include <fcntl.h>
@@ -206,6 +208,17 @@ static void invalid_arguments(void)
     bad = ops[0];
     bad.fh = (hipFileHandle_t)(uintptr_t)12345;
     EXPECT_ERR(hipFileBatchIOSubmit(b, 1, &bad, 0), hipFileHandleNotRegistered);
+    /* Offsets out of range are invalid arguments, as for the stream-ordered calls (not an
+     * internal error): negative ones, and a file offset the transfer would carry past INT64_MAX. */
+    bad = ops[0];
+    bad.u.batch.file_offset = -1;
+    EXPECT_ERR(hipFileBatchIOSubmit(b, 1, &bad, 0), hipFileInvalidValue);
+    bad = ops[0];
+    bad.u.batch.devPtr_offset = -4096;
+    EXPECT_ERR(hipFileBatchIOSubmit(b, 1, &bad, 0), hipFileInvalidValue);
+    bad = ops[0];
+    bad.u.batch.file_offset = INT64_MAX - 10;
+    EXPECT_ERR(hipFileBatchIOSubmit(b, 1, &bad, 0), hipFileInvalidValue);
     hipFileIOEvents_t event;
     unsigned nr = 1;
     EXPECT_ERR(hipFileBatchIOGetStatus(b, 0, NULL, &event, NULL), hipFileInvalidValue);
@@ -216,6 +229,12 @@ static void invalid_arguments(void)
     nr = 1;
     struct timespec negative = {-1, 0};
     EXPECT_ERR(hipFileBatchIOGetStatus(b, 0, &nr, &event, &negative), hipFileInvalidValue);
+    /* A timeout too large for any clock is no limit: no panic, and the event is there. */
+    EXPECT_OK(hipFileBatchIOSubmit(b, 1, ops, 0));
+    struct timespec forever = {LONG_MAX, 999999999};
+    nr = 1;
+    EXPECT_OK(hipFileBatchIOGetStatus(b, 1, &nr, &event, &forever));
+    CHECK(nr == 1 && event.status == hipFileComplete);
     hipFileBatchIODestroy(b);
     EXPECT_ERR(hipFileBatchIOCancel(b), hipFileInvalidValue);
     EXPECT_ERR(hipFileBatchIOSubmit(b, 1, ops, 0), hipFileInvalidValue);
