@@ -8,13 +8,55 @@
 #include <hipfile.h>
 #include <hip/hip_runtime_api.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "common.h"
 
 #define LEN (1 << 20)
 #define MIB (1 << 20)
+
+/* Threads of this process whose name starts with "hipfile" (the library names its own). */
+static int library_threads(void)
+{
+    int n = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    CHECK(tasks != NULL);
+    struct dirent *t;
+    while ((t = readdir(tasks)) != NULL) {
+        char path[512], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        if (fgets(name, sizeof name, f) != NULL && strncmp(name, "hipfile", 7) == 0) {
+            fprintf(stderr, "a library thread is left: %s", name);
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(tasks);
+    return n;
+}
+
+/* Whether something listens on this process's statistics socket. */
+static bool stats_socket_listens(void)
+{
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    int len = snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "hipfile-rs-stats.%d", (int)getpid());
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(s >= 0);
+    bool listens = connect(s, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) == 0;
+    close(s);
+    return listens;
+}
 
 int main(int argc, char **argv)
 {
@@ -152,6 +194,12 @@ int main(int argc, char **argv)
     EXPECT_OK(hipFileGetStatsL3(&l3));
     CHECK(l3.per_gpu_stats[0].reg_bytes == 0);
     EXPECT_OK(hipFileDriverClose());
+    /* After the last close no thread of the library is left (statistics server, batch and
+     * stream threads), and nobody listens for statistics readers; the counters stay. */
+    CHECK(library_threads() == 0);
+    CHECK(!stats_socket_listens());
+    EXPECT_OK(hipFileGetStatsL1(&after));
+    CHECK(after.read_ops.ok == reads);
 
     HIP_OK(hipFree(dev));
     close(ro);
