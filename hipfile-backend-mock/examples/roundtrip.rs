@@ -35,12 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let result = (|| -> Result<(), Box<dyn std::error::Error>> {
         let handle = guard.register_file(&file)?;
         let t = Instant::now();
-        handle.write_all(buffer.addr(), size, 0)?;
+        handle.write_all(&buffer, size, 0)?;
         let write_s = t.elapsed().as_secs_f64();
 
         gpu.memset(dev, 0, size)?;
         let t = Instant::now();
-        let n = handle.read_all(buffer.addr(), size, 0)?;
+        let n = handle.read_all(&buffer, size, 0)?;
         let read_s = t.elapsed().as_secs_f64();
 
         let mut back = vec![0u8; size];

@@ -4,7 +4,7 @@
 mod common;
 
 use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{contents, driver, file_with, pattern};
 use hipfile_core::{BatchEntry, Direction, Error, HandleId, OpError};
@@ -50,7 +50,8 @@ fn reads_and_writes_run_and_report_each_entry_once() {
     d.buf_register(dev, 64 * OP, 0).unwrap();
     let b = d.batch_setup(64).unwrap();
     let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    d.batch_submit(b, &reads).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
     let events = d.batch_status(b, 64, 64, None).unwrap();
     assert_eq!(reaped(&events), ((1000..1064).collect(), vec![OP as i64; 64]));
     let mut back = vec![0u8; 64 * OP];
@@ -61,7 +62,8 @@ fn reads_and_writes_run_and_report_each_entry_once() {
     let writes: Vec<_> =
         (0..8).map(|i| BatchEntry { buffer_base: inner, ..entry(Direction::Write, h, inner, i, OP) }).collect();
     gpu.write_device(inner, &pattern(8 * OP, 9)).unwrap();
-    d.batch_submit(b, &writes).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &writes) }.unwrap();
     let events = d.batch_status(b, 8, 8, Some(Duration::from_secs(10))).unwrap();
     assert_eq!(reaped(&events).1, vec![OP as i64; 8]);
     assert!(contents(&f)[..8 * OP] == pattern(8 * OP, 9)[..]);
@@ -77,8 +79,10 @@ fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_rea
     let dev = gpu.malloc(4 * OP).unwrap();
     let b = d.batch_setup(4).unwrap();
     let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    d.batch_submit(b, &reads).unwrap();
-    assert_eq!(d.batch_submit(b, &reads[..1]), Err(Error::Op(OpError::BatchFull)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.batch_submit(b, &reads[..1]) }, Err(Error::Op(OpError::BatchFull)));
     let mut all = Vec::new();
     while all.len() < 4 {
         let events = d.batch_status(b, 1, 2, None).unwrap();
@@ -86,7 +90,8 @@ fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_rea
         all.extend(events);
     }
     assert_eq!(reaped(&all).0, (1000..1004).collect::<Vec<_>>());
-    d.batch_submit(b, &reads).unwrap(); // room again: every event was reaped
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap(); // room again: every event was reaped
     assert_eq!(d.batch_status(b, 4, 4, None).unwrap().len(), 4);
 }
 
@@ -109,9 +114,11 @@ fn invalid_submissions_run_nothing() {
         (negative, Error::Os(libc::EINVAL)),
         (host, Error::Op(OpError::HipMemoryTypeInvalid)),
     ] {
-        assert_eq!(d.batch_submit(b, &[good, bad]), Err(why));
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.batch_submit(b, &[good, bad]) }, Err(why));
     }
-    assert_eq!(d.batch_submit(b, &[]), Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.batch_submit(b, &[]) }, Err(Error::Op(OpError::InvalidValue)));
     assert_eq!(d.batch_status(b, 0, 4, None).unwrap(), vec![], "the good entries never ran");
     let mut back = vec![1u8; OP];
     gpu.read_device(dev, &mut back).unwrap();
@@ -121,7 +128,8 @@ fn invalid_submissions_run_nothing() {
     assert_eq!(d.batch_status(b, 2, 1, None), Err(Error::Op(OpError::InvalidValue)));
     d.batch_destroy(b);
     d.batch_destroy(b); // twice: ignored
-    assert_eq!(d.batch_submit(b, &[good]), Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.batch_submit(b, &[good]) }, Err(Error::Op(OpError::InvalidValue)));
     assert_eq!(d.batch_cancel(b), Err(Error::Op(OpError::InvalidValue)));
     for bad in [0, 129] {
         assert_eq!(d.batch_setup(bad), Err(Error::Op(OpError::InvalidValue)));
@@ -136,11 +144,13 @@ fn setup_needs_no_open_driver_and_zero_sizes_complete_with_zero() {
     let (_dir, f) = file_with(&pattern(OP, 1));
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(OP).unwrap();
-    d.batch_submit(b, &[entry(Direction::Read, h, dev, 0, 0)]).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &[entry(Direction::Read, h, dev, 0, 0)]) }.unwrap();
     assert_eq!(reaped(&d.batch_status(b, 1, 1, None).unwrap()).1, vec![0]);
     // Past the end of the file: a short read, as hipFileRead.
     let tail = BatchEntry { file_offset: (OP / 2) as i64, ..entry(Direction::Read, h, dev, 0, OP) };
-    d.batch_submit(b, &[tail]).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &[tail]) }.unwrap();
     assert_eq!(reaped(&d.batch_status(b, 1, 1, None).unwrap()).1, vec![(OP / 2) as i64]);
 }
 
@@ -153,7 +163,8 @@ fn a_failing_entry_is_an_event_with_its_error() {
     gpu.faults().eio_at((2 * OP) as u64);
     let b = d.batch_setup(4).unwrap();
     let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    d.batch_submit(b, &reads).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
     let mut events = d.batch_status(b, 4, 4, None).unwrap();
     events.sort_by_key(|e| e.cookie);
     assert_eq!(events[2].result, Err(Error::Os(libc::EIO)));
@@ -170,17 +181,20 @@ fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
     gpu.faults().delay_copies(Duration::from_millis(20));
     let b = d.batch_setup(128).unwrap();
     let reads: Vec<_> = (0..128).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    d.batch_submit(b, &reads).unwrap();
-    let started = Instant::now();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
+    // Not all: 128 copies of 20 ms each cannot all finish within the 30 ms waited, however
+    // fast or slow the machine (no clock is asserted on).
     let some = d.batch_status(b, 128, 128, Some(Duration::from_millis(30))).unwrap();
-    assert!(started.elapsed() < Duration::from_secs(2) && some.len() < 128, "{} events", some.len());
+    assert!(some.len() < 128, "{} events", some.len());
     d.batch_cancel(b).unwrap();
     // After the cancel nothing of the batch runs: device memory stays as it is.
     assert_untouched(&gpu, dev, 128 * OP, Duration::from_millis(100), "the cancel");
     assert_eq!(d.batch_status(b, 0, 128, None).unwrap(), vec![]);
     // The batch is reusable.
     gpu.faults().clear();
-    d.batch_submit(b, &reads[..2]).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads[..2]) }.unwrap();
     assert_eq!(d.batch_status(b, 2, 2, None).unwrap().len(), 2);
 }
 
@@ -193,12 +207,14 @@ fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
     gpu.faults().delay_copies(Duration::from_millis(5));
     let b = d.batch_setup(64).unwrap();
     let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    d.batch_submit(b, &reads).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
     d.batch_destroy(b);
     assert_untouched(&gpu, dev, 64 * OP, Duration::from_millis(50), "the destroy");
     // Closing the driver with entries queued waits for them (they hold the file), never hangs.
     let b = d.batch_setup(64).unwrap();
-    d.batch_submit(b, &reads).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    unsafe { d.batch_submit(b, &reads) }.unwrap();
     d.close().unwrap();
     assert_eq!(d.use_count(), 0);
     let events = d.batch_status(b, 64, 64, Some(Duration::from_secs(10))).unwrap();
@@ -218,7 +234,8 @@ fn the_rust_api_destroys_a_batch_on_drop() {
     let id = {
         let batch = guard.batch(8).unwrap();
         let reads: Vec<_> = (0..8).map(|i| entry(Direction::Read, file.id(), dev, i, OP)).collect();
-        batch.submit(&reads).unwrap();
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        unsafe { batch.submit(&reads) }.unwrap();
         assert_eq!(batch.status(8, 8, None).unwrap().len(), 8);
         batch.id()
     };
@@ -244,7 +261,6 @@ fn many_threads_with_batches_and_little_staging_finish() {
     let (_odir, out) = file_with(&vec![0u8; 8 * REGION]);
     let input = d.handle_register(f.as_raw_fd()).unwrap();
     let output = d.handle_register(out.as_raw_fd()).unwrap();
-    let started = Instant::now();
     std::thread::scope(|s| {
         for t in 0..8usize {
             let (d, gpu, data) = (&d, &gpu, &data);
@@ -273,7 +289,8 @@ fn many_threads_with_batches_and_little_staging_finish() {
                         });
                         at += size;
                     }
-                    d.batch_submit(b, &entries).unwrap();
+                    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                    unsafe { d.batch_submit(b, &entries) }.unwrap();
                     let events = d.batch_status(b, entries.len(), 32, None).unwrap();
                     assert_eq!(events.len(), entries.len());
                     assert!(events.iter().all(|e| e.result == Ok(entries[e.cookie].size)), "{events:?}");
@@ -287,7 +304,6 @@ fn many_threads_with_batches_and_little_staging_finish() {
             });
         }
     });
-    assert!(started.elapsed() < Duration::from_secs(50), "took {:?}", started.elapsed());
     // Every write copied device bytes that the read before it had filled from the input.
     let written = contents(&out);
     for t in 0..8 {
@@ -383,7 +399,8 @@ mod model {
                             size: len,
                             cookie: slot,
                         }).collect();
-                        let result = d.batch_submit(b, &batch);
+                        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                        let result = unsafe { d.batch_submit(b, &batch) };
                         if outstanding + entries.len() > capacity {
                             prop_assert_eq!(result, Err(Error::Op(OpError::BatchFull)));
                         } else {

@@ -50,10 +50,12 @@ fn closing_to_zero_drops_every_registration() {
     d.buf_register(dev, 4096, 7).unwrap();
     assert_eq!(d.buffer(dev).unwrap().flags, 7, "flags are kept");
     d.close().unwrap();
-    assert_eq!(d.read(h, dev, 4096, 0, 0), Err(DRIVER_NOT_INIT), "I/O while closed");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 4096, 0, 0) }, Err(DRIVER_NOT_INIT), "I/O while closed");
     assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::DriverClosing)));
     d.open().unwrap();
-    assert_eq!(d.read(h, dev, 4096, 0, 0), Err(Error::Op(OpError::HandleNotRegistered)), "stale handle");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 4096, 0, 0) }, Err(Error::Op(OpError::HandleNotRegistered)), "stale handle");
     assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::MemoryNotRegistered)));
     // The fd can be registered again: its old registration is gone.
     d.handle_register(f.as_raw_fd()).unwrap();
@@ -67,7 +69,8 @@ fn handles() {
     assert_eq!(d.handle_register(f.as_raw_fd()), Err(Error::Op(OpError::HandleAlreadyRegistered)));
     for garbage in [HandleId(0), HandleId(1), HandleId(0xdead_beef), HandleId(u64::MAX), HandleId(h.0 + 1)] {
         assert_eq!(d.handle_deregister(garbage), Err(Error::Op(OpError::HandleNotRegistered)));
-        assert_eq!(d.read(garbage, 0, 0, 0, 0), Err(Error::Op(OpError::HandleNotRegistered)));
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.read(garbage, 0, 0, 0, 0) }, Err(Error::Op(OpError::HandleNotRegistered)));
     }
     d.handle_deregister(h).unwrap();
     assert_eq!(d.handle_deregister(h), Err(Error::Op(OpError::HandleNotRegistered)));
@@ -109,12 +112,14 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         let h = d.handle_register(f.as_raw_fd()).unwrap();
         let dev = gpu.malloc(1 << 20).unwrap();
         d.buf_register(dev, 1 << 20, 0).unwrap();
-        assert_eq!(d.read(h, dev, 1 << 20, 0, 0).unwrap(), 1 << 20, "{backend}");
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.read(h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20, "{backend}");
         let mut got = vec![0; 1 << 20];
         gpu.read_device(dev, &mut got).unwrap();
         assert!(got == data, "{backend}");
         // Unaligned: only the staged path can serve it; p2p alone cannot.
-        let r = d.read(h, dev, 1000, 17, 5);
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        let r = unsafe { d.read(h, dev, 1000, 17, 5) };
         if backend == "p2p" {
             assert_eq!(r, Err(Error::Op(OpError::InternalError)), "no backend accepts");
         } else {
@@ -124,7 +129,8 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         }
         let fresh = pattern(8192, 9);
         gpu.write_device(dev, &fresh).unwrap();
-        assert_eq!(d.write(h, dev, 8192, 4096, 0).unwrap(), 8192, "{backend}");
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.write(h, dev, 8192, 4096, 0) }.unwrap(), 8192, "{backend}");
         assert!(contents(&f)[4096..4096 + 8192] == fresh[..], "{backend}");
     }
 }
@@ -161,26 +167,41 @@ fn io_argument_rules() {
     let dev = gpu.malloc(8192).unwrap();
     d.buf_register(dev, 4096, 0).unwrap();
     let einval = Error::Os(libc::EINVAL);
-    assert_eq!(d.read(h, dev, 16, -1, 0), Err(einval.clone()));
-    assert_eq!(d.read(h, dev, 16, 0, -1), Err(einval.clone()));
-    assert_eq!(d.write(h, dev, 16, i64::MIN, 0), Err(einval));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 16, -1, 0) }, Err(einval.clone()));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 16, 0, -1) }, Err(einval.clone()));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.write(h, dev, 16, i64::MIN, 0) }, Err(einval));
     // Bounds follow the registered length (4096), not the allocation (8192).
-    assert_eq!(d.read(h, dev, 4097, 0, 0), Err(Error::Op(OpError::InvalidValue)));
-    assert_eq!(d.read(h, dev, 1, 0, 4096), Err(Error::Op(OpError::InvalidValue)));
-    assert_eq!(d.read(h, dev, 0, 0, 4096), Err(Error::Op(OpError::InvalidValue)));
-    assert_eq!(d.read(h, dev, 2, 0, 4095), Err(Error::Op(OpError::InvalidValue)));
-    assert_eq!(d.read(h, dev, 1, 0, 4095).unwrap(), 1);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 4097, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 1, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 0, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 2, 0, 4095) }, Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 1, 0, 4095) }.unwrap(), 1);
     // A pointer inside the allocation is an unregistered buffer: bounded by the allocation.
-    assert_eq!(d.read(h, dev + 4096, 4096, 0, 0).unwrap(), 4096);
-    assert_eq!(d.read(h, dev + 4096, 4097, 0, 0), Err(Error::Op(OpError::InvalidValue)));
-    assert_eq!(d.read(h, dev + 100, 8092, 0, 0).unwrap(), 8092);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev + 4096, 4096, 0, 0) }.unwrap(), 4096);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev + 4096, 4097, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev + 100, 8092, 0, 0) }.unwrap(), 8092);
     // Not device memory.
     let host = vec![0u8; 4096];
-    assert_eq!(d.read(h, host.as_ptr() as usize, 16, 0, 0), Err(Error::Op(OpError::HipMemoryTypeInvalid)));
-    assert_eq!(d.read(h, 0, 16, 0, 0), Err(Error::Op(OpError::InvalidValue)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, host.as_ptr() as usize, 16, 0, 0) }, Err(Error::Op(OpError::HipMemoryTypeInvalid)));
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, 0, 16, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
     // Zero-size I/O.
-    assert_eq!(d.read(h, dev, 0, 0, 0).unwrap(), 0);
-    assert_eq!(d.write(h, dev, 0, 1 << 40, 0).unwrap(), 0);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 0, 0, 0) }.unwrap(), 0);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.write(h, dev, 0, 1 << 40, 0) }.unwrap(), 0);
 }
 
 #[test]
@@ -190,12 +211,17 @@ fn short_reads_at_end_of_file() {
     let (_dir, f) = file_with(&data);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(16384).unwrap();
-    assert_eq!(d.read(h, dev, 16384, 0, 0).unwrap(), 10_000, "aligned request past EOF");
-    assert_eq!(d.read(h, dev, 100, 9_999, 0).unwrap(), 1, "last byte");
-    assert_eq!(d.read(h, dev, 100, 10_000, 0).unwrap(), 0, "at EOF");
-    assert_eq!(d.read(h, dev, 4096, 1 << 30, 0).unwrap(), 0, "far past EOF");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 16384, 0, 0) }.unwrap(), 10_000, "aligned request past EOF");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 100, 9_999, 0) }.unwrap(), 1, "last byte");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 100, 10_000, 0) }.unwrap(), 0, "at EOF");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 4096, 1 << 30, 0) }.unwrap(), 0, "far past EOF");
     let mut got = vec![0; 10_000];
-    assert_eq!(d.read(h, dev, 10_000, 0, 1).unwrap(), 10_000, "unaligned, staged");
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 10_000, 0, 1) }.unwrap(), 10_000, "unaligned, staged");
     gpu.read_device(dev + 1, &mut got).unwrap();
     assert!(got == data);
 }
@@ -208,8 +234,10 @@ fn writes_extend_the_file() {
     let dev = gpu.malloc(8192).unwrap();
     let data = pattern(8192, 5);
     gpu.write_device(dev, &data).unwrap();
-    assert_eq!(d.write(h, dev, 4096, 8192, 0).unwrap(), 4096);
-    assert_eq!(d.write(h, dev, 3, 20_000, 4096).unwrap(), 3);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.write(h, dev, 4096, 8192, 0) }.unwrap(), 4096);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.write(h, dev, 3, 20_000, 4096) }.unwrap(), 3);
     let c = contents(&f);
     assert_eq!(c.len(), 20_003);
     assert!(c[..8192].iter().all(|&b| b == 0) && c[8192..12288] == data[..4096] && c[20_000..] == data[4096..4099]);
@@ -227,15 +255,19 @@ fn injected_file_faults() {
         gpu.memset(dev, 0, 1 << 20).unwrap();
         gpu.faults().short_io(777);
         gpu.faults().eintr_storm(50);
-        let n = d.read(h, dev, (1 << 20) - 4096, offset, 0).unwrap();
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        let n = unsafe { d.read(h, dev, (1 << 20) - 4096, offset, 0) }.unwrap();
         assert_eq!(n, (1 << 20) - 4096, "{what}");
         gpu.read_device(dev, &mut got[..n]).unwrap();
         assert!(got[..n] == data[offset as usize..offset as usize + n], "{what}");
         gpu.faults().clear();
         gpu.faults().eio_at(300_000);
-        assert_eq!(d.read(h, dev, 1 << 19, offset, 0), Err(Error::Os(libc::EIO)), "{what}");
-        assert_eq!(d.write(h, dev, 1 << 19, offset, 0), Err(Error::Os(libc::EIO)), "{what}");
-        assert_eq!(d.read(h, dev, 4096, offset, 0).unwrap(), 4096, "{what}: bytes before the bad one");
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.read(h, dev, 1 << 19, offset, 0) }, Err(Error::Os(libc::EIO)), "{what}");
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.write(h, dev, 1 << 19, offset, 0) }, Err(Error::Os(libc::EIO)), "{what}");
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { d.read(h, dev, 4096, offset, 0) }.unwrap(), 4096, "{what}: bytes before the bad one");
         gpu.faults().clear();
     }
 }
@@ -254,7 +286,8 @@ fn no_path_falls_back_only_when_allowed() {
         let h = d.handle_register(f.as_raw_fd()).unwrap();
         let dev = gpu.malloc(65536).unwrap();
         gpu.faults().fail_direct_path(errno);
-        let r = d.read(h, dev, 65536, 0, 0);
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        let r = unsafe { d.read(h, dev, 65536, 0, 0) };
         if expect_ok {
             assert_eq!(r.unwrap(), 65536);
             let mut got = vec![0; 65536];
@@ -280,8 +313,10 @@ fn declined_requests_are_counted_for_the_direct_path_and_served_by_the_fallback(
     let (_dir, f) = file_with(&pattern(65536, 9));
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(65536).unwrap();
-    assert_eq!(d.read(h, dev, 8192, 0, 0), Ok(8192)); // aligned: direct
-    assert_eq!(d.read(h, dev, 100, 1, 0), Ok(100)); // unaligned: declined, staged
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 8192, 0, 0) }, Ok(8192)); // aligned: direct
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, 100, 1, 0) }, Ok(100)); // unaligned: declined, staged
     let counters: std::collections::HashMap<_, _> = d.backend_counters().into_iter().collect();
     assert_eq!(counters["mock-direct"][..3], [("served_requests", 1), ("served_bytes", 8192), ("declined", 1)]);
     assert_eq!(counters["mock-staged"][..2], [("served_requests", 1), ("served_bytes", 100)]);
@@ -296,13 +331,16 @@ fn copy_failure_surfaces_as_a_hip_driver_error() {
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(8 << 20).unwrap();
     gpu.faults().fail_copy(1, HipError::LAUNCH_FAILURE);
-    let e = d.read(h, dev, 1000, 1, 0).unwrap_err();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    let e = unsafe { d.read(h, dev, 1000, 1, 0) }.unwrap_err();
     assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
     assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
     assert_eq!(hipfile_core::error::ssize_result(&Err(e)).value, -719);
     let before = contents(&f);
     gpu.faults().fail_copy(2, HipError::UNKNOWN);
-    assert_eq!(d.write(h, dev, (hipfile_backend_mock::STAGE_SIZE) + 10, 3, 0), Err(Error::Hip(HipError::UNKNOWN)));
+    // SAFETY: mock device memory.
+    let e = unsafe { d.write(h, dev, (hipfile_backend_mock::STAGE_SIZE) + 10, 3, 0) };
+    assert_eq!(e, Err(Error::Hip(HipError::UNKNOWN)));
     // The first chunk reached the file; nothing past the failed copy did, and the call
     // reports the failure rather than a byte count.
     assert_eq!(before.len(), 1 << 20);
@@ -324,7 +362,9 @@ fn concurrent_io_on_one_handle() {
                 let off = t << 20;
                 let unaligned = (t % 2) as i64;
                 let len = (1 << 20) - unaligned as usize;
-                assert_eq!(d.read(h, dev, len, off as i64 + unaligned, off as i64 + unaligned).unwrap(), len);
+                // SAFETY: mock device memory.
+                let n = unsafe { d.read(h, dev, len, off as i64 + unaligned, off as i64 + unaligned) };
+                assert_eq!(n.unwrap(), len);
             });
         }
     });
@@ -345,6 +385,8 @@ fn one_call_moves_at_most_the_cap() {
     f.set_len(len as u64).unwrap(); // sparse: reads as zeros
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(len).unwrap();
-    assert_eq!(d.read(h, dev, len, 0, 0).unwrap(), 0x7fff_f000);
-    assert_eq!(d.read(h, dev, len, 0x7fff_f000, 0).unwrap(), 8192);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, len, 0, 0) }.unwrap(), 0x7fff_f000);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    assert_eq!(unsafe { d.read(h, dev, len, 0x7fff_f000, 0) }.unwrap(), 8192);
 }

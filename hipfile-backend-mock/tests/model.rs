@@ -255,7 +255,8 @@ impl StateMachineTest for System {
             Step::ReadStale => {
                 let stale = *s.stale.last().unwrap();
                 let expect = if m.use_count == 0 { Err(-(libc::EINVAL + 100_000)) } else { Err(5027) };
-                assert_eq!(c_view(&s.driver.read(stale, s.buffers[0], 1, 0, 0)), expect);
+                // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                assert_eq!(c_view(&unsafe { s.driver.read(stale, s.buffers[0], 1, 0, 0) }), expect);
             }
             Step::RegisterBuffer { buf, len } => {
                 let expect = if m.registered[buf].is_some() {
@@ -283,9 +284,11 @@ impl StateMachineTest for System {
                 let expect = m.clone().io(write, buf, size, file_offset, buffer_offset);
                 let h = s.handle.unwrap_or(HandleId(1));
                 let got = if write {
-                    s.driver.write(h, s.buffers[buf], size, file_offset, buffer_offset)
+                    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                    unsafe { s.driver.write(h, s.buffers[buf], size, file_offset, buffer_offset) }
                 } else {
-                    s.driver.read(h, s.buffers[buf], size, file_offset, buffer_offset)
+                    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                    unsafe { s.driver.read(h, s.buffers[buf], size, file_offset, buffer_offset) }
                 };
                 assert_eq!(c_view(&got), expect, "{step:?}");
             }

@@ -58,10 +58,12 @@ fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
     let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
     let (_dir, f) = common::file_with(&[1; 8192]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
-    let e = d.read(h, BASE, 4000, 0, 8).unwrap_err();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    let e = unsafe { d.read(h, BASE, 4000, 0, 8) }.unwrap_err();
     assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
     assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
-    let e = d.write(h, BASE, 100, 0, 0).unwrap_err();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    let e = unsafe { d.write(h, BASE, 100, 0, 0) }.unwrap_err();
     assert_eq!(e.to_c_pair(), (5011, 98_765), "unknown HIP codes pass through unchanged");
     assert_eq!(common::contents(&f), vec![1; 8192], "nothing written");
 }
@@ -79,6 +81,7 @@ fn runtime_errors_during_registration() {
     // During I/O a runtime error is returned as -(hipError_t), upstream's convention.
     let (_dir, f) = common::file_with(&[0; 64]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
-    let r = d.read(h, BASE, 64, 0, 0);
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    let r = unsafe { d.read(h, BASE, 64, 0, 0) };
     assert_eq!(hipfile_core::error::ssize_result(&r).value, -999);
 }

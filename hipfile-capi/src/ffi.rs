@@ -490,16 +490,34 @@ pub fn ssize_return(result: Result<usize>) -> libc::ssize_t {
 }
 
 /// A stream-ordered operation's values in the caller's memory: read when the operation runs,
-/// the result stored there when it is done.
+/// the result stored there when it is done. Only [`CallerValues::new`] makes one.
 pub(crate) struct CallerValues {
-    pub(crate) size: *const usize,
-    pub(crate) file_offset: *const hoff_t,
-    pub(crate) buffer_offset: *const hoff_t,
-    pub(crate) bytes: *mut libc::ssize_t,
+    size: *const usize,
+    file_offset: *const hoff_t,
+    buffer_offset: *const hoff_t,
+    bytes: *mut libc::ssize_t,
+}
+
+impl CallerValues {
+    /// The four pointers of a stream-ordered call; `None` if one is null.
+    ///
+    /// # Safety
+    /// Non-null pointers must be valid (the first three readable, `bytes` writable), from any
+    /// thread, until the stream has run the operation: `hipFileReadAsync`'s contract.
+    pub(crate) unsafe fn new(
+        size: *const usize,
+        file_offset: *const hoff_t,
+        buffer_offset: *const hoff_t,
+        bytes: *mut libc::ssize_t,
+    ) -> Option<Self> {
+        let null = size.is_null() || file_offset.is_null() || buffer_offset.is_null() || bytes.is_null();
+        (!null).then_some(CallerValues { size, file_offset, buffer_offset, bytes })
+    }
 }
 
 // SAFETY: the pointers are the caller's, valid (and only read and written as below) until the
-// stream has run the operation, whichever thread runs it: `hipFileReadAsync`'s contract.
+// stream has run the operation, whichever thread runs it: the contract of `CallerValues::new`,
+// the only way to make one.
 unsafe impl Send for CallerValues {}
 // SAFETY: as above; the library reads and writes them from one thread at a time.
 unsafe impl Sync for CallerValues {}

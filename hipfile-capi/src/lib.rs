@@ -192,29 +192,38 @@ pub extern "C" fn hipFileBufDeregister(buffer_base: *const c_void) -> hipFileErr
 /// `EINVAL` while the driver is closed); `-hipFileOpError` (e.g. `-5022` for offsets out of
 /// range, `-5027` for an unknown handle, `-5013` for memory that is not device memory);
 /// `-hipError_t` for a HIP runtime failure.
+///
+/// # Safety
+/// Where `buffer_base` is host memory (allowed by `HIPFILE_ALLOW_SYSTEM_MEMORY`), the range the
+/// call names must be writable for the call. Device memory is checked against the runtime.
 #[unsafe(no_mangle)]
-pub extern "C" fn hipFileRead(
+pub unsafe extern "C" fn hipFileRead(
     fh: hipFileHandle_t,
     buffer_base: *mut c_void,
     size: usize,
     file_offset: hoff_t,
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
-    io(|d| d.read(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset))
+    // SAFETY: the caller's contract.
+    io(|d| unsafe { d.read(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset) })
 }
 
 /// `hipFileWrite`: writes `size` bytes (at most 0x7ffff000) from device memory at
 /// `buffer_base + buffer_offset` to the file at `file_offset`; durable when it returns.
 /// Returns as [`hipFileRead`].
+///
+/// # Safety
+/// As [`hipFileRead`], with host memory readable for the call.
 #[unsafe(no_mangle)]
-pub extern "C" fn hipFileWrite(
+pub unsafe extern "C" fn hipFileWrite(
     fh: hipFileHandle_t,
     buffer_base: *const c_void,
     size: usize,
     file_offset: hoff_t,
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
-    io(|d| d.write(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset))
+    // SAFETY: the caller's contract.
+    io(|d| unsafe { d.write(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset) })
 }
 
 /// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
@@ -253,7 +262,8 @@ pub unsafe extern "C" fn hipFileBatchIOSetUp(batch_idp: *mut hipFileBatchHandle_
 /// have had as a synchronous call.
 ///
 /// # Safety
-/// `iocbp` must be null or point to `nr` readable entries.
+/// `iocbp` must be null or point to `nr` readable entries; entries in host memory (where it
+/// is allowed) must name memory valid until their events are reaped.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipFileBatchIOSubmit(
     batch_idp: hipFileBatchHandle_t,
@@ -286,7 +296,10 @@ pub unsafe extern "C" fn hipFileBatchIOSubmit(
                 cookie: p.cookie as usize,
             });
         }
-        hipFileError_t::from_result(driver().and_then(|d| d.batch_submit(BatchId(batch_idp as u64), &entries)))
+        // SAFETY: the caller's contract (host memory valid until reaped).
+        hipFileError_t::from_result(
+            driver().and_then(|d| unsafe { d.batch_submit(BatchId(batch_idp as u64), &entries) }),
+        )
     })
 }
 
@@ -388,13 +401,8 @@ pub unsafe extern "C" fn hipFileReadAsync(
     bytes_read_p: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
-    let values = ffi::CallerValues {
-        size: size_p,
-        file_offset: file_offset_p,
-        buffer_offset: buffer_offset_p,
-        bytes: bytes_read_p,
-    };
-    stream_io(Direction::Read, fh, buffer_base, values, stream)
+    // SAFETY: the caller's contract, passed on.
+    unsafe { stream_io(Direction::Read, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_read_p, stream) }
 }
 
 /// `hipFileWriteAsync`: the write counterpart of [`hipFileReadAsync`].
@@ -411,34 +419,40 @@ pub unsafe extern "C" fn hipFileWriteAsync(
     bytes_written_p: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
-    let values = ffi::CallerValues {
-        size: size_p,
-        file_offset: file_offset_p,
-        buffer_offset: buffer_offset_p,
-        bytes: bytes_written_p,
-    };
-    stream_io(Direction::Write, fh, buffer_base, values, stream)
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        stream_io(Direction::Write, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_written_p, stream)
+    }
 }
 
 /// One stream-ordered operation: the implicit open (before the arguments are looked at, as
 /// upstream's `DriverInit` tests expect), null checks, then the driver.
-fn stream_io(
+///
+/// # Safety
+/// As [`hipFileReadAsync`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn stream_io(
     direction: Direction,
     fh: hipFileHandle_t,
     buffer_base: *mut c_void,
-    values: ffi::CallerValues,
+    size: *mut usize,
+    file_offset: *mut hoff_t,
+    buffer_offset: *mut hoff_t,
+    bytes: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
     boundary(|| {
         hipFileError_t::from_result(driver().and_then(|d| {
             logged(d.open_implicitly())?;
-            let ffi::CallerValues { size, file_offset, buffer_offset, bytes } = values;
-            let null = [size.is_null(), file_offset.is_null(), buffer_offset.is_null(), bytes.is_null()];
-            if buffer_base.is_null() || null.contains(&true) {
+            // SAFETY: valid until the stream has run the operation (the caller's contract).
+            let values = unsafe { ffi::CallerValues::new(size, file_offset, buffer_offset, bytes) };
+            let (Some(values), false) = (values, buffer_base.is_null()) else {
                 return Err(OpError::InvalidValue.into());
-            }
+            };
             let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
-            d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream)
+            // SAFETY: the memory the operation names, valid until the stream has run it (the
+            // caller's contract).
+            unsafe { d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream) }
         }))
     })
 }
@@ -668,7 +682,10 @@ pub unsafe extern "C" fn hipFileGetVersion(
 /// Fills `*stats` with the counters now (semantics §14): `hipFileInvalidValue` for a null
 /// pointer. Counters accumulate from the first driver open at a level above 0; fields the
 /// level does not count, and those hipfile-rs does not track, are zero.
-fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T) -> hipFileError_t {
+///
+/// # Safety
+/// `stats` must be null or writable for a `T`.
+unsafe fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T) -> hipFileError_t {
     boundary(|| {
         if stats.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
@@ -687,7 +704,8 @@ fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T) -> hi
 /// `stats` must be null or point to a writable `hipFileStatsLevel1_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipFileGetStatsL1(stats: *mut ffi::hipFileStatsLevel1_t) -> hipFileError_t {
-    get_stats(stats)
+    // SAFETY: the caller's contract.
+    unsafe { get_stats(stats) }
 }
 
 /// `hipFileGetStatsL2`: level 1 and the size histograms (semantics §14: `hipFileInvalidValue` for null; fields not counted are zero).
@@ -696,7 +714,8 @@ pub unsafe extern "C" fn hipFileGetStatsL1(stats: *mut ffi::hipFileStatsLevel1_t
 /// `stats` must be null or point to a writable `hipFileStatsLevel2_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipFileGetStatsL2(stats: *mut ffi::hipFileStatsLevel2_t) -> hipFileError_t {
-    get_stats(stats)
+    // SAFETY: the caller's contract.
+    unsafe { get_stats(stats) }
 }
 
 /// `hipFileGetStatsL3`: level 2 and each GPU's figures (semantics §14: `hipFileInvalidValue` for null; fields not counted are zero).
@@ -705,5 +724,6 @@ pub unsafe extern "C" fn hipFileGetStatsL2(stats: *mut ffi::hipFileStatsLevel2_t
 /// `stats` must be null or point to a writable `hipFileStatsLevel3_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipFileGetStatsL3(stats: *mut ffi::hipFileStatsLevel3_t) -> hipFileError_t {
-    get_stats(stats)
+    // SAFETY: the caller's contract.
+    unsafe { get_stats(stats) }
 }

@@ -349,7 +349,7 @@ fn copy_with(len: usize, env: &[(&str, &str)]) -> (bool, String, String) {
     let src = write_file(&format!("ais-src-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)), &data);
     let dst = src.with_extension("out");
     let exe = build("copy", Flavour::Plain, &[]);
-    let out = program(&exe, &[&src, &dst], env).output().expect("copy runs");
+    let out = run(&mut program(&exe, &[&src, &dst], env));
     if out.status.success() {
         assert!(std::fs::read(&dst).expect("copy output") == data, "copy differs from its source");
     }
@@ -674,7 +674,7 @@ fn fault_scenario_as(
                     _ => faultfs().display().to_string(),
                 };
                 cmd.env("LD_PRELOAD", preload).env("FAULTFS", faultfs_mode);
-                let out = cmd.output().expect("faults runs");
+                let out = run(&mut cmd);
                 let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
                 assert!(
                     out.status.success() && stdout.starts_with("ok"),

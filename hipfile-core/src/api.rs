@@ -54,9 +54,12 @@ impl<P: Platform> DriverGuard<P> {
         self.driver.stream_deregister(stream)
     }
 
-    /// Registers the device memory `[addr, addr + len)`; deregistered on drop.
+    /// Registers the device memory `[addr, addr + len)`; deregistered on drop. Host memory is
+    /// refused (`hipFileHipMemoryTypeInvalid`), whatever the configuration allows: I/O into a
+    /// registered buffer is safe because the runtime vouches for the range. Host memory is
+    /// read and written with [`RegisteredFile::read_host`] and `write_host`.
     pub fn register_buffer(&self, addr: usize, len: usize) -> Result<RegisteredBuffer<'_, P>> {
-        self.driver.buf_register(addr, len, 0)?;
+        self.driver.buf_register_device(addr, len, 0)?;
         Ok(RegisteredBuffer { driver: &self.driver, addr, len })
     }
 }
@@ -90,23 +93,70 @@ impl<P: Platform> RegisteredFile<'_, P> {
         self.id
     }
 
-    /// Reads up to `size` bytes at `file_offset` into device memory at `buffer + buffer_offset`;
-    /// returns the bytes read (fewer at end of file, at most `max_rw_count()`).
-    pub fn read(&self, buffer: usize, size: usize, file_offset: u64, buffer_offset: u64) -> Result<usize> {
-        self.driver.read(self.id, buffer, size, offset(file_offset)?, offset(buffer_offset)?)
+    /// Reads up to `size` bytes at `file_offset` into `buffer` at `buffer_offset`; returns the
+    /// bytes read (fewer at end of file, at most `max_rw_count()`). The range must lie inside
+    /// the buffer (`hipFileInvalidValue` otherwise).
+    ///
+    /// Safe code names memory by type, never by address:
+    /// ```compile_fail,E0308
+    /// fn read_anywhere<P: hipfile_core::Platform>(file: &hipfile_core::RegisteredFile<'_, P>) {
+    ///     let _ = file.read(0xdead_beef, 4096, 0, 0); // an address is not a buffer
+    /// }
+    /// ```
+    pub fn read(
+        &self,
+        buffer: &RegisteredBuffer<'_, P>,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+    ) -> Result<usize> {
+        // SAFETY: a `RegisteredBuffer` is device memory (registration refused anything else),
+        // which the driver checks the range against; no host memory is involved.
+        unsafe { self.driver.read(self.id, buffer.addr, size, offset(file_offset)?, offset(buffer_offset)?) }
     }
 
-    /// Writes `size` bytes from device memory at `buffer + buffer_offset` to `file_offset`;
-    /// returns the bytes written (at most `max_rw_count()`).
-    pub fn write(&self, buffer: usize, size: usize, file_offset: u64, buffer_offset: u64) -> Result<usize> {
-        self.driver.write(self.id, buffer, size, offset(file_offset)?, offset(buffer_offset)?)
+    /// Writes `size` bytes from `buffer` at `buffer_offset` to `file_offset`; returns the bytes
+    /// written (at most `max_rw_count()`).
+    pub fn write(
+        &self,
+        buffer: &RegisteredBuffer<'_, P>,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+    ) -> Result<usize> {
+        // SAFETY: as in `read`.
+        unsafe { self.driver.write(self.id, buffer.addr, size, offset(file_offset)?, offset(buffer_offset)?) }
     }
 
-    /// Reads `size` bytes, looping over the per-call cap; stops early only at end of file.
-    pub fn read_all(&self, buffer: usize, size: usize, file_offset: u64) -> Result<usize> {
+    /// Reads up to `buf.len()` bytes at `file_offset` into host memory, where the driver allows
+    /// host memory (`HIPFILE_ALLOW_SYSTEM_MEMORY` or its parameter, semantics §4; else
+    /// `hipFileHipMemoryTypeInvalid`). Returns the bytes read.
+    pub fn read_host(&self, buf: &mut [u8], file_offset: u64) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // SAFETY: `buf` is valid for writes of its length for the whole call, and the request
+        // is exactly that long.
+        unsafe { self.driver.read(self.id, buf.as_mut_ptr() as usize, buf.len(), offset(file_offset)?, 0) }
+    }
+
+    /// Writes up to `buf.len()` bytes (at most `max_rw_count()`) of host memory at
+    /// `file_offset`, where the driver allows host memory (see [`read_host`](Self::read_host)).
+    pub fn write_host(&self, buf: &[u8], file_offset: u64) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // SAFETY: `buf` is valid for reads of its length for the whole call, and the request is
+        // exactly that long.
+        unsafe { self.driver.write(self.id, buf.as_ptr() as usize, buf.len(), offset(file_offset)?, 0) }
+    }
+
+    /// Reads `size` bytes into `buffer` from its start, looping over the per-call cap; stops
+    /// early only at end of file.
+    pub fn read_all(&self, buffer: &RegisteredBuffer<'_, P>, size: usize, file_offset: u64) -> Result<usize> {
         let mut done = 0;
         while done < size {
-            let n = self.read(buffer, size - done, file_offset + done as u64, done as u64)?;
+            let n = self.read(buffer, size - done, end(file_offset, done)?, done as u64)?;
             if n == 0 {
                 break;
             }
@@ -115,13 +165,23 @@ impl<P: Platform> RegisteredFile<'_, P> {
         Ok(done)
     }
 
-    /// Queues a read on `stream` (`hipFileReadAsync`, semantics §12): it runs after the work
-    /// queued before it and before the work queued after it. The values live in the returned
-    /// [`StreamIo`], read when the operation runs unless the stream was registered with FIXED
-    /// flags; its result is there once the stream has run it.
+    /// Writes `size` bytes of `buffer` from its start, looping over the per-call cap.
+    pub fn write_all(&self, buffer: &RegisteredBuffer<'_, P>, size: usize, file_offset: u64) -> Result<()> {
+        let mut done = 0;
+        while done < size {
+            done += self.write(buffer, size - done, end(file_offset, done)?, done as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Queues a read into `buffer` on `stream` (`hipFileReadAsync`, semantics §12): it runs
+    /// after the work queued before it and before the work queued after it. The values live in
+    /// the returned [`StreamIo`], read when the operation runs unless the stream was registered
+    /// with FIXED flags; its result is there once the stream has run it. The device memory must
+    /// stay allocated until then (freeing it is `unsafe`, and that is its contract).
     pub fn read_async(
         &self,
-        buffer: usize,
+        buffer: &RegisteredBuffer<'_, P>,
         size: usize,
         file_offset: u64,
         buffer_offset: u64,
@@ -130,10 +190,11 @@ impl<P: Platform> RegisteredFile<'_, P> {
         self.stream_io(Direction::Read, buffer, size, file_offset, buffer_offset, stream)
     }
 
-    /// Queues a write on `stream` (`hipFileWriteAsync`); see [`read_async`](Self::read_async).
+    /// Queues a write from `buffer` on `stream` (`hipFileWriteAsync`); see
+    /// [`read_async`](Self::read_async).
     pub fn write_async(
         &self,
-        buffer: usize,
+        buffer: &RegisteredBuffer<'_, P>,
         size: usize,
         file_offset: u64,
         buffer_offset: u64,
@@ -145,7 +206,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
     fn stream_io(
         &self,
         direction: Direction,
-        buffer: usize,
+        buffer: &RegisteredBuffer<'_, P>,
         size: usize,
         file_offset: u64,
         buffer_offset: u64,
@@ -157,18 +218,15 @@ impl<P: Platform> RegisteredFile<'_, P> {
             buffer_offset: AtomicI64::new(offset(buffer_offset)?),
             result: AtomicI64::new(PENDING),
         });
-        self.driver.submit_async(direction, self.id, buffer, io.clone(), stream)?;
+        // SAFETY: device memory (a `RegisteredBuffer`), no host memory involved.
+        unsafe { self.driver.submit_async(direction, self.id, buffer.addr, io.clone(), stream)? };
         Ok(io)
     }
+}
 
-    /// Writes all `size` bytes, looping over the per-call cap.
-    pub fn write_all(&self, buffer: usize, size: usize, file_offset: u64) -> Result<()> {
-        let mut done = 0;
-        while done < size {
-            done += self.write(buffer, size - done, file_offset + done as u64, done as u64)?;
-        }
-        Ok(())
-    }
+/// `file_offset + done`, `EINVAL` past the largest offset.
+fn end(file_offset: u64, done: usize) -> Result<u64> {
+    file_offset.checked_add(done as u64).ok_or(Error::Os(libc::EINVAL))
 }
 
 impl<P: Platform> Drop for RegisteredFile<'_, P> {
@@ -279,8 +337,13 @@ impl<P: Platform> Batch<'_, P> {
     }
 
     /// Checks every entry, then runs them all (`hipFileBatchIOSubmit`).
-    pub fn submit(&self, entries: &[BatchEntry]) -> Result<()> {
-        self.driver.batch_submit(self.id, entries)
+    ///
+    /// # Safety
+    /// As [`Driver::batch_submit`]: entries name memory by address, so those that are not
+    /// device memory must name host memory that stays valid until their events are reaped.
+    pub unsafe fn submit(&self, entries: &[BatchEntry]) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.driver.batch_submit(self.id, entries) }
     }
 
     /// Waits for at least `min` events (or until nothing more can come, or `timeout`) and

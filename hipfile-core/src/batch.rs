@@ -176,7 +176,13 @@ impl<P: Platform> Driver<P> {
     /// first failure is the call's, and nothing runs), then runs them all. More entries than
     /// the batch has room for is `hipFileBatchFull`; none, or an unknown batch,
     /// `hipFileInvalidValue`.
-    pub fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
+    ///
+    /// # Safety
+    /// For each entry whose buffer is not device memory of the runtime (host memory, where the
+    /// configuration allows it, semantics §4), the bytes it names must be valid host memory (for
+    /// writes when reading, for reads when writing), untouched by anything else until its event
+    /// is reaped or the batch is canceled or destroyed.
+    pub unsafe fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
         let started = self.stats().start();
         let result = self.batch_submit_counted(id, entries, started);
         self.count(&result, Event::BatchSubmitOk, Event::BatchSubmitErr);

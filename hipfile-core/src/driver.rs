@@ -573,12 +573,21 @@ impl<P: Platform> Driver<P> {
     /// (past the allocation), `hipFileMemoryAlreadyRegistered`, `Error::Hip` for other
     /// runtime failures.
     pub fn buf_register(&self, base: usize, len: usize, flags: i32) -> Result<()> {
-        let result = self.buf_register_counted(base, len, flags);
+        let result = self.buf_register_counted(base, len, flags, true);
         self.count(&result, Event::BufRegisterOk, Event::BufRegisterErr);
         result
     }
 
-    fn buf_register_counted(&self, base: usize, len: usize, flags: i32) -> Result<()> {
+    /// [`buf_register`](Self::buf_register) for device memory only: host memory is
+    /// `hipFileHipMemoryTypeInvalid` whatever the configuration allows, so that I/O into the
+    /// registration never reaches memory Rust code owns ([`crate::RegisteredBuffer`]).
+    pub fn buf_register_device(&self, base: usize, len: usize, flags: i32) -> Result<()> {
+        let result = self.buf_register_counted(base, len, flags, false);
+        self.count(&result, Event::BufRegisterOk, Event::BufRegisterErr);
+        result
+    }
+
+    fn buf_register_counted(&self, base: usize, len: usize, flags: i32, host_allowed: bool) -> Result<()> {
         let mut state = self.write_state();
         let open = self.ensure_open(&mut state)?;
         if base == 0 || len == 0 {
@@ -595,7 +604,7 @@ impl<P: Platform> Driver<P> {
         let host = match info.memory_type {
             MemoryType::Device if info.bytes_after(base) < len => return Err(OpError::HipPointerRangeError.into()),
             MemoryType::Device => false,
-            MemoryType::Host | MemoryType::Unregistered if open.config.allow_system_memory => true,
+            MemoryType::Host | MemoryType::Unregistered if open.config.allow_system_memory && host_allowed => true,
             _ => return Err(OpError::HipMemoryTypeInvalid.into()),
         };
         let device = if host { -1 } else { info.device };
@@ -633,7 +642,19 @@ impl<P: Platform> Driver<P> {
     /// `hipFileRead`: reads up to `size` bytes at `file_offset` into device memory at
     /// `buffer_base + buffer_offset`. Returns the bytes read: fewer at end of file, and at
     /// most `max_rw_count()` per call.
-    pub fn read(
+    ///
+    /// # Safety
+    /// If `buffer_base` is not device memory of the runtime (host memory, where the
+    /// configuration allows it, semantics §4), `[buffer_base + buffer_offset, + size)` must be
+    /// valid for writes for the whole call. Device memory is checked against the runtime's
+    /// allocation (or the registration) instead. The typed, safe way is
+    /// [`RegisteredFile::read`](crate::RegisteredFile::read). Safe code cannot call this one:
+    /// ```compile_fail,E0133
+    /// fn read_anywhere<P: hipfile_core::Platform>(d: &hipfile_core::Driver<P>, h: hipfile_core::HandleId) {
+    ///     let _ = d.read(h, 0xdead_beef, 4096, 0, 0); // an address: the caller vouches for it
+    /// }
+    /// ```
+    pub unsafe fn read(
         &self,
         handle: HandleId,
         buffer_base: usize,
@@ -646,7 +667,10 @@ impl<P: Platform> Driver<P> {
 
     /// `hipFileWrite`: writes `size` bytes (at most `max_rw_count()` per call) from device
     /// memory at `buffer_base + buffer_offset` to the file at `file_offset`.
-    pub fn write(
+    ///
+    /// # Safety
+    /// As [`read`](Self::read), with the host range valid for reads.
+    pub unsafe fn write(
         &self,
         handle: HandleId,
         buffer_base: usize,

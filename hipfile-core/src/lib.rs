@@ -33,7 +33,7 @@
 //! let dev = gpu.malloc(8192)?;
 //! let buffer = guard.register_buffer(dev, 8192)?;
 //! let handle = guard.register_file(&file)?;
-//! assert_eq!(handle.read(buffer.addr(), 8192, 0, 0)?, 8192);
+//! assert_eq!(handle.read(&buffer, 8192, 0, 0)?, 8192);
 //!
 //! let mut host = vec![0u8; 8192];
 //! gpu.read_device(dev, &mut host)?;

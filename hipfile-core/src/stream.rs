@@ -96,8 +96,12 @@ pub(crate) struct Streams {
 }
 
 /// Waits (on a host function's thread) until the gate word reaches `number`.
-fn wait_for_word(word: usize, number: u32) {
-    // SAFETY: a stream's word (pinned, never freed), read atomically.
+///
+/// # Safety
+/// `word` must be a 4-byte aligned word that stays allocated for the call, and that is only
+/// accessed atomically: a stream's gate word ([`Streams::word`], pinned and never freed).
+unsafe fn wait_for_word(word: usize, number: u32) {
+    // SAFETY: the caller's contract.
     let word = unsafe { AtomicU32::from_ptr(word as *mut u32) };
     while (word.load(Ordering::Acquire).wrapping_sub(number) as i32) < 0 {
         std::thread::sleep(Duration::from_micros(20));
@@ -319,7 +323,13 @@ impl<P: Platform> Driver<P> {
     /// too; an unregistered one has no FIXED flags). Returns once it is queued; the result
     /// arrives through [`AsyncParams::complete`] when the stream has run it. A size of zero
     /// completes with 0 at once.
-    pub fn submit_async(
+    ///
+    /// # Safety
+    /// If `buffer_base` is not device memory of the runtime (host memory, where the
+    /// configuration allows it, semantics §4), the bytes the operation names from it must be
+    /// valid host memory, for writes when reading and for reads when writing, and untouched by
+    /// anything else until the stream has run the operation.
+    pub unsafe fn submit_async(
         &self,
         direction: Direction,
         handle: HandleId,
@@ -413,7 +423,8 @@ impl<P: Platform> Driver<P> {
                 "{e} for a stream wait: stream-ordered I/O holds the runtime's callback thread instead"
             ));
         }
-        let waited = gpu.launch_host_func(stream, Box::new(move || wait_for_word(word, number)));
+        // SAFETY: `word` is the stream's gate word, pinned and never freed.
+        let waited = gpu.launch_host_func(stream, Box::new(move || unsafe { wait_for_word(word, number) }));
         if waited.is_err() {
             // The operation is signalled but must not run: this call fails.
             abandoned.store(true, Ordering::Release);

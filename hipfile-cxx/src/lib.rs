@@ -137,7 +137,7 @@ mod ffi {
         fn deregister_stream(stream: usize) -> Result<()>;
 
         fn batch_setup(capacity: u32) -> Result<Box<Batch>>;
-        fn submit(self: &Batch, ios: &[BatchIo]) -> Result<()>;
+        unsafe fn submit(self: &Batch, ios: &[BatchIo]) -> Result<()>;
         fn status(self: &Batch, min: u32, max: u32, timeout_ns: i64) -> Result<Vec<BatchDone>>;
         fn cancel(self: &Batch) -> Result<()>;
     }
@@ -313,13 +313,15 @@ impl File {
     /// # Safety
     /// As `hipFileRead`: `buffer` is device memory the driver checks against its allocation.
     unsafe fn read(&self, buffer: *mut u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
-        guarded(|| driver()?.read(self.id, buffer as usize, size, file_offset, buffer_offset))
+        // SAFETY: the caller's contract, as above.
+        guarded(|| unsafe { driver()?.read(self.id, buffer as usize, size, file_offset, buffer_offset) })
     }
 
     /// # Safety
     /// As `hipFileWrite`.
     unsafe fn write(&self, buffer: *const u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
-        guarded(|| driver()?.write(self.id, buffer as usize, size, file_offset, buffer_offset))
+        // SAFETY: the caller's contract, as above.
+        guarded(|| unsafe { driver()?.write(self.id, buffer as usize, size, file_offset, buffer_offset) })
     }
 
     /// # Safety
@@ -456,7 +458,10 @@ fn batch_setup(capacity: u32) -> Result<Box<Batch>> {
 }
 
 impl Batch {
-    fn submit(&self, ios: &[ffi::BatchIo]) -> Result<()> {
+    /// # Safety
+    /// As `hipFileBatchIOSubmit`: entries in host memory (where allowed) name memory valid until
+    /// their events are reaped.
+    unsafe fn submit(&self, ios: &[ffi::BatchIo]) -> Result<()> {
         guarded(|| {
             let entries: Vec<BatchEntry> = ios
                 .iter()
@@ -470,7 +475,8 @@ impl Batch {
                     cookie: io.cookie,
                 })
                 .collect();
-            driver()?.batch_submit(self.0, &entries)
+            // SAFETY: the caller's contract, as above.
+            unsafe { driver()?.batch_submit(self.0, &entries) }
         })
     }
 

@@ -26,7 +26,7 @@ fn bench(c: &mut Criterion) {
     let guard = DriverGuard::open(Arc::new(driver)).unwrap();
     let registered = guard.register_file(&file).unwrap();
     let dev = gpu.malloc(COUNT * IO).unwrap();
-    let _buffer = guard.register_buffer(dev, COUNT * IO).unwrap();
+    let buffer = guard.register_buffer(dev, COUNT * IO).unwrap();
     let stream = gpu.stream_create().unwrap();
     // Random distinct 1 MiB slots of the file, each read into its own part of the buffer.
     let mut x: u64 = 11;
@@ -52,20 +52,21 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let batch = guard.batch(COUNT).unwrap();
-    registered.read_all(dev, COUNT * IO, 0).unwrap(); // warm the device pages and the staging
+    registered.read_all(&buffer, COUNT * IO, 0).unwrap(); // warm the device pages and the staging
 
     let mut g = c.benchmark_group("random_128x1MiB");
     g.throughput(Throughput::Bytes((COUNT * IO) as u64)).sample_size(20);
     g.bench_function("sync_1_thread", |b| {
         b.iter(|| {
             for (i, &o) in offsets.iter().enumerate() {
-                assert_eq!(registered.read(dev, IO, o, (i * IO) as u64).unwrap(), IO);
+                assert_eq!(registered.read(&buffer, IO, o, (i * IO) as u64).unwrap(), IO);
             }
         })
     });
     g.bench_function("batch_128", |b| {
         b.iter(|| {
-            batch.submit(&entries).unwrap();
+            // SAFETY: the entries name the registered device memory, no host memory.
+            unsafe { batch.submit(&entries) }.unwrap();
             assert_eq!(batch.status(COUNT, COUNT, None).unwrap().len(), COUNT);
         })
     });
@@ -74,7 +75,7 @@ fn bench(c: &mut Criterion) {
             let ios: Vec<_> = offsets
                 .iter()
                 .enumerate()
-                .map(|(i, &o)| registered.read_async(dev, IO, o, (i * IO) as u64, stream).unwrap())
+                .map(|(i, &o)| registered.read_async(&buffer, IO, o, (i * IO) as u64, stream).unwrap())
                 .collect();
             gpu.stream_synchronize(stream).unwrap();
             assert!(ios.iter().all(|io| io.result() == Some(IO as i64)));
@@ -84,16 +85,17 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("one_4KiB");
     g.throughput(Throughput::Bytes(4096));
-    g.bench_function("sync", |b| b.iter(|| assert_eq!(registered.read(dev, 4096, 0, 0).unwrap(), 4096)));
+    g.bench_function("sync", |b| b.iter(|| assert_eq!(registered.read(&buffer, 4096, 0, 0).unwrap(), 4096)));
     g.bench_function("batch_of_1", |b| {
         b.iter(|| {
-            batch.submit(&entries[..1]).unwrap();
+            // SAFETY: as above.
+            unsafe { batch.submit(&entries[..1]) }.unwrap();
             batch.status(1, 1, None).unwrap();
         })
     });
     g.bench_function("stream", |b| {
         b.iter(|| {
-            let io = registered.read_async(dev, 4096, 0, 0, stream).unwrap();
+            let io = registered.read_async(&buffer, 4096, 0, 0, stream).unwrap();
             gpu.stream_synchronize(stream).unwrap();
             assert_eq!(io.result(), Some(4096));
         })

@@ -33,16 +33,17 @@ fn run(s: &Setup, level: usize, size: usize, iters: u64) -> Duration {
     let guard = DriverGuard::open(Arc::clone(&s.driver)).unwrap();
     assert_eq!(s.driver.stats().level() as usize, level);
     let handle = guard.register_file(&s.file).unwrap();
+    let buffer = guard.register_buffer(s.dev, THREADS << 20).unwrap();
     let barrier = Barrier::new(THREADS + 1);
     std::thread::scope(|scope| {
         for t in 0..THREADS {
-            let (handle, barrier) = (&handle, &barrier);
+            let (handle, barrier, buffer) = (&handle, &barrier, &buffer);
             scope.spawn(move || {
                 let slots = (FILE / size) as u64;
                 barrier.wait();
                 for i in 0..iters {
                     let offset = ((i * 7 + t as u64 * 13) % slots) * size as u64;
-                    assert_eq!(handle.read(s.dev, size, offset, (t << 20) as u64).unwrap(), size);
+                    assert_eq!(handle.read(buffer, size, offset, (t << 20) as u64).unwrap(), size);
                 }
                 barrier.wait();
             });

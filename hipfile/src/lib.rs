@@ -23,7 +23,7 @@
 //! let dev = gpu.device_alloc(1 << 20)?;
 //! let buffer = guard.register_buffer(dev, 1 << 20)?;              // hipFileBufRegister
 //! let handle = guard.register_file(&file)?;                        // hipFileHandleRegister
-//! assert_eq!(handle.read(buffer.addr(), 1 << 20, 0, 0)?, 1 << 20); // hipFileRead
+//! assert_eq!(handle.read(&buffer, 1 << 20, 0, 0)?, 1 << 20);       // hipFileRead
 //! # drop((handle, buffer));
 //! # // SAFETY: allocated above, no longer used.
 //! # unsafe { gpu.device_free(dev) }?;

@@ -176,7 +176,8 @@ impl Worker<'_> {
 
     fn stale_io(&mut self) {
         let Some(stale) = self.files.iter().find_map(|f| f.stale) else { return };
-        let r = self.driver.read(stale, self.buffers[0].addr, 4096, 0, 0);
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        let r = unsafe { self.driver.read(stale, self.buffers[0].addr, 4096, 0, 0) };
         assert!(matches!(r, Err(ref e) if closed_under_us(e)), "I/O on a deregistered handle: {r:?}");
     }
 
@@ -197,7 +198,8 @@ impl Worker<'_> {
         let addr = self.buffers[bi].addr;
         let canary: Vec<u8> = vec![0xA5; BUF_LEN];
         self.gpu.write_device(addr, &canary).unwrap();
-        match self.driver.read(id, addr, size, off as i64, boff as i64) {
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        match unsafe { self.driver.read(id, addr, size, off as i64, boff as i64) } {
             Ok(n) => {
                 let expected = &self.files[fi].bytes[off.min(FILE_LEN)..(off + size).min(FILE_LEN)];
                 assert_eq!(n, expected.len(), "read of {size} at {off}");
@@ -219,7 +221,8 @@ impl Worker<'_> {
         let data: Vec<u8> = (0..BUF_LEN / 8).flat_map(|_| self.rng.next().to_le_bytes()).collect();
         let addr = self.buffers[bi].addr;
         self.gpu.write_device(addr, &data).unwrap();
-        match self.driver.write(id, addr, size, off as i64, boff as i64) {
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        match unsafe { self.driver.write(id, addr, size, off as i64, boff as i64) } {
             Ok(n) => {
                 assert_eq!(n, size);
                 self.files[fi].bytes[off..off + size].copy_from_slice(&data[boff..boff + size]);

@@ -33,11 +33,12 @@ fn pinned_after_reads(staged: &[(SizeParam, usize)]) -> usize {
         let registered = guard.register_file(&file).unwrap();
         std::thread::scope(|s| {
             for t in 0..THREADS {
-                let (gpu, registered) = (&gpu, &registered);
+                let (gpu, registered, guard) = (&gpu, &registered, &guard);
                 s.spawn(move || {
                     let dev = gpu.malloc(REGION).unwrap();
+                    let buffer = guard.register_buffer(dev, REGION).unwrap();
                     for _ in 0..3 {
-                        assert_eq!(registered.read(dev, REGION, (t * REGION) as u64, 0).unwrap(), REGION);
+                        assert_eq!(registered.read(&buffer, REGION, (t * REGION) as u64, 0).unwrap(), REGION);
                     }
                 });
             }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hipfile::stream::{STREAM_FIXED_FILE_OFFSET, STREAM_FIXED_FILE_SIZE};
 use hipfile::{BatchEntry, Direction, Driver, DriverGuard, GpuRuntime, OpError, Stream, SystemPlatform};
@@ -61,11 +61,12 @@ fn without_stream_memory_operations_operations_still_run_in_order() {
     let (_dir, f) = file_with(&data);
     let file = g.register_file(&f).unwrap();
     let dev = gpu.malloc(1 << 20).unwrap();
+    let buffer = g.register_buffer(dev, 1 << 20).unwrap();
     let s = gpu.stream_create().unwrap();
     let gate = hold(&gpu, s);
     // The first operation finds the wait refused: a host function waits for it instead.
-    let first = file.read_async(dev, 512 << 10, 0, 0, s).unwrap();
-    let second = file.read_async(dev, 512 << 10, 512 << 10, 512 << 10, s).unwrap();
+    let first = file.read_async(&buffer, 512 << 10, 0, 0, s).unwrap();
+    let second = file.read_async(&buffer, 512 << 10, 512 << 10, 512 << 10, s).unwrap();
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!((first.result(), second.result()), (None, None), "held by the stream");
     gate.store(true, Ordering::Release);
@@ -84,12 +85,13 @@ fn the_rust_api_registers_streams_and_fixes_what_the_flags_say() {
     let (_dir, f) = file_with(&data);
     let file = g.register_file(&f).unwrap();
     let dev = gpu.malloc(64 << 10).unwrap();
+    let buffer = g.register_buffer(dev, 64 << 10).unwrap();
     let s = gpu.stream_create().unwrap();
     assert!(g.register_stream(s, 0x10).is_err());
     g.register_stream(s, STREAM_FIXED_FILE_SIZE | STREAM_FIXED_FILE_OFFSET).unwrap();
     assert!(g.register_stream(s, 0).is_err(), "twice");
     let gate = hold(&gpu, s);
-    let io = file.read_async(dev, 16 << 10, 0, 0, s).unwrap();
+    let io = file.read_async(&buffer, 16 << 10, 0, 0, s).unwrap();
     io.set_size(4096); // fixed: ignored
     io.set_file_offset(4096); // fixed: ignored
     io.set_buffer_offset(8192); // not fixed: used
@@ -116,12 +118,12 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
     let (_odir, out) = file_with(&vec![0u8; THREADS * REGION]);
     let input = g.register_file(&f).unwrap();
     let output = g.register_file(&out).unwrap();
-    let started = Instant::now();
     std::thread::scope(|scope| {
         for t in 0..THREADS {
             let (g, gpu, data, input, output) = (&g, &gpu, &data, &input, &output);
             scope.spawn(move || {
                 let dev = gpu.malloc(REGION).unwrap();
+                let buffer = g.register_buffer(dev, REGION).unwrap();
                 let s = gpu.stream_create().unwrap();
                 let batch = g.batch(32).unwrap();
                 let base = (t * REGION) as u64;
@@ -131,7 +133,10 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
                     let mut at = 0;
                     while at < REGION / 2 {
                         let size = ((64 << 10) * (1 + (at / 4096 + round) % 5)).min(REGION / 2 - at);
-                        ios.push((file_read_or_write(input, output, round, dev, size, base + at as u64, at, s), size));
+                        ios.push((
+                            file_read_or_write(input, output, round, &buffer, size, base + at as u64, at, s),
+                            size,
+                        ));
                         at += size;
                     }
                     let entries: Vec<BatchEntry> = (0..16)
@@ -148,7 +153,8 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
                             }
                         })
                         .collect();
-                    batch.submit(&entries).unwrap();
+                    // SAFETY: the entries name registered device memory, no host memory.
+                    unsafe { batch.submit(&entries) }.unwrap();
                     let events = batch.status(16, 16, None).unwrap();
                     assert!(events.iter().all(|e| e.result == Ok(REGION / 32)), "{events:?}");
                     gpu.stream_synchronize(s).unwrap();
@@ -163,7 +169,6 @@ fn many_threads_with_batches_and_stream_operations_on_little_staging_finish() {
             });
         }
     });
-    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
     assert!(contents(&out) == data, "every write copied what the read before it had read");
 }
 
@@ -173,16 +178,16 @@ fn file_read_or_write(
     input: &hipfile::RegisteredFile<'_, SystemPlatform>,
     output: &hipfile::RegisteredFile<'_, SystemPlatform>,
     round: usize,
-    dev: usize,
+    buffer: &hipfile::RegisteredBuffer<'_, SystemPlatform>,
     size: usize,
     file_offset: u64,
     buffer_offset: usize,
     s: Stream,
 ) -> Arc<hipfile::StreamIo> {
     if round.is_multiple_of(2) {
-        input.read_async(dev, size, file_offset, buffer_offset as u64, s).unwrap()
+        input.read_async(buffer, size, file_offset, buffer_offset as u64, s).unwrap()
     } else {
-        output.write_async(dev, size, file_offset, buffer_offset as u64, s).unwrap()
+        output.write_async(buffer, size, file_offset, buffer_offset as u64, s).unwrap()
     }
 }
 
@@ -235,6 +240,7 @@ mod model {
             let (_dir, f) = file_with(&file_model);
             let file = g.register_file(&f).unwrap();
             let dev = gpu.malloc(len).unwrap();
+            let buffer = g.register_buffer(dev, len).unwrap();
             let mut dev_model = pattern(len, 77);
             gpu.write_device(dev, &dev_model).unwrap();
             let streams: Vec<Stream> = (0..STREAMS).map(|_| gpu.stream_create().unwrap()).collect();
@@ -248,9 +254,9 @@ mod model {
                 let (fo, bo) = (slot(op.file_slot), slot(op.buf_slot));
                 let gate = op.resize.map(|_| hold(&gpu, s));
                 let io = if op.write {
-                    file.write_async(dev, op.len, fo as u64, bo as u64, s)
+                    file.write_async(&buffer, op.len, fo as u64, bo as u64, s)
                 } else {
-                    file.read_async(dev, op.len, fo as u64, bo as u64, s)
+                    file.read_async(&buffer, op.len, fo as u64, bo as u64, s)
                 }.unwrap();
                 let mut run = op.len;
                 if let (Some(gate), Some(resize)) = (gate, op.resize) {

@@ -65,9 +65,43 @@ pub fn require_hip_headers() {
     );
 }
 
-/// Runs a compiler or a test program; panics with its output unless it succeeds.
+/// How long a compiler or test program may run: generous, for a loaded 2-core machine running
+/// the sanitized builds (they take seconds when the machine is idle).
+const PROGRAM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(240);
+
+/// Runs a compiler or a test program and returns its output; kills it (saying which program,
+/// and what it wrote) if it runs past [`PROGRAM_TIMEOUT`].
+pub fn run(cmd: &mut Command) -> Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(PROGRAM_TIMEOUT) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("{cmd:?}: {e}")),
+        Err(_) => {
+            // SAFETY: signals the child started above, not yet reaped (its waiter still waits).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let out = rx.recv().ok().and_then(|o| o.ok());
+            let text = |b: Option<&Vec<u8>>| b.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            panic!(
+                "{cmd:?} timed out after {} s and was killed\n--- stdout\n{}\n--- stderr\n{}",
+                PROGRAM_TIMEOUT.as_secs(),
+                text(out.as_ref().map(|o| &o.stdout)),
+                text(out.as_ref().map(|o| &o.stderr))
+            );
+        }
+    }
+}
+
+/// [`run`], then panics with the output unless the program succeeded.
 pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = run(cmd);
     assert!(
         out.status.success(),
         "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",

@@ -397,9 +397,12 @@ impl Run<'_> {
         // The allocation the buffer lies in, and its registration: the range the call may touch.
         let alloc = self.allocs.iter().position(|a| p >= a.base && p < a.base + a.len);
         let n = if write {
-            hipFileWrite(h, p as *const c_void, size, foff, boff)
+            // SAFETY: host memory is not allowed in these runs (the default), so a host pointer
+            // is refused before use; device pointers are checked against the mock runtime.
+            unsafe { hipFileWrite(h, p as *const c_void, size, foff, boff) }
         } else {
-            hipFileRead(h, p as *mut c_void, size, foff, boff)
+            // SAFETY: as above.
+            unsafe { hipFileRead(h, p as *mut c_void, size, foff, boff) }
         };
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         let file = self.fds.iter().find(|f| f.handle == Some(h)).map(|f| (f.file, f.fd.as_raw_fd()));
