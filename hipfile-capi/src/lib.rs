@@ -33,10 +33,10 @@ pub use ffi::{
 };
 use hipfile::{SystemBackend, SystemPlatform};
 
-/// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros: that of
-/// upstream's API the library implements, 0.5.0, the first with the statistics calls (clients
-/// such as rocprofiler-systems refuse older ones; docs/compat.md, "Version").
-pub const VERSION: (u32, u32, u32) = (0, 5, 0);
+/// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros
+/// ([`hipfile::API_VERSION`]; clients such as rocprofiler-systems refuse one older than the
+/// statistics calls).
+pub const VERSION: (u32, u32, u32) = hipfile::API_VERSION;
 
 static DRIVER: OnceLock<Driver<SystemPlatform>> = OnceLock::new();
 

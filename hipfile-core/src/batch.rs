@@ -188,7 +188,10 @@ impl<P: Platform> Driver<P> {
         self.count(&result, Event::BatchSubmitOk, Event::BatchSubmitErr);
         if let (Some(t), Ok(())) = (started, &result) {
             let stats = self.stats();
-            let bytes = |d: Direction| entries.iter().filter(|e| e.direction == d).map(|e| e.size as u64).sum();
+            // Sizes are the caller's (host memory allows any): summed without overflow.
+            let bytes = |d: Direction| {
+                entries.iter().filter(|e| e.direction == d).fold(0u64, |sum, e| sum.saturating_add(e.size as u64))
+            };
             stats.last_batch(bytes(Direction::Read), bytes(Direction::Write));
             stats.event(Event::BatchEntries, entries.len() as u64);
             stats.event(Event::BatchSubmitTime, stats.since(t));

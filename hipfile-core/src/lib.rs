@@ -41,6 +41,11 @@
 //! # drop((handle, buffer)); std::fs::remove_file(path)?; Ok(()) }
 //! ```
 
+/// The version of upstream hipFile's API this library implements (`hipFileGetVersion`, the
+/// header's `HIPFILE_VERSION_*`, the driver properties): 0.5.0, the first release with the
+/// statistics calls (docs/compat.md, "Version").
+pub const API_VERSION: (u32, u32, u32) = (0, 5, 0);
+
 pub mod api;
 pub mod backend;
 pub mod batch;

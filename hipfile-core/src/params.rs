@@ -337,7 +337,7 @@ impl DriverProperties {
         let kb = |p| config.size_parameter(p) as u64;
         let clamp32 = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         DriverProperties {
-            version: (0, 2),
+            version: (crate::API_VERSION.0, crate::API_VERSION.1),
             poll_threshold_kb: kb(SizeParam::PollThresholdSizeKb),
             max_direct_io_kb: kb(SizeParam::MaxDirectIoSizeKb),
             status_flags: if direct { 1 << 4 } else { 0 },

@@ -38,10 +38,10 @@ pub use hipfile_core::AsyncParams;
 /// Stream-ordered I/O: its flags and where an operation's values come from.
 pub use hipfile_core::stream;
 pub use hipfile_core::{
-    BackendChoice, BackendKind, Batch, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings, Capability, Config,
-    Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, DriverProperties, Error, GpuRuntime, HandleId,
-    HipError, MAX_BATCH_ENTRIES, OpError, RegisteredBuffer, RegisteredFile, Result, SizeParam, Stream, StreamIo,
-    StreamSignal, StringParam, max_rw_count,
+    API_VERSION, BackendChoice, BackendKind, Batch, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
+    Capability, Config, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, DriverProperties, Error,
+    GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError, RegisteredBuffer, RegisteredFile, Result, SizeParam,
+    Stream, StreamIo, StreamSignal, StringParam, max_rw_count,
 };
 pub use platform::{SystemBackend, SystemPlatform, unavailable};
 
