@@ -14,7 +14,7 @@ use hipfile::io::{pread, transfer_loop};
 use hipfile::sync::lock;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
-    RegisteredFile, Stream, SystemPlatform, max_rw_count,
+    RegisteredBuffer, RegisteredFile, Stream, SystemPlatform, max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -149,12 +149,12 @@ fn measure_all(
     gpu.set_device(current).map_err(|e| format!("device {current}: {e}"))?;
     // Registrations are dropped before the memory and files they name (reverse order).
     // Registered, so that the calls below use the registered-buffer path.
-    let _registered = buffers
+    let registered = buffers
         .iter()
         .map(|(_, dev)| guard.register_buffer(dev.memory.addr(), size))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("buffer registration: {e}"))?;
-    let targets: Vec<(i32, DeviceSpan)> = buffers.iter().map(|(d, dev)| (*d, dev.memory)).collect();
+    let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, dev), r)| (*d, dev.memory, r)).collect();
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
     let verdicts = guard.driver().direct_verdict(input.id()).map_err(|e| e.to_string())?;
@@ -184,6 +184,9 @@ fn growth(
         })
         .collect()
 }
+
+/// A device of the run, its memory, and that memory's registration.
+type Target<'a> = (i32, DeviceSpan, &'a RegisteredBuffer<'a, Sys>);
 
 /// Device memory for the benchmark, freed on drop.
 struct DeviceBuffer<'a> {
@@ -330,7 +333,7 @@ fn measure(
     file: &RegisteredFile<'_, Sys>,
     target: &File,
     gpu: &dyn GpuRuntime,
-    targets: &[(i32, DeviceSpan)],
+    targets: &[Target<'_>],
 ) -> Result<Outcome, String> {
     let size = targets[0].1.len();
     let (io, calls) = plan(args, mode, size);
@@ -365,7 +368,7 @@ fn measure(
             let workers: Vec<_> = targets
                 .iter()
                 .flat_map(|t| calls.iter().map(move |mine| (t, mine)))
-                .map(|(&(device, memory), mine)| {
+                .map(|(&(device, _, buffer), mine)| {
                     let (done, ready, enqueued) = (&done, &ready, &enqueued);
                     s.spawn(move || -> Result<(Instant, Instant), String> {
                         let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
@@ -381,17 +384,16 @@ fn measure(
                         let stream = stream?;
                         let start = Instant::now();
                         if args.batch > 0 {
-                            batched(file, mode, memory, mine, args.batch, done)?;
+                            batched(file, mode, buffer, mine, args.batch, done)?;
                         } else if let Some(stream) = &stream {
-                            let took = streamed(file, mode, memory, mine, gpu, stream.0, done)?;
+                            let took = streamed(file, mode, buffer, mine, gpu, stream.0, done)?;
                             lock(enqueued).push(took);
                         }
                         for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
-                            let dev = memory.addr();
                             let n = if mode.is_read() {
-                                file.read(dev, len, offset, at as u64)
+                                file.read(buffer, len, offset, at as u64)
                             } else {
-                                file.write(dev, len, offset, at as u64)
+                                file.write(buffer, len, offset, at as u64)
                             }
                             .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
                             if n != len {
@@ -423,7 +425,7 @@ fn measure(
         let reader = host_view(target)?;
         let mut checked = 0;
         let mut ok = true;
-        for &(_, memory) in targets {
+        for &(_, memory, _) in targets {
             for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
                 ok &= same(gpu, memory.part(at, len), &reader, offset)?;
                 checked += 1;
@@ -494,7 +496,7 @@ impl Drop for StreamOfMine<'_> {
 fn streamed(
     file: &RegisteredFile<'_, Sys>,
     mode: Mode,
-    memory: DeviceSpan,
+    buffer: &RegisteredBuffer<'_, Sys>,
     calls: &[Call],
     gpu: &dyn GpuRuntime,
     stream: Stream,
@@ -505,9 +507,9 @@ fn streamed(
     let queued = calls.iter().try_for_each(|&(offset, at, len)| {
         let t = Instant::now();
         let io = if mode.is_read() {
-            file.read_async(memory.addr(), len, offset, at as u64, stream)
+            file.read_async(buffer, len, offset, at as u64, stream)
         } else {
-            file.write_async(memory.addr(), len, offset, at as u64, stream)
+            file.write_async(buffer, len, offset, at as u64, stream)
         };
         took.push(t.elapsed().as_secs_f64() * 1e6);
         ios.push((io.map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?, len, offset));
@@ -553,7 +555,7 @@ fn probe_other_stream(gpu: &dyn GpuRuntime, stop: &AtomicBool, probes: &Mutex<Ve
 fn batched(
     file: &RegisteredFile<'_, Sys>,
     mode: Mode,
-    memory: DeviceSpan,
+    buffer: &RegisteredBuffer<'_, Sys>,
     calls: &[Call],
     size: usize,
     done: &AtomicU64,
@@ -567,14 +569,15 @@ fn batched(
             .map(|(i, &(offset, at, len))| BatchEntry {
                 direction,
                 handle: file.id(),
-                buffer_base: memory.addr(),
+                buffer_base: buffer.addr(),
                 buffer_offset: at as i64,
                 file_offset: offset as i64,
                 size: len,
                 cookie: i,
             })
             .collect();
-        file.driver().batch_submit(batch, &entries).map_err(|e| format!("batch submit: {e}"))?;
+        // SAFETY: every entry names the registered device memory `buffer`, no host memory.
+        unsafe { file.driver().batch_submit(batch, &entries) }.map_err(|e| format!("batch submit: {e}"))?;
         let events = file.driver().batch_status(batch, entries.len(), entries.len(), None);
         let events = events.map_err(|e| format!("batch status: {e}"))?;
         for e in &events {

