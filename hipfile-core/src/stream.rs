@@ -242,6 +242,9 @@ struct Operation<B> {
     gate: Option<(usize, u32)>,
     /// Set when queueing the gate failed: the operation must not run then (the call failed).
     abandoned: Arc<AtomicBool>,
+    /// Set once the operation is on its stream: an operation dropped before (the runtime
+    /// refused it, and the call fails) leaves the caller's values untouched.
+    queued: Arc<AtomicBool>,
     /// Whether its result was stored.
     completed: bool,
 }
@@ -278,7 +281,8 @@ impl<B: Backend> Operation<B> {
 
 impl<B> Drop for Operation<B> {
     fn drop(&mut self) {
-        if !self.completed && !self.abandoned.load(Ordering::Acquire) {
+        let queued = self.queued.load(Ordering::Acquire);
+        if queued && !self.completed && !self.abandoned.load(Ordering::Acquire) {
             self.params.complete(-i64::from(OpError::InternalError.code())); // never ran
         }
         drop(self.deferred.take());
@@ -368,7 +372,7 @@ impl<P: Platform> Driver<P> {
                 Some((state.word, state.last))
             }
         };
-        let abandoned = Arc::new(AtomicBool::new(false));
+        let (abandoned, queued) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let op = Operation {
             deferred: Some(deferred),
             params,
@@ -378,6 +382,7 @@ impl<P: Platform> Driver<P> {
             submitted: size,
             gate,
             abandoned: Arc::clone(&abandoned),
+            queued: Arc::clone(&queued),
             completed: false,
         };
         let gpu = self.platform().gpu();
@@ -413,6 +418,7 @@ impl<P: Platform> Driver<P> {
                 )?;
             }
         }
+        queued.store(true, Ordering::Release);
         let Some((word, number)) = gate else { return Ok(()) };
         // SAFETY: the stream's word, pinned and never freed.
         let Err(e) = (unsafe { gpu.stream_wait_value32(stream, word, number) }) else { return Ok(()) };

@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hipfile_capi::*;
 
-const BASE: i32 = 5000;
-const MIB: usize = 1 << 20;
-const DATA_LEN: usize = 300 * 1024 + 777;
-const CANARY: u8 = 0xA5;
+pub const BASE: i32 = 5000;
+pub const MIB: usize = 1 << 20;
+pub const DATA_LEN: usize = 300 * 1024 + 777;
+pub const CANARY: u8 = 0xA5;
 
 type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
 type Free = unsafe extern "C" fn(*mut c_void) -> c_int;
@@ -66,35 +66,41 @@ impl Hip {
         }
     }
 
-    fn alloc(&self, len: usize) -> usize {
+    pub fn alloc(&self, len: usize) -> usize {
         let mut p = std::ptr::null_mut();
         // SAFETY: `p` is writable.
         assert_eq!(unsafe { (self.malloc)(&mut p, len) }, 0);
         p as usize
     }
 
-    fn put(&self, dev: usize, bytes: &[u8]) {
+    pub fn put(&self, dev: usize, bytes: &[u8]) {
         // SAFETY: `dev` is device memory of at least `bytes.len()` bytes (the caller's).
         assert_eq!(unsafe { (self.memcpy)(dev as *mut c_void, bytes.as_ptr().cast(), bytes.len(), 1) }, 0);
     }
 
-    fn get(&self, dev: usize, len: usize) -> Vec<u8> {
+    pub fn get(&self, dev: usize, len: usize) -> Vec<u8> {
         let mut out = vec![0u8; len];
         // SAFETY: as in `put`.
         assert_eq!(unsafe { (self.memcpy)(out.as_mut_ptr().cast(), dev as *const c_void, len, 2) }, 0);
         out
     }
+
+    /// Frees what [`Hip::alloc`] gave.
+    pub fn free(&self, dev: usize) {
+        // SAFETY: `dev` came from `alloc` and is freed once (the caller's).
+        assert_eq!(unsafe { (self.free)(dev as *mut c_void) }, 0);
+    }
 }
 
 /// Files every sequence uses, made once per process.
-struct Files {
-    data: PathBuf,
-    data_bytes: Vec<u8>,
-    scratch: PathBuf,
-    dir: PathBuf,
+pub struct Files {
+    pub data: PathBuf,
+    pub data_bytes: Vec<u8>,
+    pub scratch: PathBuf,
+    pub dir: PathBuf,
 }
 
-fn files() -> &'static Files {
+pub fn files() -> &'static Files {
     static FILES: OnceLock<Files> = OnceLock::new();
     FILES.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("hipfile-sequence-{}", std::process::id()));
@@ -110,20 +116,20 @@ fn files() -> &'static Files {
 }
 
 /// The decoder: each read takes bytes from the front; an exhausted input reads zeros.
-struct Input<'a>(&'a [u8]);
+pub struct Input<'a>(pub &'a [u8]);
 
 impl Input<'_> {
-    fn u8(&mut self) -> u8 {
+    pub fn u8(&mut self) -> u8 {
         let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
         self.0 = rest;
         b
     }
 
-    fn u64(&mut self) -> u64 {
+    pub fn u64(&mut self) -> u64 {
         (0..8).fold(0, |acc, _| acc << 8 | u64::from(self.u8()))
     }
 
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+    pub fn pick<T: Copy>(&mut self, from: &[T]) -> T {
         from[self.u8() as usize % from.len()]
     }
 }
@@ -152,7 +158,7 @@ struct Run<'h> {
     scratch: Vec<u8>,
 }
 
-fn open(path: &Path, flags: c_int) -> OwnedFd {
+pub fn open(path: &Path, flags: c_int) -> OwnedFd {
     let c = CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path; the descriptor is owned below.
     let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
