@@ -43,14 +43,14 @@ static DRIVER: OnceLock<Driver<SystemPlatform>> = OnceLock::new();
 /// The process-wide driver: the one every C call uses, and the C++ API (`hipfile-cxx`) too.
 /// Where no GPU runtime can be loaded it still exists (parameters, properties and statistics
 /// need none, semantics §13); its open fails with `hipFilePlatformNotSupported`.
-pub fn driver() -> Result<&'static Driver<SystemPlatform>> {
-    Ok(DRIVER.get_or_init(|| {
+pub fn driver() -> &'static Driver<SystemPlatform> {
+    DRIVER.get_or_init(|| {
         hipfile::log::install(|| hipfile::log::Sink::Off);
         let platform = SystemPlatform::discover().unwrap_or_else(SystemPlatform::without_runtime);
         // SAFETY: the handlers only take and release the driver's lock (see below).
         unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
         Driver::new(platform).with_stats(hipfile::stats::Stats::published())
-    }))
+    })
 }
 
 thread_local! {
@@ -93,22 +93,20 @@ fn logged(result: Result<()>) -> Result<()> {
 /// where `HIPFILE_LOG` says).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileDriverOpen() -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| logged(d.open()))))
+    boundary(|| hipFileError_t::from_result(logged(driver().open())))
 }
 
 /// `hipFileDriverClose`: decrements the use count; at zero every registration is dropped.
 /// `hipFileDriverNotInitialized` if the count is already zero.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileDriverClose() -> hipFileError_t {
-    boundary(|| {
-        hipFileError_t::from_result(driver().map_err(|_| OpError::DriverNotInitialized.into()).and_then(Driver::close))
-    })
+    boundary(|| hipFileError_t::from_result(driver().close()))
 }
 
 /// `hipFileUseCount`: the driver's use count (0 when it could never open).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileUseCount() -> i64 {
-    boundary(|| driver().map_or(0, Driver::use_count))
+    boundary(|| driver().use_count())
 }
 
 /// `hipFileHandleRegister`: registers the descriptor in `*descr` and stores its handle in
@@ -141,12 +139,10 @@ pub unsafe extern "C" fn hipFileHandleRegister(fh: *mut hipFileHandle_t, descr: 
         let handle = unsafe { (*descr).handle };
         // SAFETY: an OpaqueFD descriptor holds an `int` in the union.
         let fd = unsafe { handle.fd };
-        hipFileError_t::from_result(driver().and_then(|d| {
-            logged(d.handle_register(fd).map(|id| {
-                // SAFETY: non-null, and writable by the caller's contract.
-                unsafe { fh.write(id.0 as hipFileHandle_t) };
-            }))
-        }))
+        hipFileError_t::from_result(logged(driver().handle_register(fd).map(|id| {
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { fh.write(id.0 as hipFileHandle_t) };
+        })))
     })
 }
 
@@ -155,9 +151,7 @@ pub unsafe extern "C" fn hipFileHandleRegister(fh: *mut hipFileHandle_t, descr: 
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileHandleDeregister(fh: hipFileHandle_t) {
     boundary(|| {
-        if let Ok(d) = driver() {
-            let _ = d.handle_deregister(HandleId(fh as u64));
-        }
+        let _ = driver().handle_deregister(HandleId(fh as u64));
     })
 }
 
@@ -170,19 +164,14 @@ pub extern "C" fn hipFileHandleDeregister(fh: hipFileHandle_t) {
 /// error.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileBufRegister(buffer_base: *const c_void, length: usize, flags: c_int) -> hipFileError_t {
-    boundary(|| {
-        hipFileError_t::from_result(driver().and_then(|d| logged(d.buf_register(buffer_base as usize, length, flags))))
-    })
+    boundary(|| hipFileError_t::from_result(logged(driver().buf_register(buffer_base as usize, length, flags))))
 }
 
 /// `hipFileBufDeregister`: `hipFileMemoryNotRegistered` for an address not registered as a
 /// base; `hipFileDriverClosing` while the driver is closed.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileBufDeregister(buffer_base: *const c_void) -> hipFileError_t {
-    boundary(|| {
-        let closed = || OpError::DriverClosing.into();
-        hipFileError_t::from_result(driver().map_err(|_| closed()).and_then(|d| d.buf_deregister(buffer_base as usize)))
-    })
+    boundary(|| hipFileError_t::from_result(driver().buf_deregister(buffer_base as usize)))
 }
 
 /// `hipFileRead`: reads up to `size` bytes (at most 0x7ffff000) at `file_offset` into device
@@ -228,7 +217,7 @@ pub unsafe extern "C" fn hipFileWrite(
 
 /// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
 fn io(transfer: impl FnOnce(&Driver<SystemPlatform>) -> Result<usize>) -> libc::ssize_t {
-    boundary(|| ssize_return(driver().map_err(|_| OpError::DriverNotInitialized.into()).and_then(transfer)))
+    boundary(|| ssize_return(transfer(driver())))
 }
 
 /// `hipFileBatchIOSetUp`: a batch of up to `max_nr` entries (1 to 128), stored in
@@ -244,11 +233,9 @@ pub unsafe extern "C" fn hipFileBatchIOSetUp(batch_idp: *mut hipFileBatchHandle_
         if batch_idp.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
         }
-        hipFileError_t::from_result(driver().and_then(|d| {
-            d.batch_setup(max_nr as usize).map(|id| {
-                // SAFETY: non-null, and writable by the caller's contract.
-                unsafe { batch_idp.write(id.0 as hipFileBatchHandle_t) };
-            })
+        hipFileError_t::from_result(driver().batch_setup(max_nr as usize).map(|id| {
+            // SAFETY: non-null, and writable by the caller's contract.
+            unsafe { batch_idp.write(id.0 as hipFileBatchHandle_t) };
         }))
     })
 }
@@ -297,9 +284,7 @@ pub unsafe extern "C" fn hipFileBatchIOSubmit(
             });
         }
         // SAFETY: the caller's contract (host memory valid until reaped).
-        hipFileError_t::from_result(
-            driver().and_then(|d| unsafe { d.batch_submit(BatchId(batch_idp as u64), &entries) }),
-        )
+        hipFileError_t::from_result(unsafe { driver().batch_submit(BatchId(batch_idp as u64), &entries) })
     })
 }
 
@@ -339,11 +324,10 @@ pub unsafe extern "C" fn hipFileBatchIOGetStatus(
                 _ => return hipFileError_t::op(OpError::InvalidValue),
             }
         };
-        let events =
-            match driver().and_then(|d| d.batch_status(BatchId(batch_idp as u64), min_nr as usize, max, timeout)) {
-                Ok(events) => events,
-                Err(e) => return hipFileError_t::from_result(Err(e)),
-            };
+        let events = match driver().batch_status(BatchId(batch_idp as u64), min_nr as usize, max, timeout) {
+            Ok(events) => events,
+            Err(e) => return hipFileError_t::from_result(Err(e)),
+        };
         for (i, e) in events.iter().enumerate() {
             let status = if e.result.is_ok() { ffi::STATUS_COMPLETE } else { ffi::STATUS_FAILED };
             let event = hipFileIOEvents_t { cookie: e.cookie as *mut c_void, status, ret: e.ret() as usize };
@@ -364,7 +348,7 @@ pub unsafe extern "C" fn hipFileBatchIOGetStatus(
 /// for an unknown batch.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileBatchIOCancel(batch_idp: hipFileBatchHandle_t) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.batch_cancel(BatchId(batch_idp as u64)))))
+    boundary(|| hipFileError_t::from_result(driver().batch_cancel(BatchId(batch_idp as u64))))
 }
 
 /// `hipFileBatchIODestroy`: cancels the batch and forgets it; null and unknown batches are
@@ -372,9 +356,7 @@ pub extern "C" fn hipFileBatchIOCancel(batch_idp: hipFileBatchHandle_t) -> hipFi
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileBatchIODestroy(batch_idp: hipFileBatchHandle_t) {
     boundary(|| {
-        if let Ok(d) = driver() {
-            d.batch_destroy(BatchId(batch_idp as u64));
-        }
+        driver().batch_destroy(BatchId(batch_idp as u64));
     })
 }
 
@@ -442,7 +424,8 @@ unsafe fn stream_io(
     stream: hipStream_t,
 ) -> hipFileError_t {
     boundary(|| {
-        hipFileError_t::from_result(driver().and_then(|d| {
+        let d = driver();
+        hipFileError_t::from_result((|| {
             logged(d.open_implicitly())?;
             // SAFETY: valid until the stream has run the operation (the caller's contract).
             let values = unsafe { ffi::CallerValues::new(size, file_offset, buffer_offset, bytes) };
@@ -453,7 +436,7 @@ unsafe fn stream_io(
             // SAFETY: the memory the operation names, valid until the stream has run it (the
             // caller's contract).
             unsafe { d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream) }
-        }))
+        })())
     })
 }
 
@@ -463,7 +446,7 @@ unsafe fn stream_io(
 /// Returns `hipFileInvalidValue` (flags outside the mask, the stream registered already).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.stream_register(Stream(stream as usize), flags))))
+    boundary(|| hipFileError_t::from_result(driver().stream_register(Stream(stream as usize), flags)))
 }
 
 /// `hipFileStreamDeregister`: forgets a registered stream's flags.
@@ -471,7 +454,7 @@ pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> h
 /// Returns `hipFileInvalidValue` for a stream not registered.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileStreamDeregister(stream: hipStream_t) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.stream_deregister(Stream(stream as usize)))))
+    boundary(|| hipFileError_t::from_result(driver().stream_deregister(Stream(stream as usize))))
 }
 
 /// `hipFileDriverGetProperties`: the open driver's properties, or while it is closed those the
@@ -487,10 +470,9 @@ pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriv
         if props.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
         }
-        hipFileError_t::from_result(driver().map(|d| {
-            // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { props.write(d.properties().into()) };
-        }))
+        // SAFETY: non-null, and writable by the caller's contract.
+        unsafe { props.write(driver().properties().into()) };
+        hipFileError_t::SUCCESS
     })
 }
 
@@ -498,7 +480,7 @@ pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriv
 /// (kept and reported; nothing polls here). `hipFileDriverAlreadyOpen` while open.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileDriverSetPollMode(poll: bool, poll_threshold_size: usize) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.set_poll_mode(poll, poll_threshold_size))))
+    boundary(|| hipFileError_t::from_result(driver().set_poll_mode(poll, poll_threshold_size)))
 }
 
 /// `hipFileDriverSetMaxDirectIOSize`: stages the staged path's chunk (KiB, a multiple of 4 from
@@ -523,7 +505,7 @@ pub extern "C" fn hipFileDriverSetMaxPinnedMemSize(max_pinned_size: usize) -> hi
 }
 
 fn set_size(param: SizeParam, value: usize) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().and_then(|d| d.set_size_parameter(param, value))))
+    boundary(|| hipFileError_t::from_result(driver().set_size_parameter(param, value)))
 }
 
 /// `hipFileGetParameterSizeT`: the value in use while the driver is open; while closed, the
@@ -566,10 +548,11 @@ unsafe fn get_parameter<P, T>(
     get: fn(&Driver<SystemPlatform>, P) -> T,
 ) -> hipFileError_t {
     boundary(|| match param {
-        Some(p) if !value.is_null() => hipFileError_t::from_result(driver().map(|d| {
+        Some(p) if !value.is_null() => {
             // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { value.write(get(d, p)) };
-        })),
+            unsafe { value.write(get(driver(), p)) };
+            hipFileError_t::SUCCESS
+        }
         _ => hipFileError_t::op(OpError::InvalidValue),
     })
 }
@@ -593,8 +576,8 @@ pub unsafe extern "C" fn hipFileGetParameterString(
         if desc_str.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
         }
-        hipFileError_t::from_result(driver().and_then(|d| {
-            let value = d.string_parameter(p);
+        hipFileError_t::from_result((|| {
+            let value = driver().string_parameter(p);
             if value.len() >= len {
                 return Err(OpError::InvalidValue.into());
             }
@@ -604,7 +587,7 @@ pub unsafe extern "C" fn hipFileGetParameterString(
             out[..value.len()].copy_from_slice(value.as_bytes());
             out[value.len()] = 0;
             Ok(())
-        }))
+        })())
     })
 }
 
@@ -624,7 +607,7 @@ pub extern "C" fn hipFileSetParameterSizeT(param: ffi::hipFileSizeTConfigParamet
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileSetParameterBool(param: ffi::hipFileBoolConfigParameter_t, value: bool) -> hipFileError_t {
     boundary(|| match BoolParam::from_raw(param) {
-        Some(p) => hipFileError_t::from_result(driver().and_then(|d| d.set_bool_parameter(p, value))),
+        Some(p) => hipFileError_t::from_result(driver().set_bool_parameter(p, value)),
         None => hipFileError_t::op(OpError::InvalidValue),
     })
 }
@@ -647,7 +630,7 @@ pub unsafe extern "C" fn hipFileSetParameterString(
         let Ok(value) = unsafe { std::ffi::CStr::from_ptr(desc_str) }.to_str() else {
             return hipFileError_t::op(OpError::InvalidValue);
         };
-        hipFileError_t::from_result(driver().and_then(|d| d.set_string_parameter(p, value)))
+        hipFileError_t::from_result(driver().set_string_parameter(p, value))
     })
 }
 
@@ -690,11 +673,10 @@ unsafe fn get_stats<T: for<'a> From<&'a hipfile::stats::Snapshot>>(stats: *mut T
         if stats.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
         }
-        hipFileError_t::from_result(driver().map(|d| {
-            let value = T::from(&d.stats().snapshot());
-            // SAFETY: non-null, and writable by the caller's contract.
-            unsafe { stats.write(value) };
-        }))
+        let value = T::from(&driver().stats().snapshot());
+        // SAFETY: non-null, and writable by the caller's contract.
+        unsafe { stats.write(value) };
+        hipFileError_t::SUCCESS
     })
 }
 

@@ -182,7 +182,7 @@ fn guarded<T>(body: impl FnOnce() -> hipfile::Result<T>) -> Result<T> {
 }
 
 /// The process-wide driver the C ABI uses.
-fn driver() -> hipfile::Result<&'static hipfile::Driver<SystemPlatform>> {
+fn driver() -> &'static hipfile::Driver<SystemPlatform> {
     hipfile_capi::driver()
 }
 
@@ -198,18 +198,16 @@ pub struct DriverUse(());
 
 impl Drop for DriverUse {
     fn drop(&mut self) {
-        if let Ok(d) = driver() {
-            let _ = d.close();
-        }
+        let _ = driver().close();
     }
 }
 
 fn open_driver() -> Result<Box<DriverUse>> {
-    guarded(|| driver()?.open().map(|()| Box::new(DriverUse(()))))
+    guarded(|| driver().open().map(|()| Box::new(DriverUse(()))))
 }
 
 fn use_count() -> i64 {
-    std::panic::catch_unwind(|| driver().map_or(0, |d| d.use_count())).unwrap_or(-1)
+    std::panic::catch_unwind(|| driver().use_count()).unwrap_or(-1)
 }
 
 fn version() -> ffi::Version {
@@ -218,15 +216,12 @@ fn version() -> ffi::Version {
 }
 
 fn backends() -> Vec<String> {
-    std::panic::catch_unwind(|| {
-        driver().map_or_else(|_| Vec::new(), |d| d.backend_names().into_iter().map(String::from).collect())
-    })
-    .unwrap_or_default()
+    std::panic::catch_unwind(|| driver().backend_names().into_iter().map(String::from).collect()).unwrap_or_default()
 }
 
 fn capabilities() -> Result<Vec<ffi::Capability>> {
     guarded(|| {
-        Ok(driver()?
+        Ok(driver()
             .capabilities()?
             .into_iter()
             .map(|c| ffi::Capability {
@@ -242,8 +237,8 @@ fn capabilities() -> Result<Vec<ffi::Capability>> {
 /// Each open backend and what it served (requests, bytes) since the driver opened.
 fn served() -> Vec<ffi::Served> {
     std::panic::catch_unwind(|| {
-        let Ok(d) = driver() else { return Vec::new() };
-        d.backend_counters()
+        driver()
+            .backend_counters()
             .into_iter()
             .map(|(name, counters)| {
                 let get = |key: &str| counters.iter().find(|(k, _)| *k == key).map_or(0, |(_, v)| *v);
@@ -263,14 +258,12 @@ pub struct File {
 
 impl Drop for File {
     fn drop(&mut self) {
-        if let Ok(d) = driver() {
-            let _ = d.handle_deregister(self.id);
-        }
+        let _ = driver().handle_deregister(self.id);
     }
 }
 
 fn register_fd(fd: i32) -> Result<Box<File>> {
-    guarded(|| Ok(Box::new(File { id: driver()?.handle_register(fd)?, fd, _owned: None })))
+    guarded(|| Ok(Box::new(File { id: driver().handle_register(fd)?, fd, _owned: None })))
 }
 
 fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>> {
@@ -283,7 +276,7 @@ fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>> {
         }
         // SAFETY: just opened, owned by nobody else; closed if registration fails.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        let id = driver()?.handle_register(owned.as_raw_fd())?;
+        let id = driver().handle_register(owned.as_raw_fd())?;
         Ok(Box::new(File { id, fd, _owned: Some(owned) }))
     })
 }
@@ -300,7 +293,7 @@ impl File {
     /// Why no direct backend would serve this file ("" when one would).
     fn direct_verdict(&self) -> Result<String> {
         guarded(|| {
-            let verdicts = driver()?.direct_verdict(self.id)?;
+            let verdicts = driver().direct_verdict(self.id)?;
             if verdicts.iter().any(|(_, v)| v.is_ok()) {
                 return Ok(String::new());
             }
@@ -314,14 +307,14 @@ impl File {
     /// As `hipFileRead`: `buffer` is device memory the driver checks against its allocation.
     unsafe fn read(&self, buffer: *mut u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
         // SAFETY: the caller's contract, as above.
-        guarded(|| unsafe { driver()?.read(self.id, buffer as usize, size, file_offset, buffer_offset) })
+        guarded(|| unsafe { driver().read(self.id, buffer as usize, size, file_offset, buffer_offset) })
     }
 
     /// # Safety
     /// As `hipFileWrite`.
     unsafe fn write(&self, buffer: *const u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
         // SAFETY: the caller's contract, as above.
-        guarded(|| unsafe { driver()?.write(self.id, buffer as usize, size, file_offset, buffer_offset) })
+        guarded(|| unsafe { driver().write(self.id, buffer as usize, size, file_offset, buffer_offset) })
     }
 
     /// # Safety
@@ -409,9 +402,7 @@ pub struct Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if let Ok(d) = driver() {
-            let _ = d.buf_deregister(self.base);
-        }
+        let _ = driver().buf_deregister(self.base);
     }
 }
 
@@ -419,7 +410,7 @@ impl Drop for Buffer {
 /// As `hipFileBufRegister` (the driver asks the runtime what `base` is).
 unsafe fn register_buffer(base: *mut u8, len: usize, flags: i32) -> Result<Box<Buffer>> {
     guarded(|| {
-        driver()?.buf_register(base as usize, len, flags)?;
+        driver().buf_register(base as usize, len, flags)?;
         Ok(Box::new(Buffer { base: base as usize, len }))
     })
 }
@@ -435,11 +426,11 @@ impl Buffer {
 }
 
 fn register_stream(stream: usize, flags: u32) -> Result<()> {
-    guarded(|| driver()?.stream_register(hipfile::Stream(stream), flags))
+    guarded(|| driver().stream_register(hipfile::Stream(stream), flags))
 }
 
 fn deregister_stream(stream: usize) -> Result<()> {
-    guarded(|| driver()?.stream_deregister(hipfile::Stream(stream)))
+    guarded(|| driver().stream_deregister(hipfile::Stream(stream)))
 }
 
 /// A batch: destroyed (entries canceled, waited for) when dropped.
@@ -447,14 +438,12 @@ pub struct Batch(BatchId);
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        if let Ok(d) = driver() {
-            d.batch_destroy(self.0);
-        }
+        driver().batch_destroy(self.0);
     }
 }
 
 fn batch_setup(capacity: u32) -> Result<Box<Batch>> {
-    guarded(|| Ok(Box::new(Batch(driver()?.batch_setup(capacity as usize)?))))
+    guarded(|| Ok(Box::new(Batch(driver().batch_setup(capacity as usize)?))))
 }
 
 impl Batch {
@@ -476,7 +465,7 @@ impl Batch {
                 })
                 .collect();
             // SAFETY: the caller's contract, as above.
-            unsafe { driver()?.batch_submit(self.0, &entries) }
+            unsafe { driver().batch_submit(self.0, &entries) }
         })
     }
 
@@ -484,12 +473,12 @@ impl Batch {
     fn status(&self, min: u32, max: u32, timeout_ns: i64) -> Result<Vec<ffi::BatchDone>> {
         guarded(|| {
             let timeout = u64::try_from(timeout_ns).ok().map(Duration::from_nanos);
-            let events = driver()?.batch_status(self.0, min as usize, max as usize, timeout)?;
+            let events = driver().batch_status(self.0, min as usize, max as usize, timeout)?;
             Ok(events.iter().map(|e| ffi::BatchDone { cookie: e.cookie, result: e.ret() }).collect())
         })
     }
 
     fn cancel(&self) -> Result<()> {
-        guarded(|| driver()?.batch_cancel(self.0))
+        guarded(|| driver().batch_cancel(self.0))
     }
 }
