@@ -43,7 +43,7 @@ pub use hipfile_core::{
     GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError, RegisteredBuffer, RegisteredFile, Result, SizeParam,
     Stream, StreamIo, StreamSignal, StringParam, max_rw_count,
 };
-pub use platform::{SystemBackend, SystemPlatform, unavailable};
+pub use platform::{SystemBackend, SystemPlatform};
 
 /// The driver's lock held across `fork` (the C library's `pthread_atfork` handlers).
 pub use hipfile_core::driver::ForkHold;

@@ -233,7 +233,7 @@ fn refused(why: String) -> Error {
 
 /// Reports why the driver cannot open (C callers only see the code) and gives the code,
 /// `hipFilePlatformNotSupported`.
-pub fn unavailable(why: String) -> Error {
+fn unavailable(why: String) -> Error {
     // The caller gets the code: the reason is for `HIPFILE_LOG=debug` (semantics §8).
     hipfile_core::log::log_once_at(hipfile_core::log::Level::DEBUG, &why, || why.clone());
     OpError::PlatformNotSupported.into()
