@@ -9,28 +9,8 @@ mod sequence;
 #[test]
 fn random_batch_and_stream_sequences_against_the_c_api() {
     let hip = sequence::Hip::load(&common::lib_dir().join("libhipfile_mockhip.so"));
-    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/batch_stream");
-    let mut inputs = 0;
-    let mut paths: Vec<_> = std::fs::read_dir(&corpus).into_iter().flatten().flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        batch_sequence::run(&hip, &std::fs::read(&path).unwrap());
-        inputs += 1;
-    }
-    let runs = std::env::var("HIPFILE_FUZZ_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(500u64);
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..runs {
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let len = (next() % 1200) as usize;
-        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-        batch_sequence::run(&hip, &data);
-        inputs += 1;
-    }
+    let inputs =
+        sequence::replay("batch_stream", 500, 1200, 0x9e37_79b9_7f4a_7c15, |data| batch_sequence::run(&hip, data));
     let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!(
         "{inputs} batch and stream sequences: {} calls; {} batch entries queued, {} events reaped ({} with bytes); \

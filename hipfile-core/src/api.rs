@@ -112,7 +112,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
     ) -> Result<usize> {
         // SAFETY: a `RegisteredBuffer` is device memory (registration refused anything else),
         // which the driver checks the range against; no host memory is involved.
-        unsafe { self.driver.read(self.id, buffer.addr, size, offset(file_offset)?, offset(buffer_offset)?) }
+        unsafe { self.transfer(Direction::Read, buffer.addr, size, file_offset, buffer_offset) }
     }
 
     /// Writes `size` bytes from `buffer` at `buffer_offset` to `file_offset`; returns the bytes
@@ -125,7 +125,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
         buffer_offset: u64,
     ) -> Result<usize> {
         // SAFETY: as in `read`.
-        unsafe { self.driver.write(self.id, buffer.addr, size, offset(file_offset)?, offset(buffer_offset)?) }
+        unsafe { self.transfer(Direction::Write, buffer.addr, size, file_offset, buffer_offset) }
     }
 
     /// Reads up to `buf.len()` bytes at `file_offset` into host memory, where the driver allows
@@ -137,7 +137,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
         }
         // SAFETY: `buf` is valid for writes of its length for the whole call, and the request
         // is exactly that long.
-        unsafe { self.driver.read(self.id, buf.as_mut_ptr() as usize, buf.len(), offset(file_offset)?, 0) }
+        unsafe { self.transfer(Direction::Read, buf.as_mut_ptr() as usize, buf.len(), file_offset, 0) }
     }
 
     /// Writes up to `buf.len()` bytes (at most `max_rw_count()`) of host memory at
@@ -148,7 +148,23 @@ impl<P: Platform> RegisteredFile<'_, P> {
         }
         // SAFETY: `buf` is valid for reads of its length for the whole call, and the request is
         // exactly that long.
-        unsafe { self.driver.write(self.id, buf.as_ptr() as usize, buf.len(), offset(file_offset)?, 0) }
+        unsafe { self.transfer(Direction::Write, buf.as_ptr() as usize, buf.len(), file_offset, 0) }
+    }
+
+    /// One synchronous read or write of this file: the one path of the four above.
+    ///
+    /// # Safety
+    /// As [`Driver::read`] (or [`Driver::write`] for a write): memory that is not device memory
+    /// must be valid for the whole range, for the call's duration.
+    unsafe fn transfer(
+        &self,
+        direction: Direction,
+        addr: usize,
+        size: usize,
+        file_offset: u64,
+        buffer_offset: u64,
+    ) -> Result<usize> {
+        self.driver.plan(direction, self.id, addr, size, offset(file_offset)?, offset(buffer_offset)?)?.run()
     }
 
     /// Reads `size` bytes into `buffer` from its start, looping over the per-call cap; stops

@@ -17,7 +17,9 @@ use std::cell::RefCell;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use hipfile::{BatchEntry, BatchId, Direction, Error, HandleId, OpError, SystemPlatform};
+use hipfile::{BatchEntry, BatchId, Direction, Error, HandleId, OpError};
+// The process-wide driver the C ABI uses, so C and C++ calls share it.
+use hipfile_capi::driver;
 
 /// The bridge: what C++ sees (namespace `hipfile::bridge`), used through `hipfile.hpp`. The
 /// `unsafe` in the code `cxx` generates is its own (checked by its authors, not annotated).
@@ -179,11 +181,6 @@ fn guarded<T>(body: impl FnOnce() -> hipfile::Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
         .unwrap_or_else(|_| Err(OpError::InternalError.into()))
         .map_err(Failed::from)
-}
-
-/// The process-wide driver the C ABI uses.
-fn driver() -> &'static hipfile::Driver<SystemPlatform> {
-    hipfile_capi::driver()
 }
 
 fn last_failure() -> ffi::Failure {

@@ -10,12 +10,13 @@ use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
+use hipfile::io::{pread, transfer_loop};
 use hipfile::{DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
@@ -409,10 +410,15 @@ fn data_extents(file: &File, size: u64) -> io::Result<Vec<(u64, u64)>> {
 /// Whether two files hold the same bytes, read from 0 whatever their descriptors' offsets.
 fn same_contents((a, a_name): (&File, &Path), (b, b_name): (&File, &Path)) -> Result<bool, String> {
     let (mut ba, mut bb) = (vec![0u8; 8 << 20], vec![0u8; 8 << 20]);
+    // Whole pieces, past short reads and signals, up to the end of the file.
+    let read = |f: &File, buf: &mut [u8], at: u64, name: &Path| {
+        let fd = f.as_raw_fd();
+        transfer_loop(buf.len(), true, |done, left| pread(fd, &mut buf[done..done + left], at + done as u64))
+            .map_err(|e| format!("{}: {e}", name.display()))
+    };
     let mut at = 0;
     loop {
-        let na = read_full(a, &mut ba, at).map_err(|e| format!("{}: {e}", a_name.display()))?;
-        let nb = read_full(b, &mut bb, at).map_err(|e| format!("{}: {e}", b_name.display()))?;
+        let (na, nb) = (read(a, &mut ba, at, a_name)?, read(b, &mut bb, at, b_name)?);
         if na != nb || ba[..na] != bb[..nb] {
             return Ok(false);
         }
@@ -420,18 +426,5 @@ fn same_contents((a, a_name): (&File, &Path), (b, b_name): (&File, &Path)) -> Re
             return Ok(true);
         }
         at += na as u64;
-    }
-
-    fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match f.read_at(&mut buf[n..], at + n as u64) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(n)
     }
 }

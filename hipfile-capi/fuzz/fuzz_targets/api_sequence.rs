@@ -5,15 +5,4 @@
 #[path = "../../tests/sequence/mod.rs"]
 mod sequence;
 
-use std::sync::OnceLock;
-
-fn hip() -> &'static sequence::Hip {
-    static HIP: OnceLock<sequence::Hip> = OnceLock::new();
-    HIP.get_or_init(|| {
-        let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/debug/libhipfile_mockhip.so");
-        let path = std::env::var("HIPFILE_MOCKHIP").unwrap_or_else(|_| default.to_owned());
-        sequence::Hip::load(std::path::Path::new(&path))
-    })
-}
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sequence::run(hip(), data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sequence::run(sequence::Hip::for_fuzzing(), data));

@@ -92,6 +92,45 @@ impl Hip {
     }
 }
 
+impl Hip {
+    /// The mock runtime of a fuzz target, loaded once: `HIPFILE_MOCKHIP`, else the workspace's
+    /// debug build (found from the fuzz crate's directory, `hipfile-capi/fuzz`).
+    pub fn for_fuzzing() -> &'static Hip {
+        static HIP: OnceLock<Hip> = OnceLock::new();
+        HIP.get_or_init(|| {
+            let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/debug/libhipfile_mockhip.so");
+            let path = std::env::var("HIPFILE_MOCKHIP").unwrap_or_else(|_| default.to_owned());
+            Hip::load(Path::new(&path))
+        })
+    }
+}
+
+/// The bounded CI run of a fuzz target: `run` on every input of its kept corpus
+/// (`fuzz/corpus/<target>`, in name order), then on `HIPFILE_FUZZ_RUNS` (default `runs`)
+/// pseudo-random inputs of up to `max_len` bytes, from `seed`. Returns how many inputs ran.
+pub fn replay(target: &str, runs: u64, max_len: u64, seed: u64, mut run: impl FnMut(&[u8])) -> u64 {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target);
+    let mut paths: Vec<_> = std::fs::read_dir(&corpus).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in &paths {
+        run(&std::fs::read(path).unwrap());
+    }
+    let runs = std::env::var("HIPFILE_FUZZ_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(runs);
+    let mut state = seed;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..runs {
+        let len = next() % max_len;
+        let data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        run(&data);
+    }
+    paths.len() as u64 + runs
+}
+
 /// Files every sequence uses, made once per process.
 pub struct Files {
     pub data: PathBuf,
