@@ -8,7 +8,7 @@
 use std::ffi::{c_int, c_void};
 
 use hipfile_core::{Direction, Error, HipError, IoRequest, Result};
-use hipfile_sys::{AmdFileHandle, AmdFileIo, LoadedRuntime};
+use hipfile_runtime::{AmdFileHandle, AmdFileIo, LoadedRuntime};
 
 use crate::Engine;
 

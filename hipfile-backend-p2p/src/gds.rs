@@ -1,4 +1,4 @@
-//! NVIDIA GPUDirect Storage through cuFile (`libcufile.so.0`, loaded by `hipfile-sys`).
+//! NVIDIA GPUDirect Storage through cuFile (`libcufile.so.0`, loaded by `hipfile-runtime`).
 //!
 //! The engine turns cuFile's compatibility mode off before it opens cuFile's driver: cuFile
 //! would otherwise serve I/O through its own bounce buffers and call it GPUDirect. Without it,
@@ -17,7 +17,7 @@ use hipfile_core::{Declined, Error, FileHandle, IoRequest, OpError, Result};
 
 use crate::Engine;
 
-pub use hipfile_sys::cufile::{CuFileApi, CuFileError, CuHandle, LibCuFile};
+pub use hipfile_runtime::cufile::{CuFileApi, CuFileError, CuHandle, LibCuFile};
 
 /// What the machine lacks for GPUDirect, as far as files in `/proc`, `/sys` and `/boot` say.
 pub fn machine_hints() -> String {
@@ -183,7 +183,7 @@ mod tests {
     use crate::P2p;
     use crate::tests::file;
     use hipfile_core::{Backend, Direction, FileHandle};
-    use hipfile_sys::cufile::MockCuFileApi;
+    use hipfile_runtime::cufile::MockCuFileApi;
     use mockall::Sequence;
 
     fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {

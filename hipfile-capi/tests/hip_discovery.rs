@@ -6,7 +6,7 @@ mod common;
 
 use std::ffi::CString;
 
-use hipfile_sys::LoadedRuntime;
+use hipfile_runtime::LoadedRuntime;
 
 use common::*;
 

@@ -7,7 +7,7 @@ mod common;
 use std::sync::mpsc;
 
 use hipfile_core::{CopyKind, DeviceCopy, DeviceSpan, GpuRuntime, HipError, MemoryType, Stream};
-use hipfile_sys::{Abi, LoadedRuntime, Vendor, memcpy_kind};
+use hipfile_runtime::{Abi, LoadedRuntime, Vendor, memcpy_kind};
 
 use common::*;
 

@@ -5,7 +5,7 @@
 //! files ([`file`](mod@file)), the driver's use count, registries and I/O path ([`driver`]), the
 //! backend interface ([`backend`]), the GPU runtime interface ([`gpu`]) and the statistics
 //! ([`stats`]). Backends, the C ABI and the tools build on it; this crate exports no C symbols,
-//! loads no library (the GPU runtimes are `hipfile-sys`'s) and holds no global state but the
+//! loads no library (the GPU runtimes are `hipfile-runtime`'s) and holds no global state but the
 //! fork generation and which statistics slot each thread owns.
 //!
 //! Invariants it keeps:

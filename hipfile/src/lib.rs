@@ -50,7 +50,7 @@ pub use hipfile_core::driver::ForkHold;
 /// hipFile's error codes and their C conventions, the system-call helpers every backend shares,
 /// and the diagnostics (`HIPFILE_LOG`): what the C boundary and the tools build on.
 pub use hipfile_core::{error, io, log, stats, sync};
-pub use hipfile_sys::LoadedRuntime;
+pub use hipfile_runtime::LoadedRuntime;
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
 /// benchmark share.

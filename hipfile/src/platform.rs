@@ -11,7 +11,7 @@ use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
 use hipfile_backend_p2p::gds::{Gds, LibCuFile, Session};
 use hipfile_core::{BackendChoice, BackendKind, Capability, Config, Error, GpuRuntime, OpError, Platform, Result};
-use hipfile_sys::{LoadedRuntime, Vendor};
+use hipfile_runtime::{LoadedRuntime, Vendor};
 
 hipfile_core::backend_set! {
     /// The backends of a real process.

@@ -161,7 +161,7 @@ fn ci() -> Result<(), String> {
     run("cargo", &["doc", "--workspace", "--no-deps", "--locked"], &[("RUSTDOCFLAGS", "-D warnings")])?;
     run("cargo", &["test", "--workspace", "--doc", "--locked"], &[])?;
     // The ABI check links libamdhip64, so it builds apart from everything else.
-    let abi = ["test", "--locked", "-p", "hipfile-sys", "--features", "hip-abi-check", "--test", "hip_abi"];
+    let abi = ["test", "--locked", "-p", "hipfile-runtime", "--features", "hip-abi-check", "--test", "hip_abi"];
     run("cargo", &abi, &[HIP_PATH])?;
     miri()?;
     run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[])

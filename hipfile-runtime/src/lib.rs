@@ -1,5 +1,6 @@
-//! hipfile-sys: the foreign libraries of hipfile-rs, loaded at run time; the rest of the
-//! workspace loads nothing. One module per library: the GPU runtimes ([`runtime`]: HIP and
+//! hipfile-runtime: the GPU runtimes and storage libraries of hipfile-rs, loaded at run time and
+//! put behind hipfile-core's traits (it is not a `-sys` crate: docs/architecture.md says why). The rest
+//! of the workspace loads nothing. One module per library: the GPU runtimes ([`runtime`]: HIP and
 //! CUDA), AMD's storage entry points ([`ais`]), cuFile ([`cufile`]); one loader (`loader`).
 //!
 //! GPU runtimes found at run time: HIP on AMD GPUs (and the mock HIP runtime library,

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::{MemcpyKind, MockGpu};
 use hipfile_core::{Event, GpuRuntime, HipError, MemoryType, Stream};
-use hipfile_sys::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
 pub const MOCK_HIP_VERSION: c_int = 50_221_153;

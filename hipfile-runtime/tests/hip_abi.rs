@@ -1,8 +1,8 @@
-//! The HIP 5 ABI that `hipfile_sys` declares by hand, checked against hip-runtime-sys
+//! The HIP 5 ABI that `hipfile_runtime` declares by hand, checked against hip-runtime-sys
 //! (bindgen output of HIP's headers) and against Debian's real `libamdhip64.so.5`.
 //!
 //! hip-runtime-sys links libamdhip64 at link time, which the product must not do, so it is
-//! only a reference here: `cargo test -p hipfile-sys --features hip-abi-check --test hip_abi`
+//! only a reference here: `cargo test -p hipfile-runtime --features hip-abi-check --test hip_abi`
 //! with `HIP_PATH=/usr` (as `cargo xtask ci` runs it).
 #![cfg(feature = "hip-abi-check")]
 
@@ -10,7 +10,7 @@ use std::mem::{offset_of, size_of};
 
 use hip_runtime_sys as sys;
 use hipfile_core::HipError;
-use hipfile_sys::{Abi, LoadedRuntime, PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_runtime::{Abi, LoadedRuntime, PointerAttributes, memcpy_kind, memory_type_v5};
 
 #[test]
 fn pointer_attributes_match_hip_5() {
