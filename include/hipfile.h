@@ -176,7 +176,7 @@ HIPFILE_API
 hipFileError_t hipFileDriverGetProperties(hipFileDriverProps_t *props);
 
 /* Stage, like the parameters they name, values for the next open (hipFileDriverAlreadyOpen
- * while open): poll mode and its threshold, the direct-I/O size (the staged chunk), the device
+ * while open): poll mode and its threshold, the direct-I/O size (the bounce chunk), the device
  * cache size, the pinned memory limit; sizes in KiB. */
 HIPFILE_API
 hipFileError_t hipFileDriverSetPollMode(bool poll, size_t poll_threshold_size);

@@ -169,9 +169,9 @@ public:
     /* The handle C calls take (hipFileRead(file.handle(), ...)). */
     hipFileHandle_t handle() const { return reinterpret_cast<hipFileHandle_t>(file_->handle()); }
     /* "" when a direct (storage to GPU) backend would serve this file, else why none would. */
-    std::string direct_verdict() const
+    std::string p2p_verdict() const
     {
-        return std::string(detail::call([&] { return file_->direct_verdict(); }));
+        return std::string(detail::call([&] { return file_->p2p_verdict(); }));
     }
 
     /* hipFileRead: the bytes read (fewer at the end of the file). */

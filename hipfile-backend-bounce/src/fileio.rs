@@ -1,4 +1,4 @@
-//! The file side of one staged chunk: page-cache-aware reads and durable-friendly writes.
+//! The file side of one bounce chunk: page-cache-aware reads and durable-friendly writes.
 //!
 //! Reads ask the page cache first, per chunk, with `cachestat(2)` (Linux 6.5): a chunk the
 //! cache holds, even in part, is read buffered; a chunk it holds none of is read with
@@ -183,7 +183,7 @@ impl FileSide {
 pub(crate) struct ReadPolicy {
     pub(crate) cache: CacheProbe,
     pub(crate) direct_streams: Slots,
-    /// Chunks read buffered (cached in part or whole, or no direct path) and with `O_DIRECT`.
+    /// Chunks read buffered (cached in part or whole, or no p2p path) and with `O_DIRECT`.
     pub(crate) cached_chunks: AtomicU64,
     pub(crate) direct_chunks: AtomicU64,
 }

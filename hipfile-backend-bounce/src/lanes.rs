@@ -64,7 +64,7 @@ impl Stage {
 
 /// A stream and two staging buffers on one device, and an io_uring with the buffers registered
 /// where the kernel allows. The lane knows which stages a queued copy may still use, and waits
-/// for the stream before handing such a stage out again: the staged path's only `unsafe`
+/// for the stream before handing such a stage out again: the bounce path's only `unsafe`
 /// (queuing a copy whose host side outlives the call) is kept here.
 #[derive(Debug)]
 pub(crate) struct Lane {

@@ -1,4 +1,4 @@
-//! hipfile-backend-bounce: the staged (fallback, "compat mode") data path, built to be the
+//! hipfile-backend-bounce: the bounce data path (upstream's "fallback", cuFile's "compat mode"), built to be the
 //! fastest of its kind.
 //!
 //! A request moves in chunks through pinned host staging buffers:
@@ -55,7 +55,7 @@ use uring::UringState;
 /// Most threads a request uses by default (what the H200 machine's measurements favour).
 const DEFAULT_MAX_THREADS: usize = 16;
 
-/// The staged backend over the runtime `G`.
+/// The bounce backend over the runtime `G`.
 pub struct Bounce<G: GpuRuntime + ?Sized + 'static> {
     inner: Arc<Inner<G>>,
     /// Threads setting staging up ahead of use; stopped and joined when the backend goes.
@@ -162,7 +162,7 @@ struct Request {
 }
 
 impl Request {
-    /// `req` as the staged path runs it, cut into `chunk`-byte chunks.
+    /// `req` as the bounce path runs it, cut into `chunk`-byte chunks.
     fn new(req: &IoRequest<'_>, chunk: usize) -> Request {
         Request {
             direction: req.direction(),
@@ -199,7 +199,7 @@ impl Request {
 }
 
 impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
-    /// A staged backend over `gpu` with `settings`; staging for the calling thread's current
+    /// A bounce backend over `gpu` with `settings`; staging for the calling thread's current
     /// device is set up in the background.
     pub fn new(gpu: Arc<G>, settings: &BounceSettings) -> Self {
         Self::with_sysfs(gpu, settings, PathBuf::from("/sys"))
@@ -623,7 +623,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
     }
 
     fn kind(&self) -> BackendKind {
-        BackendKind::Fallback
+        BackendKind::Bounce
     }
 
     fn score(&self, _req: &IoRequest<'_>) -> Score {

@@ -1,11 +1,11 @@
 //! The mock data paths and the platform that offers them.
 //!
-//! - [`MockDirect`] is the real direct backend ([`P2p`]) over [`MockEngine`]: it serves a
-//!   request only where a real direct path could (the same eligibility code as AIS and GDS)
+//! - [`MockP2p`] is the real p2p backend ([`P2p`]) over [`MockEngine`]: it serves a
+//!   request only where a real p2p path could (the same eligibility code as AIS and GDS)
 //!   and the engine moves the bytes with `pread`/`pwrite` straight into emulated device
 //!   memory. It uses the buffered descriptor, so a page-cached file is read from the cache,
 //!   and benchmarks measure the library rather than the disk.
-//! - [`MockStaged`] is shaped like the fallback: it serves any device memory by staging through
+//! - [`MockBounce`] is shaped like bounce: it serves any device memory by staging through
 //!   a host buffer and the runtime's copies, so it works over any [`GpuRuntime`] (including a
 //!   mockall mock) and exercises copy failures.
 
@@ -31,17 +31,17 @@ fn file_io(faults: &Faults, direction: Direction, fd: i32, buf: &mut [u8], offse
     }
 }
 
-/// The engine of the direct-shaped mock path: `pread`/`pwrite` straight into emulated device
-/// memory, under the real direct backend ([`P2p`]), so the mock path is scored, declined and
+/// The engine of the p2p-shaped mock path: `pread`/`pwrite` straight into emulated device
+/// memory, under the real p2p backend ([`P2p`]), so the mock path is scored, declined and
 /// counted by the same code as AIS and GDS.
 #[derive(Debug)]
 pub struct MockEngine {
     faults: Arc<Faults>,
 }
 
-/// The direct-shaped mock path (see the module docs): the real direct backend over
+/// The p2p-shaped mock path (see the module docs): the real p2p backend over
 /// [`MockEngine`].
-pub type MockDirect = P2p<MockEngine>;
+pub type MockP2p = P2p<MockEngine>;
 
 impl MockEngine {
     /// An engine moving bytes into `gpu`'s memory.
@@ -63,7 +63,7 @@ impl MockEngine {
 
 impl Engine for MockEngine {
     fn name(&self) -> &'static str {
-        "mock-direct"
+        "mock-p2p"
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
@@ -80,30 +80,30 @@ impl Engine for MockEngine {
     }
 }
 
-/// Largest staging buffer of the fallback-shaped mock path.
+/// Largest staging buffer of bounce-shaped mock path.
 pub const STAGE_SIZE: usize = 4 << 20;
 
-/// The fallback-shaped mock path over any runtime (see the module docs). Writes are durable
+/// Bounce-shaped mock path over any runtime (see the module docs). Writes are durable
 /// when the call returns (one `fdatasync` per call).
-pub struct MockStaged<G: GpuRuntime> {
+pub struct MockBounce<G: GpuRuntime> {
     gpu: Arc<G>,
     faults: Arc<Faults>,
 }
 
-impl<G: GpuRuntime> MockStaged<G> {
-    /// A staged path over `gpu`, with file faults from `faults`.
+impl<G: GpuRuntime> MockBounce<G> {
+    /// A bounce path over `gpu`, with file faults from `faults`.
     pub fn new(gpu: Arc<G>, faults: Arc<Faults>) -> Self {
-        MockStaged { gpu, faults }
+        MockBounce { gpu, faults }
     }
 }
 
-impl<G: GpuRuntime> Backend for MockStaged<G> {
+impl<G: GpuRuntime> Backend for MockBounce<G> {
     fn name(&self) -> &'static str {
-        "mock-staged"
+        "mock-bounce"
     }
 
     fn kind(&self) -> BackendKind {
-        BackendKind::Fallback
+        BackendKind::Bounce
     }
 
     fn score(&self, _req: &IoRequest<'_>) -> Score {
@@ -150,15 +150,15 @@ impl<G: GpuRuntime> Backend for MockStaged<G> {
 hipfile_core::backend_set! {
     /// The closed set of mock backends.
     pub enum MockBackend {
-        /// The direct-shaped path.
-        Direct(MockDirect),
-        /// The staged path.
-        Staged(MockStaged<MockGpu>),
+        /// The p2p-shaped path.
+        P2p(MockP2p),
+        /// The bounce path.
+        Bounce(MockBounce<MockGpu>),
     }
 }
 
 /// The mock platform: a [`MockGpu`] and the mock data paths. `HIPFILE_BACKEND=auto` or `mock`
-/// gives both (direct first); `p2p` only the direct-shaped one; `bounce` only the staged one.
+/// gives both (direct first); `p2p` only the p2p-shaped one; `bounce` only the bounce one.
 #[derive(Clone, Debug)]
 pub struct MockPlatform {
     gpu: Arc<MockGpu>,
@@ -187,8 +187,8 @@ impl Platform for MockPlatform {
     }
 
     fn backends(&self, config: &Config) -> Result<Vec<MockBackend>> {
-        let direct = || MockBackend::Direct(P2p::new(MockEngine::new(&self.gpu), config.unsupported_file_systems));
-        let staged = || MockBackend::Staged(MockStaged::new(Arc::clone(&self.gpu), Arc::clone(self.gpu.faults())));
+        let direct = || MockBackend::P2p(P2p::new(MockEngine::new(&self.gpu), config.unsupported_file_systems));
+        let staged = || MockBackend::Bounce(MockBounce::new(Arc::clone(&self.gpu), Arc::clone(self.gpu.faults())));
         Ok(match config.backend {
             BackendChoice::Auto | BackendChoice::Mock => vec![direct(), staged()],
             BackendChoice::P2p => vec![direct()],

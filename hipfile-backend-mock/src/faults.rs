@@ -66,7 +66,7 @@ impl Faults {
     }
 
     /// The direct data path fails every request with `errno` (`ENODEV`, `EREMOTEIO`: "no
-    /// path", which the driver retries on a fallback; anything else is returned).
+    /// path", which the driver retries on bounce; anything else is returned).
     pub fn fail_direct_path(&self, errno: i32) {
         self.arm(|s| s.no_path = Some(errno));
     }
@@ -136,7 +136,7 @@ impl Faults {
         self.state().and_then(|s| s.refuse_host_register).map_or(Ok(()), Err)
     }
 
-    /// Called before the direct path serves a request.
+    /// Called before the p2p path serves a request.
     pub(crate) fn before_direct(&self) -> Result<()> {
         match self.state().and_then(|s| s.no_path) {
             Some(errno) => Err(Error::Os(errno)),

@@ -5,9 +5,9 @@
 //!   answer `Device` only for its allocations), several devices with a current device per
 //!   thread, in-order streams with host callbacks, pinned and registered host memory.
 //! - [`Faults`] injects failures: the Nth copy failing with a chosen HIP error, slow copies,
-//!   short reads and writes, `EIO` at a file offset, `EINTR` storms, a direct path with no
+//!   short reads and writes, `EIO` at a file offset, `EINTR` storms, a p2p path with no
 //!   path to the device.
-//! - [`MockDirect`] and [`MockStaged`] are data paths shaped like the real direct and staged
+//! - [`MockP2p`] and [`MockBounce`] are data paths shaped like the real p2p and bounce
 //!   ones; [`MockPlatform`] offers them to a [`hipfile_core::Driver`].
 //!
 //! Invariant: mock device addresses are host addresses of live allocations; nothing outside
@@ -17,7 +17,7 @@ mod backend;
 mod faults;
 mod gpu;
 
-pub use backend::{MockBackend, MockDirect, MockEngine, MockPlatform, MockStaged, STAGE_SIZE};
+pub use backend::{MockBackend, MockBounce, MockEngine, MockP2p, MockPlatform, STAGE_SIZE};
 pub use faults::Faults;
 pub use gpu::{MOCK_ALIGN, MemcpyKind, MockGpu};
 

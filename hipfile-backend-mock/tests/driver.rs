@@ -117,7 +117,7 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         let mut got = vec![0; 1 << 20];
         gpu.read_device(dev, &mut got).unwrap();
         assert!(got == data, "{backend}");
-        // Unaligned: only the staged path can serve it; p2p alone cannot.
+        // Unaligned: only the bounce path can serve it; p2p alone cannot.
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
         let r = unsafe { d.read(h, dev, 1000, 17, 5) };
         if backend == "p2p" {
@@ -153,10 +153,10 @@ fn compat_mode_settings_choose_the_backends() {
         d.open().unwrap();
         d.backend_names()
     };
-    assert_eq!(names(&[]), ["mock-direct", "mock-staged"]);
-    assert_eq!(names(&[("HIPFILE_FORCE_COMPAT_MODE", "true")]), ["mock-staged"]);
-    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "0")]), ["mock-direct"]);
-    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "off"), ("HIPFILE_FORCE_COMPAT_MODE", "on")]), ["mock-staged"]);
+    assert_eq!(names(&[]), ["mock-p2p", "mock-bounce"]);
+    assert_eq!(names(&[("HIPFILE_FORCE_COMPAT_MODE", "true")]), ["mock-bounce"]);
+    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "0")]), ["mock-p2p"]);
+    assert_eq!(names(&[("HIPFILE_ALLOW_COMPAT_MODE", "off"), ("HIPFILE_FORCE_COMPAT_MODE", "on")]), ["mock-bounce"]);
 }
 
 #[test]
@@ -293,14 +293,14 @@ fn no_path_falls_back_only_when_allowed() {
             let mut got = vec![0; 65536];
             gpu.read_device(dev, &mut got).unwrap();
             assert!(got == data);
-            // The counters show who served it, and that the direct path had no path.
+            // The counters show who served it, and that the p2p path had no path.
             let counters = d.backend_counters();
             let get = |backend: &str, name: &str| {
                 let (_, c) = counters.iter().find(|(b, _)| *b == backend).expect("backend");
                 c.iter().find(|(n, _)| *n == name).expect("counter").1
             };
-            assert_eq!((get("mock-direct", "no_path"), get("mock-direct", "served_requests")), (1, 0));
-            assert_eq!((get("mock-staged", "served_requests"), get("mock-staged", "served_bytes")), (1, 65536));
+            assert_eq!((get("mock-p2p", "no_path"), get("mock-p2p", "served_requests")), (1, 0));
+            assert_eq!((get("mock-bounce", "served_requests"), get("mock-bounce", "served_bytes")), (1, 65536));
         } else {
             assert_eq!(r, Err(Error::Os(errno)), "errno {errno}, compat {allow}");
         }
@@ -308,7 +308,7 @@ fn no_path_falls_back_only_when_allowed() {
 }
 
 #[test]
-fn declined_requests_are_counted_for_the_direct_path_and_served_by_the_fallback() {
+fn declined_requests_are_counted_for_the_p2p_path_and_served_by_bounce() {
     let (gpu, d) = driver(&[("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true")]);
     let (_dir, f) = file_with(&pattern(65536, 9));
     let h = d.handle_register(f.as_raw_fd()).unwrap();
@@ -318,10 +318,10 @@ fn declined_requests_are_counted_for_the_direct_path_and_served_by_the_fallback(
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.read(h, dev, 100, 1, 0) }, Ok(100)); // unaligned: declined, staged
     let counters: std::collections::HashMap<_, _> = d.backend_counters().into_iter().collect();
-    assert_eq!(counters["mock-direct"][..3], [("served_requests", 1), ("served_bytes", 8192), ("declined", 1)]);
-    assert_eq!(counters["mock-staged"][..2], [("served_requests", 1), ("served_bytes", 100)]);
-    // The verdict on the file: the direct path would serve it (aligned requests).
-    assert_eq!(d.direct_verdict(h).unwrap(), vec![("mock-direct", Ok(()))]);
+    assert_eq!(counters["mock-p2p"][..3], [("served_requests", 1), ("served_bytes", 8192), ("declined", 1)]);
+    assert_eq!(counters["mock-bounce"][..2], [("served_requests", 1), ("served_bytes", 100)]);
+    // The verdict on the file: the p2p path would serve it (aligned requests).
+    assert_eq!(d.p2p_verdict(h).unwrap(), vec![("mock-p2p", Ok(()))]);
 }
 
 #[test]

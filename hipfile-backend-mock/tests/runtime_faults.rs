@@ -6,7 +6,7 @@ mod common;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use hipfile_backend_mock::{Faults, MockStaged};
+use hipfile_backend_mock::{Faults, MockBounce};
 use hipfile_core::{
     Config, CopyKind, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo,
     Result,
@@ -15,10 +15,10 @@ use hipfile_core::{
 const BASE: usize = 0x7f00_0000_0000;
 const SIZE: usize = 1 << 20;
 
-struct Staged(Arc<MockGpuRuntime>);
+struct BounceOnly(Arc<MockGpuRuntime>);
 
-impl Platform for Staged {
-    type Backend = MockStaged<MockGpuRuntime>;
+impl Platform for BounceOnly {
+    type Backend = MockBounce<MockGpuRuntime>;
     fn gpu(&self) -> &dyn GpuRuntime {
         &*self.0
     }
@@ -26,7 +26,7 @@ impl Platform for Staged {
         self.0.clone()
     }
     fn backends(&self, _: &Config) -> Result<Vec<Self::Backend>> {
-        Ok(vec![MockStaged::new(Arc::clone(&self.0), Arc::new(Faults::default()))])
+        Ok(vec![MockBounce::new(Arc::clone(&self.0), Arc::new(Faults::default()))])
     }
 }
 
@@ -55,7 +55,7 @@ fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
         .withf(|kind, _, src, _, _| (*kind, *src) == (CopyKind::DeviceToHost, BASE))
         .times(1)
         .returning(|_, _, _, _, _| Err(HipError(98_765)));
-    let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
+    let d = Driver::with_env(BounceOnly(Arc::new(rt)), |_| None);
     let (_dir, f) = common::file_with(&[1; 8192]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -75,7 +75,7 @@ fn runtime_errors_during_registration() {
     rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_FOUND));
     rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_INITIALIZED));
     rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::UNKNOWN));
-    let d = Driver::with_env(Staged(Arc::new(rt)), |_| None);
+    let d = Driver::with_env(BounceOnly(Arc::new(rt)), |_| None);
     assert_eq!(d.buf_register(BASE, 64, 0), Err(Error::Op(OpError::InvalidValue)));
     assert_eq!(d.buf_register(BASE, 64, 0).unwrap_err().to_c_pair(), (5011, 3));
     // During I/O a runtime error is returned as -(hipError_t), upstream's convention.

@@ -1,8 +1,8 @@
-//! AMD's direct path, AIS (semantics §7): `hipAmdFileRead`/`hipAmdFileWrite`, which HIP does not
+//! AMD's p2p path, AIS (semantics §7): `hipAmdFileRead`/`hipAmdFileWrite`, which HIP does not
 //! export but hands out through `hipGetProcAddress`. Each call passes the file's `O_DIRECT`
 //! descriptor and the device address `buffer + buffer_offset`; the kernel (KFD) moves the data
 //! between the storage and the GPU's memory by PCI peer-to-peer DMA. A nonzero `status` is an
-//! errno (`ENODEV` or `EREMOTEIO`: no P2P path, which goes to the fallback); a nonzero HIP
+//! errno (`ENODEV` or `EREMOTEIO`: no P2P path, which goes to bounce); a nonzero HIP
 //! result is a runtime error.
 
 use std::ffi::{c_int, c_void};

@@ -1,12 +1,12 @@
-//! Which requests a direct path may serve (semantics §6): upstream's file rule and alignment
-//! rule, in one place for every direct engine (AIS, GDS, and the mock direct path). A
+//! Which requests a p2p path may serve (semantics §6): upstream's file rule and alignment
+//! rule, in one place for every direct engine (AIS, GDS, and the mock p2p path). A
 //! registered file carries the facts ([`FileHandle`]: kind, file system, direct descriptor,
 //! alignments); the rules live here.
 
 use hipfile_core::file::{Ext4DataMode, FileKind, FsType};
 use hipfile_core::{Declined, FileHandle};
 
-/// Whether the direct path may serve `file`, or why not in words. Upstream's rule: a direct
+/// Whether the p2p path may serve `file`, or why not in words. Upstream's rule: a direct
 /// descriptor, and a block device or a regular file on xfs or ext4 `data=ordered`, or on any
 /// file system when `unsupported_file_systems` (`HIPFILE_UNSUPPORTED_FILE_SYSTEMS`) is set.
 pub fn file_rule(file: &FileHandle, unsupported_file_systems: bool) -> Result<(), Declined> {

@@ -115,7 +115,7 @@ impl<C: CuFileApi + 'static> Gds<C> {
         match state.downcast_ref::<GdsFile<C>>() {
             Some(GdsFile { handle: Ok(handle), .. }) => Ok(*handle),
             Some(GdsFile { handle: Err(why), .. }) => Err(why.clone().into()),
-            None => Err(Declined::fixed("the file is registered with another direct backend")),
+            None => Err(Declined::fixed("the file is registered with another p2p backend")),
         }
     }
 
@@ -137,7 +137,7 @@ impl<C: CuFileApi + 'static> Engine for Gds<C> {
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
-        // Scored first, so registered; were it not, "no path" lets the fallback serve.
+        // Scored first, so registered; were it not, "no path" lets bounce serve.
         let handle = self.registration(req.file()).map_err(|_| Error::Os(libc::ENODEV))?;
         let (base, offset) = self.registered_buffer(req.device_addr(), req.size()).unwrap_or((req.device_addr(), 0));
         let file_offset = i64::try_from(req.file_offset()).map_err(|_| Error::Os(libc::EINVAL))?;

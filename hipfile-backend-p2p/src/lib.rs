@@ -1,4 +1,4 @@
-//! hipfile-backend-p2p: direct DMA between storage and GPU memory (upstream's "fastpath"),
+//! hipfile-backend-p2p: direct DMA between storage and GPU memory (upstream's "p2p"),
 //! through whichever engine the platform has:
 //! - [`ais`]: AMD's AIS, `hipAmdFileRead`/`hipAmdFileWrite` found through `hipGetProcAddress`
 //!   (semantics §7), called with the file's `O_DIRECT` descriptor;
@@ -9,7 +9,7 @@
 //! request: an `O_DIRECT` descriptor, a block device or a regular file on xfs or ext4
 //! `data=ordered` (any file system with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`), and offset, size
 //! and address aligned to the file's direct-I/O alignment. Requests it declines, and requests
-//! an engine answers with `ENODEV`/`EREMOTEIO` ("no path"), go to the fallback when compat mode
+//! an engine answers with `ENODEV`/`EREMOTEIO` ("no path"), go to bounce when compat mode
 //! allows (the driver does that, and says so once per reason); other errors are returned.
 //!
 //! Where an engine cannot work at all, its constructor says why, in words a user can act on;
@@ -46,7 +46,7 @@ pub trait Engine: Send + Sync {
     fn buffer_deregistered(&self, _base: usize) {}
 }
 
-/// The direct backend over the engine `E`.
+/// The p2p backend over the engine `E`.
 pub struct P2p<E: Engine> {
     engine: E,
     unsupported_file_systems: bool,
@@ -56,7 +56,7 @@ pub struct P2p<E: Engine> {
 }
 
 impl<E: Engine> P2p<E> {
-    /// A direct backend driving `engine`; `unsupported_file_systems` is
+    /// A p2p backend driving `engine`; `unsupported_file_systems` is
     /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`.
     pub fn new(engine: E, unsupported_file_systems: bool) -> Self {
         P2p {
@@ -99,7 +99,7 @@ impl<E: Engine> Backend for P2p<E> {
     }
 
     fn kind(&self) -> BackendKind {
-        BackendKind::Fastpath
+        BackendKind::P2p
     }
 
     fn score(&self, req: &IoRequest<'_>) -> Score {

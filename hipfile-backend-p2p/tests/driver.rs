@@ -1,6 +1,6 @@
-//! The direct backend under the driver, with mockall mocks of the GPU runtime and of the AIS
+//! The p2p backend under the driver, with mockall mocks of the GPU runtime and of the AIS
 //! entry points: what reaches the engine (the per-call cap of semantics §1), and which answers
-//! go to the fallback (semantics §6).
+//! go to bounce (semantics §6).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -33,15 +33,15 @@ impl AisApi for Recorder {
     }
 }
 
-/// A fallback that moves nothing but counts its requests.
-struct Fallback(Arc<AtomicU64>);
+/// A bounce backend that moves nothing but counts its requests.
+struct Bounce(Arc<AtomicU64>);
 
-impl Backend for Fallback {
+impl Backend for Bounce {
     fn name(&self) -> &'static str {
-        "fallback"
+        "bounce"
     }
     fn kind(&self) -> BackendKind {
-        BackendKind::Fallback
+        BackendKind::Bounce
     }
     fn score(&self, _: &IoRequest<'_>) -> Score {
         Ok(0)
@@ -53,14 +53,14 @@ impl Backend for Fallback {
 }
 
 hipfile_core::backend_set! {
-    enum TestBackend { Direct(P2p<Ais<Recorder>>), Fallback(Fallback) }
+    enum TestBackend { P2p(P2p<Ais<Recorder>>), Bounce(Bounce) }
 }
 
 struct TestPlatform {
     gpu: Arc<MockGpuRuntime>,
     sizes: Arc<std::sync::Mutex<Vec<u64>>>,
     status: i32,
-    fallbacks: Arc<AtomicU64>,
+    bounced: Arc<AtomicU64>,
 }
 
 impl Platform for TestPlatform {
@@ -74,8 +74,8 @@ impl Platform for TestPlatform {
     fn backends(&self, config: &Config) -> Result<Vec<TestBackend>> {
         let ais = Ais::new(Recorder { sizes: Arc::clone(&self.sizes), status: self.status });
         Ok(vec![
-            TestBackend::Direct(P2p::new(ais, config.unsupported_file_systems)),
-            TestBackend::Fallback(Fallback(Arc::clone(&self.fallbacks))),
+            TestBackend::P2p(P2p::new(ais, config.unsupported_file_systems)),
+            TestBackend::Bounce(Bounce(Arc::clone(&self.bounced))),
         ])
     }
 }
@@ -89,7 +89,7 @@ fn platform(status: i32) -> TestPlatform {
             PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 }
         })
     });
-    TestPlatform { gpu: Arc::new(gpu), sizes: Arc::default(), status, fallbacks: Arc::default() }
+    TestPlatform { gpu: Arc::new(gpu), sizes: Arc::default(), status, bounced: Arc::default() }
 }
 
 /// A file with O_DIRECT, in the workspace's target directory.
@@ -113,11 +113,11 @@ fn a_call_reaches_the_engine_capped_at_max_rw_count() {
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.write(h, BASE, 8192, 4096, 4096) }, Ok(8192));
     assert_eq!(*d.platform().sizes.lock().unwrap(), vec![max_rw_count() as u64, 8192]);
-    assert_eq!(d.platform().fallbacks.load(Ordering::Relaxed), 0);
+    assert_eq!(d.platform().bounced.load(Ordering::Relaxed), 0);
 }
 
 #[test]
-fn no_path_goes_to_the_fallback_other_errors_are_returned() {
+fn no_path_goes_to_bounce_other_errors_are_returned() {
     for (status, compat, expected) in [
         (libc::ENODEV, "true", Ok(4096)),
         (libc::EREMOTEIO, "true", Ok(4096)),
@@ -131,7 +131,7 @@ fn no_path_goes_to_the_fallback_other_errors_are_returned() {
         let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
         assert_eq!(unsafe { d.read(h, BASE, 4096, 0, 0) }, expected, "status {status}, compat {compat}");
-        let fell_back = d.platform().fallbacks.load(Ordering::Relaxed);
+        let fell_back = d.platform().bounced.load(Ordering::Relaxed);
         assert_eq!(fell_back, u64::from(expected.is_ok()), "status {status}");
     }
 }
@@ -148,7 +148,7 @@ fn unaligned_requests_never_reach_the_engine() {
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.read(h, BASE, 4096, 0, 8) }, Ok(4096)); // address
     assert!(d.platform().sizes.lock().unwrap().is_empty());
-    assert_eq!(d.platform().fallbacks.load(Ordering::Relaxed), 3);
+    assert_eq!(d.platform().bounced.load(Ordering::Relaxed), 3);
     // With P2P only, nothing can serve them: upstream's internal error.
     let d = driver(0, &[("HIPFILE_ALLOW_COMPAT_MODE", "false")]);
     let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();

@@ -277,12 +277,12 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
     /// What each field counts: semantics §14.
     fn from(s: &hipfile::stats::Snapshot) -> Self {
         use hipfile::Direction::{Read, Write};
-        use hipfile::stats::Event as E;
-        let e = |event| s.event(event);
+        use hipfile::stats::Counter as E;
+        let e = |counter| s.get(counter);
         let pair = |ok, err| hipFileOpCounter_t { ok: e(ok), err: e(err) };
         let (r, w) = (s.totals(Read, None, None), s.totals(Write, None, None));
         let per_second = |n: u64, us: u64| if us == 0 { 0 } else { (n as u128 * 1_000_000 / us as u128) as u64 };
-        let (submit_us, completion_us) = (s.event_micros(E::BatchSubmitTime), s.event_micros(E::BatchCompletionTime));
+        let (submit_us, completion_us) = (s.micros(E::BatchSubmitTime), s.micros(E::BatchCompletionTime));
         let completed = e(E::BatchCompleteOk).saturating_add(e(E::BatchCompleteErr));
         let (last_read, last_write) = s.last_batch();
         hipFileStatsLevel1_t {
@@ -308,9 +308,9 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel1_t {
             batch_cancel_ops: pair(E::BatchCancelOk, E::BatchCancelErr),
             batch_destroy_ops: hipFileOpCounter_t { ok: e(E::BatchDestroy), err: 0 },
             batch_enqueued_ops: hipFileOpCounter_t { ok: e(E::BatchEntries), err: 0 },
-            batch_posix_enqueued_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesStaged), err: 0 },
+            batch_posix_enqueued_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesBounce), err: 0 },
             batch_processed_ops: pair(E::BatchCompleteOk, E::BatchCompleteErr),
-            batch_nvfs_submit_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesDirect), err: 0 },
+            batch_nvfs_submit_ops: hipFileOpCounter_t { ok: e(E::BatchEntriesP2p), err: 0 },
             batch_total_submit_ops: hipFileOpCounter_t { ok: e(E::BatchEntries), err: 0 },
             batch_read_bytes: e(E::BatchReadBytes),
             batch_write_bytes: e(E::BatchWriteBytes),
@@ -347,7 +347,7 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel2_t {
 impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel3_t {
     fn from(s: &hipfile::stats::Snapshot) -> Self {
         use hipfile::Direction::{Read, Write};
-        use hipfile::stats::Path::{Direct, Staged};
+        use hipfile::stats::Path::{Bounce, P2p};
         let mut out = hipFileStatsLevel3_t { detailed: s.into(), ..Default::default() };
         for g in s.gpus_used() {
             let (r, w) = (s.totals(Read, None, Some(g)), s.totals(Write, None, Some(g)));
@@ -357,16 +357,16 @@ impl From<&hipfile::stats::Snapshot> for hipFileStatsLevel3_t {
                 read_bw_bytes_per_sec: r.bandwidth(),
                 read_duration_us: r.micros,
                 n_total_reads: r.ok,
-                n_nvfs_reads: ok(Read, Direct),
-                n_posix_reads: ok(Read, Staged),
+                n_nvfs_reads: ok(Read, P2p),
+                n_posix_reads: ok(Read, Bounce),
                 n_unaligned_reads: r.unaligned,
                 n_reads_err: r.err,
                 write_bytes: w.bytes,
                 write_bw_bytes_per_sec: w.bandwidth(),
                 write_duration_us: w.micros,
                 n_total_writes: w.ok,
-                n_nvfs_writes: ok(Write, Direct),
-                n_posix_writes: ok(Write, Staged),
+                n_nvfs_writes: ok(Write, P2p),
+                n_posix_writes: ok(Write, Bounce),
                 n_unaligned_writes: w.unaligned,
                 n_writes_err: w.err,
                 reg_bytes: s.registered_bytes(g),

@@ -483,7 +483,7 @@ pub extern "C" fn hipFileDriverSetPollMode(poll: bool, poll_threshold_size: usiz
     boundary(|| hipFileError_t::from_result(driver().set_poll_mode(poll, poll_threshold_size)))
 }
 
-/// `hipFileDriverSetMaxDirectIOSize`: stages the staged path's chunk (KiB, a multiple of 4 from
+/// `hipFileDriverSetMaxDirectIOSize`: stages the bounce path's chunk (KiB, a multiple of 4 from
 /// 64 to 262144) for the next open. `hipFileDriverAlreadyOpen` while open.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileDriverSetMaxDirectIOSize(max_direct_io_size: usize) -> hipFileError_t {

@@ -238,16 +238,16 @@ fn host_memory_buffers_under_sanitizers() {
 
 /// `stats`: the statistics after a known sequence of calls (tests/c/stats.c), read once more
 /// by this process while the program waits: the figures another process sees are the
-/// program's own. `fallback`: the direct path finds no path to the device and the staged path
+/// program's own. `bounced`: the p2p path finds no path to the device and the bounce path
 /// serves instead, which the statistics count.
-fn statistics(flavour: Flavour, backend: &str, path: &str, fallback: bool) {
+fn statistics(flavour: Flavour, backend: &str, path: &str, bounced: bool) {
     use hipfile_core::Direction::{Read, Write as Wr};
-    use hipfile_core::stats::{Event, Remote};
+    use hipfile_core::stats::{Counter, Remote};
     use std::io::{BufRead, Write};
     let exe = build("stats", flavour, &[]);
     let dir = scratch("c-data");
     let mut env = vec![("HIPFILE_BACKEND", backend), ("HIPFILE_STATS_LEVEL", "3"), ANY_FS];
-    if fallback {
+    if bounced {
         env.push(("HIPFILE_MOCK_AIS_STATUS", "19")); // ENODEV: no path to the device
     }
     let mut child = program(&exe, &[&dir, Path::new(path), Path::new("wait")], &env)
@@ -264,32 +264,32 @@ fn statistics(flavour: Flavour, backend: &str, path: &str, fallback: bool) {
         let (r, w) = (snap.totals(Read, None, None), snap.totals(Wr, None, None));
         assert_eq!((r.ok, r.bytes), (words[1], words[2]), "the program's own figures");
         assert_eq!((w.ok, w.err, snap.level), (1, 1, 3));
-        snap.event(Event::FallbackNoPath)
+        snap.get(Counter::BouncedNoPath)
     };
     child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "line {line:?}, stdout {}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(seen > 0, fallback, "fallbacks counted: {seen}");
+    assert_eq!(seen > 0, bounced, "retries on bounce counted: {seen}");
 }
 
 #[test]
-fn statistics_of_the_direct_path() {
-    statistics(Flavour::Plain, "auto", "direct", false);
+fn statistics_of_the_p2p_path() {
+    statistics(Flavour::Plain, "auto", "p2p", false);
 }
 
 #[test]
-fn statistics_of_the_staged_path() {
-    statistics(Flavour::Plain, "bounce", "staged", false);
+fn statistics_of_the_bounce_path() {
+    statistics(Flavour::Plain, "bounce", "bounce", false);
 }
 
 #[test]
-fn statistics_of_a_fallback_to_the_staged_path() {
-    statistics(Flavour::Plain, "auto", "staged", true);
+fn statistics_of_a_retry_on_the_bounce_path() {
+    statistics(Flavour::Plain, "auto", "bounce", true);
 }
 
 #[test]
 fn statistics_under_sanitizers() {
-    statistics(Flavour::Sanitized, "auto", "direct", false);
+    statistics(Flavour::Sanitized, "auto", "p2p", false);
 }
 
 /// `logging`: the logging parameters send the library's messages to a file in a directory.
@@ -329,14 +329,14 @@ fn memory_of_any_device_under_sanitizers() {
     devices(Flavour::Sanitized, "auto");
 }
 
-/// Whether files in the scratch directory can be opened with `O_DIRECT` (the direct path
+/// Whether files in the scratch directory can be opened with `O_DIRECT` (the p2p path
 /// needs it; the tests below lift the file-system rule with `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`).
 fn scratch_has_o_direct() -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     let probe = write_file(&format!("o-direct-probe-{}", std::process::id()), b"x");
     let ok = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
     if !ok {
-        eprintln!("the scratch file system refuses O_DIRECT: the direct path cannot be exercised here");
+        eprintln!("the scratch file system refuses O_DIRECT: the p2p path cannot be exercised here");
     }
     ok
 }
@@ -371,7 +371,7 @@ fn the_ais_path_serves_aligned_io_over_the_mock_runtime() {
     if !scratch_has_o_direct() {
         return;
     }
-    // P2P only: no fallback could have served it.
+    // P2P only: bounce could not have served it.
     let (ok, out, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), ANY_FS]);
     assert!(ok && out.contains("copied 3145728 bytes"), "{out}{err}");
     // An aligned read past the end of the file returns the bytes before it (semantics §5); writing
@@ -404,7 +404,7 @@ fn no_path_falls_back_when_allowed_and_is_an_errno_when_not() {
     assert_eq!(err.matches("hipfile: p2p (AIS) has no path to the device (No such device").count(), 1, "{err}");
     let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "p2p"), enodev, ANY_FS]);
     assert!(!ok && err.contains("hipFileRead at 0: -1 (No such device)"), "{err}");
-    // Compat mode off: no fallback, the errno comes back.
+    // Compat mode off: no bounce, the errno comes back.
     let no_compat = ("HIPFILE_ALLOW_COMPAT_MODE", "false");
     let (ok, _, err) = copy_with(3 << 20, &[("HIPFILE_BACKEND", "auto"), enodev, no_compat, ANY_FS]);
     assert!(!ok && err.contains("-1 (No such device)"), "{err}");
@@ -629,13 +629,13 @@ fn faultfs() -> PathBuf {
 
 /// The ways a request can reach the file in these tests, with the settings that choose them.
 const PATHS: [(&str, &[(&str, &str)]); 4] = [
-    // Every system call of the staged path goes through faultfs.
+    // Every system call of the bounce path goes through faultfs.
     ("bounce-syscalls", &[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_IO_URING", "false")]),
     // Direct pieces through io_uring (which faultfs does not see), the rest through syscalls.
     ("bounce-io_uring", &[("HIPFILE_BACKEND", "bounce")]),
-    // The direct path (the mock HIP runtime's AIS) for aligned requests, bounce for the rest.
+    // The p2p path (the mock HIP runtime's AIS) for aligned requests, bounce for the rest.
     ("auto", &[("HIPFILE_BACKEND", "auto"), ANY_FS, ("HIPFILE_BOUNCE_IO_URING", "false")]),
-    // The direct path alone (aligned requests only).
+    // The p2p path alone (aligned requests only).
     ("p2p", &[("HIPFILE_BACKEND", "p2p"), ANY_FS]),
 ];
 
@@ -725,7 +725,7 @@ fn faults_the_file_size_limit_is_reported() {
 
 #[test]
 fn faults_a_failing_gpu_copy_is_reported() {
-    // The staged path copies; the direct path does not (its reads land in device memory).
+    // The bounce path copies; the p2p path does not (its reads land in device memory).
     fault_scenario(
         "none",
         [Some("ret=-999"), Some("ret=-999")],

@@ -1,6 +1,6 @@
 //! Backends: each scores a request and moves its bytes. The driver asks every backend of the
-//! closed set it was opened with, takes the best score, and retries on a fallback when the
-//! chosen direct path reports that it has no path to the device (semantics §6).
+//! closed set it was opened with, takes the best score, and retries on bounce when the
+//! chosen p2p path reports that it has no path to the device (semantics §6).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -41,7 +41,7 @@ pub type Score = std::result::Result<u32, Declined>;
 pub struct Capability {
     /// The backend's name (`p2p (AIS)`, `p2p (GDS)`, `bounce`, ...).
     pub backend: String,
-    /// Fastpath or fallback.
+    /// P2p or bounce.
     pub kind: BackendKind,
     /// Available, or why not.
     pub available: std::result::Result<(), String>,
@@ -59,10 +59,11 @@ pub enum Direction {
 /// hipFile's two families of backends, which the compat-mode settings switch on and off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
-    /// Direct DMA between storage and the GPU (upstream's "fastpath").
-    Fastpath,
-    /// Staging through host memory (upstream's "fallback", cuFile's "compat mode").
-    Fallback,
+    /// `p2p`: DMA between storage and the GPU (upstream's "p2p").
+    P2p,
+    /// `bounce`: staging through pinned host memory (upstream's "fallback", cuFile's "compat
+    /// mode").
+    Bounce,
 }
 
 /// One validated transfer: at most `max_rw_count()` bytes between the file and a span of
@@ -129,7 +130,7 @@ pub trait Backend: Send + Sync {
     /// A short name for logs and reports.
     fn name(&self) -> &'static str;
 
-    /// Fastpath or fallback.
+    /// P2p or bounce.
     fn kind(&self) -> BackendKind;
 
     /// How well this backend would serve `req` (higher is better), or why it would not.
@@ -150,13 +151,13 @@ pub trait Backend: Send + Sync {
     fn buffer_deregistered(&self, _base: usize) {}
 
     /// Moves the bytes of `req`; returns how many moved (fewer only at end of file).
-    /// `ENODEV` and `EREMOTEIO` from a fastpath mean "no path": the driver may retry on a
+    /// `ENODEV` and `EREMOTEIO` from a p2p mean "no path": the driver may retry on a
     /// fallback.
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize>;
 
     /// Moves the bytes of several requests (a batch's entries this backend was chosen for);
     /// one result per request, in order. One after another by default; a backend that can
-    /// overlap them (the staged path: one request's read against another's copy) does.
+    /// overlap them (the bounce path: one request's read against another's copy) does.
     fn transfer_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
         reqs.iter().map(|req| self.transfer(req)).collect()
     }
@@ -168,8 +169,8 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// Whether an error from a fastpath means it has no path to the device, so the request may be
-/// retried on a fallback (upstream `BackendWithFallback`).
+/// Whether an error from a p2p means it has no path to the device, so the request may be
+/// retried on bounce (upstream `BackendWithFallback`).
 pub fn is_no_path(error: &crate::Error) -> bool {
     matches!(error.errno(), Some(libc::ENODEV | libc::EREMOTEIO))
 }
@@ -185,7 +186,7 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 /// struct Nothing;
 /// impl Backend for Nothing {
 ///     fn name(&self) -> &'static str { "nothing" }
-///     fn kind(&self) -> BackendKind { BackendKind::Fallback }
+///     fn kind(&self) -> BackendKind { BackendKind::Bounce }
 ///     fn score(&self, _: &IoRequest<'_>) -> hipfile_core::backend::Score { Ok(0) }
 ///     fn transfer(&self, _: &IoRequest<'_>) -> Result<usize> { Ok(0) }
 /// }

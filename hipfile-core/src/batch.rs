@@ -4,7 +4,7 @@
 //! A batch is a bounded set of entries in flight. Submitting checks every entry the way a
 //! synchronous call is checked (handle, buffer, offsets) before any runs, all or nothing; the
 //! entries then run concurrently on the driver's batch threads, each through the same dispatch
-//! (and fallback) as `hipFileRead`/`hipFileWrite`, and each finished entry leaves an event.
+//! (and retry on bounce) as `hipFileRead`/`hipFileWrite`, and each finished entry leaves an event.
 //! `GetStatus` reaps events; an entry counts against the batch's capacity from its submission
 //! until its event is reaped (or the batch is canceled). `Cancel` drops the entries that have
 //! not started and waits for those running, so that when it returns (and when `Destroy`
@@ -19,7 +19,7 @@ use crate::backend::{Backend, Direction};
 use crate::driver::{Driver, HandleId, Planned, Platform};
 use crate::error::{OpError, Result};
 use crate::pool::WorkerPool;
-use crate::stats::Event;
+use crate::stats::Counter;
 use crate::sync::{lock, wait};
 
 /// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
@@ -157,7 +157,7 @@ impl<P: Platform> Driver<P> {
     /// driver.
     pub fn batch_setup(&self, capacity: usize) -> Result<BatchId> {
         let result = self.batch_setup_counted(capacity);
-        self.count(&result, Event::BatchSetupOk, Event::BatchSetupErr);
+        self.count(&result, Counter::BatchSetupOk, Counter::BatchSetupErr);
         result
     }
 
@@ -185,7 +185,7 @@ impl<P: Platform> Driver<P> {
     pub unsafe fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
         let started = self.stats().start();
         let result = self.batch_submit_counted(id, entries, started);
-        self.count(&result, Event::BatchSubmitOk, Event::BatchSubmitErr);
+        self.count(&result, Counter::BatchSubmitOk, Counter::BatchSubmitErr);
         if let (Some(t), Ok(())) = (started, &result) {
             let stats = self.stats();
             // Sizes are the caller's (host memory allows any): summed without overflow.
@@ -193,8 +193,8 @@ impl<P: Platform> Driver<P> {
                 entries.iter().filter(|e| e.direction == d).fold(0u64, |sum, e| sum.saturating_add(e.size as u64))
             };
             stats.last_batch(bytes(Direction::Read), bytes(Direction::Write));
-            stats.event(Event::BatchEntries, entries.len() as u64);
-            stats.event(Event::BatchSubmitTime, stats.since(t));
+            stats.add(Counter::BatchEntries, entries.len() as u64);
+            stats.add(Counter::BatchSubmitTime, stats.since(t));
         }
         result
     }
@@ -220,11 +220,11 @@ impl<P: Platform> Driver<P> {
             state.outstanding += entries.len();
             state.generation
         };
-        // Entries for the staged path run together (one's read overlapping another's copy, on
+        // Entries for the bounce path run together (one's read overlapping another's copy, on
         // the backend's own threads); the others each on a batch thread.
-        let (together, alone): (Vec<_>, Vec<_>) = planned.into_iter().partition(|(_, p)| p.goes_to_fallback());
-        self.stats().event(Event::BatchEntriesStaged, together.len() as u64);
-        self.stats().event(Event::BatchEntriesDirect, alone.len() as u64);
+        let (together, alone): (Vec<_>, Vec<_>) = planned.into_iter().partition(|(_, p)| p.goes_to_bounce());
+        self.stats().add(Counter::BatchEntriesBounce, together.len() as u64);
+        self.stats().add(Counter::BatchEntriesP2p, alone.len() as u64);
         if !together.is_empty() {
             let batch = Arc::clone(&batch);
             self.batches().runner.submit(Box::new(move || run_entries(&batch, generation, together, started)));
@@ -274,7 +274,7 @@ impl<P: Platform> Driver<P> {
     /// events not reaped are dropped. The batch is empty (and reusable) afterwards.
     pub fn batch_cancel(&self, id: BatchId) -> Result<()> {
         let result = self.batches().get(id).map(|batch| cancel(&batch));
-        self.count(&result, Event::BatchCancelOk, Event::BatchCancelErr);
+        self.count(&result, Counter::BatchCancelOk, Counter::BatchCancelErr);
         result
     }
 
@@ -284,7 +284,7 @@ impl<P: Platform> Driver<P> {
         let batch = self.batches().registry().1.remove(&id);
         if let Some(batch) = batch {
             cancel(&batch);
-            self.stats().event(Event::BatchDestroy, 1);
+            self.stats().add(Counter::BatchDestroy, 1);
         }
     }
 }
@@ -324,14 +324,14 @@ fn run_entries<B: Backend>(batch: &Batch, generation: u64, entries: Vec<(usize, 
     if let (Some(t), Some(stats)) = (submitted, stats) {
         let elapsed = stats.since(t);
         for (direction, result) in directions.iter().zip(&results) {
-            stats.event(Event::BatchCompletionTime, elapsed);
+            stats.add(Counter::BatchCompletionTime, elapsed);
             let Ok(bytes) = result else {
-                stats.event(Event::BatchCompleteErr, 1);
+                stats.add(Counter::BatchCompleteErr, 1);
                 continue;
             };
-            let moved = if *direction == Direction::Read { Event::BatchReadBytes } else { Event::BatchWriteBytes };
-            stats.event(moved, *bytes as u64);
-            stats.event(Event::BatchCompleteOk, 1);
+            let moved = if *direction == Direction::Read { Counter::BatchReadBytes } else { Counter::BatchWriteBytes };
+            stats.add(moved, *bytes as u64);
+            stats.add(Counter::BatchCompleteOk, 1);
         }
     }
     let _section = crate::fork::section();

@@ -7,7 +7,7 @@ use crate::stream::StreamSignal;
 /// Which family of backends the driver uses (`HIPFILE_BACKEND`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// The best the machine offers: the direct path where it works, staging otherwise, the
+    /// The best the machine offers: the p2p path where it works, staging otherwise, the
     /// mock GPU where there is no GPU.
     #[default]
     Auto,
@@ -36,11 +36,11 @@ impl BackendChoice {
 pub struct Config {
     /// `HIPFILE_BACKEND` (default `auto`).
     pub backend: BackendChoice,
-    /// `HIPFILE_ALLOW_COMPAT_MODE` (default true): the fallback (staged) path may serve I/O.
+    /// `HIPFILE_ALLOW_COMPAT_MODE` (default true): the bounce path may serve I/O.
     pub allow_compat_mode: bool,
-    /// `HIPFILE_FORCE_COMPAT_MODE` (default false): the fastpath (direct) is never used.
+    /// `HIPFILE_FORCE_COMPAT_MODE` (default false): the p2p is never used.
     pub force_compat_mode: bool,
-    /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS` (default false): the fastpath may serve regular files
+    /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS` (default false): the p2p may serve regular files
     /// on any file system, not only ext4 `data=ordered` and xfs.
     pub unsupported_file_systems: bool,
     /// The staged (bounce) path's settings.
@@ -107,7 +107,7 @@ impl Default for KeptValues {
     }
 }
 
-/// Settings of the staged path. The defaults are meant to be right without tuning.
+/// Settings of the bounce path. The defaults are meant to be right without tuning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BounceSettings {
     /// `HIPFILE_BOUNCE_THREADS`: threads moving one large request, the caller's included
@@ -120,7 +120,7 @@ pub struct BounceSettings {
     /// 256 MiB).
     pub memory_limit: usize,
     /// `HIPFILE_DURABLE_WRITES` (default true): a write is on stable storage when it returns
-    /// (one `fdatasync` per call), as upstream's fallback promises.
+    /// (one `fdatasync` per call), as upstream's fallback (our bounce) promises.
     pub durable_writes: bool,
     /// `HIPFILE_BOUNCE_IO_URING` (default true): direct I/O goes through io_uring with the
     /// staging buffers registered, where the kernel and the memlock limit allow.
@@ -231,14 +231,14 @@ impl Config {
         Ok(config)
     }
 
-    /// Whether the fastpath (direct) backends may serve I/O.
-    pub fn fastpath_enabled(&self) -> bool {
+    /// Whether the p2p backends may serve I/O.
+    pub fn p2p_enabled(&self) -> bool {
         !self.force_compat_mode
     }
 
-    /// Whether the fallback (staged) backends may serve I/O. Forcing compat mode while
-    /// forbidding it leaves the fallback on, as upstream does: otherwise nothing could run.
-    pub fn fallback_enabled(&self) -> bool {
+    /// Whether the bounce backends may serve I/O. Forcing compat mode while
+    /// forbidding it leaves bounce on, as upstream does: otherwise nothing could run.
+    pub fn bounce_enabled(&self) -> bool {
         self.allow_compat_mode || self.force_compat_mode
     }
 }
@@ -343,7 +343,7 @@ mod tests {
     fn compat_mode_combinations() {
         let modes = |allow: &str, force: &str| {
             let c = config(&[("HIPFILE_ALLOW_COMPAT_MODE", allow), ("HIPFILE_FORCE_COMPAT_MODE", force)]).unwrap();
-            (c.fastpath_enabled(), c.fallback_enabled())
+            (c.p2p_enabled(), c.bounce_enabled())
         };
         assert_eq!(modes("true", "false"), (true, true));
         assert_eq!(modes("false", "false"), (true, false));

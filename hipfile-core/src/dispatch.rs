@@ -1,6 +1,6 @@
 //! The dispatcher between the driver and the backends (semantics §6): it owns the backends of
 //! an open driver and what each served, and runs one request: choose the best-scoring
-//! backend, let it transfer, and fall back when a direct backend finds no path to the device
+//! backend, let it transfer, and fall back when a p2p backend finds no path to the device
 //! (upstream's `BackendWithFallback`). It counts what it did and logs each reason once.
 
 use std::sync::Arc;
@@ -10,9 +10,9 @@ use crate::backend::{Backend, BackendKind, Declined, IoRequest, is_no_path};
 use crate::error::{OpError, Result};
 use crate::file::FileHandle;
 use crate::log::log_once_keyed;
-use crate::stats::{Event, Path, Stats};
+use crate::stats::{Counter, Path, Stats};
 
-/// The backends of an open driver, fastpaths first, and what each served.
+/// The backends of an open driver, p2p backends first, and what each served.
 pub(crate) struct Dispatcher<B> {
     backends: Box<[B]>,
     served: Box<[Served]>,
@@ -31,7 +31,7 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// The backend that would serve `req` (the best score; ties keep the first, as upstream),
-    /// and the first direct backend that declined it, with its reason. With none able to
+    /// and the first p2p backend that declined it, with its reason. With none able to
     /// serve it: `hipFileInternalError`, as upstream.
     fn choose(&self, req: &IoRequest<'_>) -> Result<(usize, Option<(usize, Declined)>)> {
         let mut best: Option<(u32, usize)> = None;
@@ -40,7 +40,7 @@ impl<B: Backend> Dispatcher<B> {
             match b.score(req) {
                 Ok(s) if best.is_none_or(|(bs, _)| s > bs) => best = Some((s, i)),
                 Ok(_) => {}
-                Err(why) if b.kind() == BackendKind::Fastpath && declined.is_none() => declined = Some((i, why)),
+                Err(why) if b.kind() == BackendKind::P2p && declined.is_none() => declined = Some((i, why)),
                 Err(_) => {}
             }
         }
@@ -48,28 +48,28 @@ impl<B: Backend> Dispatcher<B> {
         Ok((chosen, declined))
     }
 
-    /// Whether `req` would go to a fallback (staged) backend, which takes several requests
+    /// Whether `req` would go to a bounce backend, which takes several requests
     /// together ([`Backend::transfer_many`]).
-    pub(crate) fn goes_to_fallback(&self, req: &IoRequest<'_>) -> bool {
-        self.choose(req).is_ok_and(|(chosen, _)| self.backends[chosen].kind() == BackendKind::Fallback)
+    pub(crate) fn goes_to_bounce(&self, req: &IoRequest<'_>) -> bool {
+        self.choose(req).is_ok_and(|(chosen, _)| self.backends[chosen].kind() == BackendKind::Bounce)
     }
 
-    /// Moves the bytes of `req` with the best backend, falling back when a direct backend
+    /// Moves the bytes of `req` with the best backend, falling back when a p2p backend
     /// finds no path to the device.
     pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
         let backends = &self.backends;
         let started = self.stats.start();
         let (chosen, declined) = self.choose(req)?;
         let (used, result) = match backends[chosen].transfer(req) {
-            Err(e) if backends[chosen].kind() == BackendKind::Fastpath && is_no_path(&e) => {
-                let Some(fallback) = self.fallback_for(req) else { return Err(e) };
+            Err(e) if backends[chosen].kind() == BackendKind::P2p && is_no_path(&e) => {
+                let Some(bounce) = self.bounce_for(req) else { return Err(e) };
                 self.served[chosen].no_path.fetch_add(1, Ordering::Relaxed);
-                self.stats.event(Event::FallbackNoPath, 1);
+                self.stats.add(Counter::BouncedNoPath, 1);
                 log_once_keyed(&e.to_string(), || {
-                    let (direct, fallback) = (backends[chosen].name(), backends[fallback].name());
-                    format!("{direct} has no path to the device ({e}); requests it cannot serve go to {fallback}")
+                    let (p2p, bounce) = (backends[chosen].name(), backends[bounce].name());
+                    format!("{p2p} has no path to the device ({e}); requests it cannot serve go to {bounce}")
                 });
-                (fallback, backends[fallback].transfer(req))
+                (bounce, backends[bounce].transfer(req))
             }
             result => (chosen, result),
         };
@@ -83,18 +83,18 @@ impl<B: Backend> Dispatcher<B> {
     /// Counts one request `used` served (or failed) in the statistics.
     fn count(&self, started: u64, used: usize, req: &IoRequest<'_>, result: &Result<usize>) {
         let path = match self.backends[used].kind() {
-            BackendKind::Fastpath => Path::Direct,
-            BackendKind::Fallback => Path::Staged,
+            BackendKind::P2p => Path::P2p,
+            BackendKind::Bounce => Path::Bounce,
         };
         let unaligned = crate::stats::unaligned(req.file(), req.device_addr(), req.size(), req.file_offset());
         self.stats.io(started, req.direction(), path, req.device(), req.size(), unaligned, result);
     }
 
     /// Several requests, each to the backend [`dispatch`](Self::dispatch) would choose: those
-    /// a fallback backend serves go to it together, the others one by one. One result per
+    /// a bounce backend serves go to it together, the others one by one. One result per
     /// request, in order.
     pub(crate) fn dispatch_many(&self, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
-        /// The requests one fallback backend takes together: (index, a direct backend's decline).
+        /// The requests one bounce backend takes together: (index, a p2p backend's decline).
         struct Group {
             backend: usize,
             members: Vec<(usize, Option<(usize, Declined)>)>,
@@ -103,7 +103,7 @@ impl<B: Backend> Dispatcher<B> {
         let mut groups: Vec<Group> = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
             match self.choose(req) {
-                Ok((chosen, declined)) if self.backends[chosen].kind() == BackendKind::Fallback => {
+                Ok((chosen, declined)) if self.backends[chosen].kind() == BackendKind::Bounce => {
                     match groups.iter_mut().find(|g| g.backend == chosen) {
                         Some(g) => g.members.push((i, declined)),
                         None => groups.push(Group { backend: chosen, members: vec![(i, declined)] }),
@@ -127,15 +127,15 @@ impl<B: Backend> Dispatcher<B> {
         results.into_iter().map(|r| r.expect("every request dispatched")).collect()
     }
 
-    /// Counts what backend `used` served, and a direct backend's decline that a fallback took.
+    /// Counts what backend `used` served, and a p2p backend's decline that bounce took.
     fn account(&self, used: usize, result: &Result<usize>, declined: Option<(usize, Declined)>) {
         let backends = &self.backends;
         if let Ok(n) = result {
             self.served[used].requests.fetch_add(1, Ordering::Relaxed);
             self.served[used].bytes.fetch_add(*n as u64, Ordering::Relaxed);
-            if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Fallback) {
+            if let Some((i, why)) = declined.filter(|_| backends[used].kind() == BackendKind::Bounce) {
                 self.served[i].declined.fetch_add(1, Ordering::Relaxed);
-                self.stats.event(Event::FallbackDeclined, 1);
+                self.stats.add(Counter::BouncedDeclined, 1);
                 log_once_keyed(&why.0, || {
                     format!("{} did not serve a request: {why}; {} did", backends[i].name(), backends[used].name())
                 });
@@ -143,15 +143,15 @@ impl<B: Backend> Dispatcher<B> {
         }
     }
 
-    /// The first fallback backend that would serve `req`.
-    fn fallback_for(&self, req: &IoRequest<'_>) -> Option<usize> {
+    /// The first bounce backend that would serve `req`.
+    fn bounce_for(&self, req: &IoRequest<'_>) -> Option<usize> {
         (0..self.backends.len())
-            .filter(|&i| self.backends[i].kind() == BackendKind::Fallback)
+            .filter(|&i| self.backends[i].kind() == BackendKind::Bounce)
             .find(|&i| self.backends[i].score(req).is_ok())
     }
 
     /// Each backend's name and counters: what the dispatcher saw it serve (`served_requests`,
-    /// `served_bytes`, and for a direct backend the requests it passed to a fallback:
+    /// `served_bytes`, and for a p2p backend the requests it passed to bounce:
     /// `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
     pub(crate) fn counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
         self.backends
@@ -165,11 +165,11 @@ impl<B: Backend> Dispatcher<B> {
             .collect()
     }
 
-    /// Whether each direct backend would serve `file`, or why not.
-    pub(crate) fn direct_verdicts(&self, file: &FileHandle) -> Vec<(&'static str, std::result::Result<(), Declined>)> {
+    /// Whether each p2p backend would serve `file`, or why not.
+    pub(crate) fn p2p_verdicts(&self, file: &FileHandle) -> Vec<(&'static str, std::result::Result<(), Declined>)> {
         self.backends
             .iter()
-            .filter(|b| b.kind() == BackendKind::Fastpath)
+            .filter(|b| b.kind() == BackendKind::P2p)
             .map(|b| (b.name(), b.accepts_file(file)))
             .collect()
     }
@@ -180,9 +180,9 @@ impl<B: Backend> Dispatcher<B> {
 struct Served {
     requests: AtomicU64,
     bytes: AtomicU64,
-    /// Requests this (direct) backend declined that a fallback served.
+    /// Requests this (direct) backend declined that bounce served.
     declined: AtomicU64,
-    /// Requests this (direct) backend found no path for, retried on a fallback.
+    /// Requests this (direct) backend found no path for, retried on bounce.
     no_path: AtomicU64,
 }
 
@@ -190,7 +190,7 @@ impl Served {
     fn counters(&self, kind: BackendKind) -> Vec<(&'static str, u64)> {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut counters = vec![("served_requests", get(&self.requests)), ("served_bytes", get(&self.bytes))];
-        if kind == BackendKind::Fastpath {
+        if kind == BackendKind::P2p {
             counters.extend([("declined", get(&self.declined)), ("no_path", get(&self.no_path))]);
         }
         counters

@@ -16,7 +16,7 @@ use crate::file::FileHandle;
 use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
 use crate::params::{DriverProperties, Setting, StringParam};
-use crate::stats::{Event, Path, Stats};
+use crate::stats::{Counter, Path, Stats};
 use crate::sync::{lock, read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
@@ -30,7 +30,7 @@ pub trait Platform: Send + Sync {
     /// The same runtime, for library threads that outlive a call (stream-ordered I/O).
     fn shared_gpu(&self) -> Arc<dyn GpuRuntime>;
 
-    /// The backends for a driver opening with `config`, fastpaths first. The driver drops
+    /// The backends for a driver opening with `config`, p2p backends first. The driver drops
     /// the kinds the compat-mode settings switch off.
     fn backends(&self, config: &Config) -> Result<Vec<Self::Backend>>;
 
@@ -44,7 +44,7 @@ pub trait Platform: Send + Sync {
                 .collect(),
             Err(e) => vec![Capability {
                 backend: config.backend.name().to_owned(),
-                kind: BackendKind::Fallback,
+                kind: BackendKind::Bounce,
                 available: Err(e.to_string()),
             }],
         }
@@ -152,10 +152,10 @@ impl<B: Backend> Planned<B> {
         self.flight.dispatcher.dispatch(&self.request())
     }
 
-    /// Whether this request would go to a fallback backend, which can take it together with
+    /// Whether this request would go to a bounce backend, which can take it together with
     /// others ([`Planned::run_many`]).
-    pub(crate) fn goes_to_fallback(&self) -> bool {
-        self.host.is_none() && !self.memory.is_empty() && self.flight.dispatcher.goes_to_fallback(&self.request())
+    pub(crate) fn goes_to_bounce(&self) -> bool {
+        self.host.is_none() && !self.memory.is_empty() && self.flight.dispatcher.goes_to_bounce(&self.request())
     }
 
     /// Moves the bytes of several requests of one driver generation together (see
@@ -340,7 +340,7 @@ impl<P: Platform> Driver<P> {
             let mut staged = lock(&self.staged);
             staged.iter().for_each(|s| config.apply(s));
             // The logging parameters set for this open take effect now, so that what the open
-            // itself reports (a direct path unavailable) goes where they say (semantics §13).
+            // itself reports (a p2p path unavailable) goes where they say (semantics §13).
             let logging = |p: StringParam| {
                 let set = staged.iter().any(|s| matches!(s, Setting::String(q, _) if *q == p));
                 Some(config.string_parameter(p)).filter(|v| set && !v.is_empty())
@@ -403,7 +403,7 @@ impl<P: Platform> Driver<P> {
     /// would have (without opening it).
     pub fn properties(&self) -> DriverProperties {
         if let Some(open) = self.read_state().open.as_ref() {
-            let direct = open.dispatcher.backends().iter().any(|b| b.kind() == BackendKind::Fastpath);
+            let direct = open.dispatcher.backends().iter().any(|b| b.kind() == BackendKind::P2p);
             return DriverProperties::of(&open.config, direct);
         }
         DriverProperties::of(&self.current_config(), false)
@@ -416,8 +416,8 @@ impl<P: Platform> Driver<P> {
             .backends(config)?
             .into_iter()
             .filter(|b| match b.kind() {
-                BackendKind::Fastpath => config.fastpath_enabled(),
-                BackendKind::Fallback => config.fallback_enabled(),
+                BackendKind::P2p => config.p2p_enabled(),
+                BackendKind::Bounce => config.bounce_enabled(),
             })
             .collect())
     }
@@ -493,8 +493,8 @@ impl<P: Platform> Driver<P> {
     }
 
     /// Each open backend's name and counters, in order: what the driver saw it serve
-    /// (`served_requests`, `served_bytes`, and for a direct backend the requests it passed to
-    /// a fallback: `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
+    /// (`served_requests`, `served_bytes`, and for a p2p backend the requests it passed to
+    /// bounce: `declined`, `no_path`), then the backend's own ([`Backend::counters`]).
     pub fn backend_counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
         let state = self.read_state();
         state.open.as_ref().map_or_else(Vec::new, |open| open.dispatcher.counters())
@@ -510,17 +510,17 @@ impl<P: Platform> Driver<P> {
         Ok(self.platform.capabilities(&config))
     }
 
-    /// Whether the open direct (fastpath) backends would serve the registered file `handle`:
+    /// Whether the open p2p backends would serve the registered file `handle`:
     /// each one's name and its answer (empty when none is open; see
     /// [`capabilities`](Self::capabilities) for why).
-    pub fn direct_verdict(&self, handle: HandleId) -> Result<Vec<(&'static str, std::result::Result<(), Declined>)>> {
+    pub fn p2p_verdict(&self, handle: HandleId) -> Result<Vec<(&'static str, std::result::Result<(), Declined>)>> {
         let (file, dispatcher) = {
             let state = self.read_state();
             let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
             let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
             (Arc::clone(file), Arc::clone(&open.dispatcher))
         };
-        Ok(dispatcher.direct_verdicts(&file))
+        Ok(dispatcher.p2p_verdicts(&file))
     }
 
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
@@ -529,7 +529,7 @@ impl<P: Platform> Driver<P> {
     /// those of [`FileHandle::open`].
     pub fn handle_register(&self, fd: RawFd) -> Result<HandleId> {
         let result = self.handle_register_counted(fd);
-        self.count(&result, Event::HandleRegisterOk, Event::HandleRegisterErr);
+        self.count(&result, Counter::HandleRegisterOk, Counter::HandleRegisterErr);
         result
     }
 
@@ -556,13 +556,13 @@ impl<P: Platform> Driver<P> {
             open.fds.remove(&file.client_fd());
             Ok(())
         })();
-        self.count(&result, Event::HandleDeregisterOk, Event::HandleDeregisterErr);
+        self.count(&result, Counter::HandleDeregisterOk, Counter::HandleDeregisterErr);
         result
     }
 
     /// Counts a call's success or failure.
-    pub(crate) fn count<T>(&self, result: &Result<T>, ok: Event, err: Event) {
-        self.stats.event(if result.is_ok() { ok } else { err }, 1);
+    pub(crate) fn count<T>(&self, result: &Result<T>, ok: Counter, err: Counter) {
+        self.stats.add(if result.is_ok() { ok } else { err }, 1);
     }
 
     /// `hipFileBufRegister`: records device memory `[base, base + len)`; opens the driver if
@@ -574,7 +574,7 @@ impl<P: Platform> Driver<P> {
     /// runtime failures.
     pub fn buf_register(&self, base: usize, len: usize, flags: i32) -> Result<()> {
         let result = self.buf_register_counted(base, len, flags, true);
-        self.count(&result, Event::BufRegisterOk, Event::BufRegisterErr);
+        self.count(&result, Counter::BufRegisterOk, Counter::BufRegisterErr);
         result
     }
 
@@ -583,7 +583,7 @@ impl<P: Platform> Driver<P> {
     /// registration never reaches memory Rust code owns ([`crate::RegisteredBuffer`]).
     pub fn buf_register_device(&self, base: usize, len: usize, flags: i32) -> Result<()> {
         let result = self.buf_register_counted(base, len, flags, false);
-        self.count(&result, Event::BufRegisterOk, Event::BufRegisterErr);
+        self.count(&result, Counter::BufRegisterOk, Counter::BufRegisterErr);
         result
     }
 
@@ -630,7 +630,7 @@ impl<P: Platform> Driver<P> {
             open.dispatcher.backends().iter().for_each(|b| b.buffer_deregistered(base));
             Ok(())
         })();
-        self.count(&result, Event::BufDeregisterOk, Event::BufDeregisterErr);
+        self.count(&result, Counter::BufDeregisterOk, Counter::BufDeregisterErr);
         result
     }
 

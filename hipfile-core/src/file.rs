@@ -62,7 +62,7 @@ impl fmt::Display for FsType {
     }
 }
 
-/// State a direct backend keeps per registered file (for example the file's cuFile handle).
+/// State a p2p backend keeps per registered file (for example the file's cuFile handle).
 /// It is dropped with the file, before the file's descriptors are closed.
 pub type FileState = Box<dyn Any + Send + Sync>;
 
@@ -183,7 +183,7 @@ impl FileHandle {
         self.dio_offset_align
     }
 
-    /// The state a direct backend keeps for this file, made by `make` on first use (a
+    /// The state a p2p backend keeps for this file, made by `make` on first use (a
     /// concurrent first use waits for it).
     pub fn backend_state(&self, make: impl FnOnce() -> FileState) -> &FileState {
         self.backend_state.get_or_init(make)

@@ -2,7 +2,7 @@
 //! allows it: the bytes move straight between the file and the caller's memory, pinned or
 //! pageable, with no staging copy; through the `O_DIRECT` descriptor where the address, the
 //! file offset and the size suit it, buffered otherwise. A write is durable when it returns, as
-//! the staged path's writes are (`HIPFILE_DURABLE_WRITES`).
+//! the bounce path's writes are (`HIPFILE_DURABLE_WRITES`).
 //!
 //! The library cannot check the bounds of host memory it did not allocate: the caller vouches
 //! for `[addr, addr + len)` as it does for `pread(2)`, and an address the kernel cannot reach

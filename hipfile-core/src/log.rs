@@ -4,7 +4,7 @@
 //! what a library owes an application whose descriptor 2 may be a data file or a pipe nobody
 //! reads.
 //!
-//! Levels: a path the caller explicitly asked for and does not get is a warning; the direct path
+//! Levels: a path the caller explicitly asked for and does not get is a warning; the p2p path
 //! unavailable or declined under `auto`, and other choices the library makes for the caller, are
 //! info (once per reason); errors the caller is told about through return codes are debug.
 //!

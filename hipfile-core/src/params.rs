@@ -40,13 +40,13 @@ parameters! {
         ProfileStats,
         /// `hipFileParamExecutionMaxIOQueueDepth`: direct reads in flight at once.
         MaxIoQueueDepth,
-        /// `hipFileParamExecutionMaxIOThreads`: threads per large staged request (0: automatic).
+        /// `hipFileParamExecutionMaxIOThreads`: threads per large bounce request (0: automatic).
         MaxIoThreads,
         /// `hipFileParamExecutionMinIOThresholdSizeKB` (no effect here).
         MinIoThresholdSizeKb,
         /// `hipFileParamExecutionMaxRequestParallelism` (no effect here).
         MaxRequestParallelism,
-        /// `hipFileParamPropertiesMaxDirectIOSizeKB`: the staged chunk, KiB.
+        /// `hipFileParamPropertiesMaxDirectIOSizeKB`: the bounce chunk, KiB.
         MaxDirectIoSizeKb,
         /// `hipFileParamPropertiesMaxDeviceCacheSizeKB` (no effect here).
         MaxDeviceCacheSizeKb,
@@ -68,13 +68,13 @@ parameters! {
     BoolParam {
         /// `hipFileParamPropertiesUsePollMode` (no effect here).
         UsePollMode,
-        /// `hipFileParamPropertiesAllowCompatMode`: the staged path may serve I/O.
+        /// `hipFileParamPropertiesAllowCompatMode`: the bounce path may serve I/O.
         AllowCompatMode,
-        /// `hipFileParamForceCompatMode`: the direct path is never used.
+        /// `hipFileParamForceCompatMode`: the p2p path is never used.
         ForceCompatMode,
         /// `hipFileParamFsMiscApiCheckAggressive` (no effect here).
         FsMiscApiCheckAggressive,
-        /// `hipFileParamExecutionParallelIO`: false keeps each staged request on its caller's
+        /// `hipFileParamExecutionParallelIO`: false keeps each bounce request on its caller's
         /// thread.
         ExecutionParallelIo,
         /// `hipFileParamProfileNvtx` (no effect here).
@@ -83,7 +83,7 @@ parameters! {
         AllowSystemMemory,
         /// `hipFileParamUsePcip2pdma` (no effect here).
         UsePcip2pdma,
-        /// `hipFileParamPreferIOUring`: io_uring for the staged path's direct I/O.
+        /// `hipFileParamPreferIOUring`: io_uring for the bounce path's direct I/O.
         PreferIoUring,
         /// `hipFileParamForceOdirectMode` (no effect here).
         ForceOdirectMode,
@@ -311,9 +311,9 @@ pub struct DriverProperties {
     pub version: (u32, u32),
     /// `nvfs.poll_thresh_size`.
     pub poll_threshold_kb: u64,
-    /// `nvfs.max_direct_io_size`: the staged chunk.
+    /// `nvfs.max_direct_io_size`: the bounce chunk.
     pub max_direct_io_kb: u64,
-    /// `nvfs.driver_status_flags`: bit 4 (`hipFileNVMeSupported`) where a direct path is open.
+    /// `nvfs.driver_status_flags`: bit 4 (`hipFileNVMeSupported`) where a p2p path is open.
     pub status_flags: u32,
     /// `nvfs.driver_control_flags`: bit 0 poll mode, bit 1 compat mode allowed.
     pub control_flags: u32,
@@ -332,7 +332,7 @@ pub struct DriverProperties {
 }
 
 impl DriverProperties {
-    /// The properties a driver with `config` has; `direct` says whether a direct path is open.
+    /// The properties a driver with `config` has; `direct` says whether a p2p path is open.
     pub(crate) fn of(config: &Config, direct: bool) -> Self {
         let kb = |p| config.size_parameter(p) as u64;
         let clamp32 = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);

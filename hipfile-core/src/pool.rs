@@ -1,4 +1,4 @@
-//! A pool of worker threads: the staged path's (one per device, its threads set up for that
+//! A pool of worker threads: the bounce path's (one per device, its threads set up for that
 //! device once: current device, CPUs near it) and the batch threads of a driver. Started on
 //! first use; dropping the pool ends and joins them. In a forked child the parent's threads
 //! are not there: the first job there starts threads of the child's own.

@@ -10,7 +10,7 @@
 //!
 //! A library thread then reads the size and offsets (those the stream's FIXED flags did not
 //! capture at submission), moves the bytes through the same dispatch as `hipFileRead` (the
-//! pipelined staged path, or the direct path), stores the result where the caller said, and
+//! pipelined bounce path, or the p2p path), stores the result where the caller said, and
 //! sets the word: the stream goes on. The caller's thread never waits for the I/O.
 //!
 //! Each stream has one word, and its operations count up on it: they finish in order (each is

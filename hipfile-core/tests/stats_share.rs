@@ -7,7 +7,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use hipfile_core::Direction;
-use hipfile_core::stats::{Event, Path, Remote, Stats};
+use hipfile_core::stats::{Counter, Path, Remote, Stats};
 
 fn wait_child(pid: libc::pid_t) -> i32 {
     let mut status = 0;
@@ -38,16 +38,16 @@ fn another_process_reads_live_and_cannot_interfere() {
     assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound));
     stats.set_level(3);
     let t = stats.start().unwrap();
-    stats.io(t, Direction::Read, Path::Staged, 0, 4096, false, &Ok(4096));
-    stats.event(Event::HandleRegisterOk, 1);
+    stats.io(t, Direction::Read, Path::Bounce, 0, 4096, false, &Ok(4096));
+    stats.add(Counter::HandleRegisterOk, 1);
 
     // Read as this user, live: a count made after connecting shows in the next snapshot.
     let remote = Remote::connect(me).unwrap();
     let snap = remote.snapshot().unwrap();
     assert_eq!((snap.pid, snap.level), (me, 3));
     assert_eq!(snap.totals(Direction::Read, None, None).bytes, 4096);
-    assert_eq!(snap.event(Event::HandleRegisterOk), 1);
-    stats.io(t, Direction::Read, Path::Staged, 0, 4096, false, &Ok(4096));
+    assert_eq!(snap.get(Counter::HandleRegisterOk), 1);
+    stats.io(t, Direction::Read, Path::Bounce, 0, 4096, false, &Ok(4096));
     assert_eq!(remote.snapshot().unwrap().totals(Direction::Read, None, Some(0)).ok, 2);
     assert!(!remote.wait_exit(Some(Duration::ZERO)));
 
@@ -136,7 +136,7 @@ fn another_process_reads_live_and_cannot_interfere() {
     let status = in_child(|| {
         let t = stats.start().unwrap();
         for _ in 0..5 {
-            stats.io(t, Direction::Write, Path::Direct, 0, 8192, false, &Ok(8192));
+            stats.io(t, Direction::Write, Path::P2p, 0, 8192, false, &Ok(8192));
         }
         let own = stats.snapshot();
         let child = std::process::id();
@@ -165,7 +165,7 @@ fn another_process_reads_live_and_cannot_interfere() {
     stats.unpublish();
     assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound), "still listening");
     assert!(!threads().contains(&"hipfile-stats".to_owned()), "{:?}", threads());
-    stats.io(t, Direction::Read, Path::Staged, 0, 4096, false, &Ok(4096));
+    stats.io(t, Direction::Read, Path::Bounce, 0, 4096, false, &Ok(4096));
     assert_eq!(stats.snapshot().totals(Direction::Read, None, None).ok, 3);
     stats.set_level(1);
     assert_eq!(Remote::connect(me).unwrap().snapshot().unwrap().totals(Direction::Read, None, None).ok, 3);

@@ -48,7 +48,7 @@ mod ffi {
     /// One backend the platform knows of: available, or why not.
     struct Capability {
         backend: String,
-        /// A direct (storage to GPU) backend, else a staged one.
+        /// A direct (storage to GPU) backend, else a bounce one.
         direct: bool,
         available: bool,
         why_not: String,
@@ -97,7 +97,7 @@ mod ffi {
         fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>>;
         fn fd(self: &File) -> i32;
         fn handle(self: &File) -> usize;
-        fn direct_verdict(self: &File) -> Result<String>;
+        fn p2p_verdict(self: &File) -> Result<String>;
         unsafe fn read(
             self: &File,
             buffer: *mut u8,
@@ -222,7 +222,7 @@ fn capabilities() -> Result<Vec<ffi::Capability>> {
             .capabilities()?
             .into_iter()
             .map(|c| ffi::Capability {
-                direct: c.kind == hipfile::BackendKind::Fastpath,
+                direct: c.kind == hipfile::BackendKind::P2p,
                 available: c.available.is_ok(),
                 why_not: c.available.err().unwrap_or_default(),
                 backend: c.backend,
@@ -287,16 +287,16 @@ impl File {
         self.id.0 as usize
     }
 
-    /// Why no direct backend would serve this file ("" when one would).
-    fn direct_verdict(&self) -> Result<String> {
+    /// Why no p2p backend would serve this file ("" when one would).
+    fn p2p_verdict(&self) -> Result<String> {
         guarded(|| {
-            let verdicts = driver().direct_verdict(self.id)?;
+            let verdicts = driver().p2p_verdict(self.id)?;
             if verdicts.iter().any(|(_, v)| v.is_ok()) {
                 return Ok(String::new());
             }
             let why: Vec<String> =
                 verdicts.into_iter().filter_map(|(name, v)| v.err().map(|why| format!("{name}: {why}"))).collect();
-            Ok(if why.is_empty() { "no direct backend is open".into() } else { why.join("; ") })
+            Ok(if why.is_empty() { "no p2p backend is open".into() } else { why.join("; ") })
         })
     }
 

@@ -59,7 +59,7 @@ fn archive() -> PathBuf {
 fn suite(sanitized: bool) {
     let exe = build("tests/cpp/suite.cpp", sanitized);
     let dir = scratch("cpp-data");
-    // The staged path: the suite makes the mock runtime fail a copy.
+    // The bounce path: the suite makes the mock runtime fail a copy.
     let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", "bounce")]));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("ok: "), "{stdout}");

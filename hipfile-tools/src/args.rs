@@ -17,7 +17,7 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Measure file <-> GPU throughput through hipfile (like NVIDIA's gdsio)
     Bench(BenchArgs),
-    /// What this machine can do, and whether the direct path would serve each PATH and why not
+    /// What this machine can do, and whether the p2p path would serve each PATH and why not
     /// (like AMD's ais-check and NVIDIA's gdscheck); exit status 0 when every PATH can be served
     /// by the backend asked for
     Check(CheckArgs),
@@ -32,7 +32,7 @@ pub(crate) enum Command {
 pub(crate) struct CheckArgs {
     /// Files (or directories) to check
     pub(crate) paths: Vec<PathBuf>,
-    /// The backend the paths must be served by: auto (any), p2p (direct), bounce (staged), mock
+    /// The backend the paths must be served by: auto (any), p2p, bounce, mock
     #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
     pub(crate) backend: Option<String>,
     /// Print JSON

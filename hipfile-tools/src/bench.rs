@@ -74,8 +74,8 @@ pub(crate) struct Report {
     pub(crate) backends: Vec<&'static str>,
     /// Every backend the platform knows of, available or not and why not.
     pub(crate) capabilities: Vec<Capability>,
-    /// Whether each open direct backend would serve the benchmark's file, and why not.
-    pub(crate) direct_for_file: Verdicts,
+    /// Whether each open p2p backend would serve the benchmark's file, and why not.
+    pub(crate) p2p_for_file: Verdicts,
     pub(crate) file: PathBuf,
     pub(crate) size: u64,
     pub(crate) outcomes: Vec<Outcome>,
@@ -83,7 +83,7 @@ pub(crate) struct Report {
 
 type Sys = SystemPlatform;
 
-/// The direct backends' verdicts on a file.
+/// The p2p backends' verdicts on a file.
 pub(crate) type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
 
 /// Copies between host memory and the device in pieces of this size (setup and checks).
@@ -113,12 +113,12 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     if temp {
         let _ = std::fs::remove_file(&path);
     }
-    let (outcomes, direct_for_file) = result?;
+    let (outcomes, p2p_for_file) = result?;
     Ok(Report {
         platform: driver.platform().description().to_owned(),
         backends: driver.backend_names(),
         capabilities: driver.capabilities().map_err(|e| e.to_string())?,
-        direct_for_file,
+        p2p_for_file,
         file: path,
         size: args.size,
         outcomes,
@@ -157,7 +157,7 @@ fn measure_all(
     let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, dev), r)| (*d, dev.memory, r)).collect();
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
-    let verdicts = guard.driver().direct_verdict(input.id()).map_err(|e| e.to_string())?;
+    let verdicts = guard.driver().p2p_verdict(input.id()).map_err(|e| e.to_string())?;
     let mut outcomes = Vec::new();
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };

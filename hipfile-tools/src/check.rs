@@ -1,6 +1,6 @@
 //! `hipfile check [PATH...]`: what this machine can do (the GPU runtime and its devices, the
 //! kernel's P2PDMA, the GPUDirect module, AMD's AIS, each backend and why not), and for each
-//! path its file system, `O_DIRECT`, direct-I/O alignment, and whether the direct path would
+//! path its file system, `O_DIRECT`, direct-I/O alignment, and whether the p2p path would
 //! serve it. Read-only: it writes no file (the tool sends cuFile's log to /dev/null).
 
 use std::io::{BufRead, Read};
@@ -32,25 +32,25 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         .map(|c| {
             json!({
                 "backend": c.backend,
-                "direct": c.kind == BackendKind::Fastpath,
+                "p2p": c.kind == BackendKind::P2p,
                 "available": c.available.is_ok(),
                 "why_not": c.available.as_ref().err(),
             })
         })
         .collect();
-    let direct_available = capabilities.iter().any(|c| c.kind == BackendKind::Fastpath && c.available.is_ok());
-    let staged_available = capabilities.iter().any(|c| c.kind == BackendKind::Fallback && c.available.is_ok());
-    // Only a direct backend's verdict on a file needs the driver open (and its staging made).
-    let guard = if direct_available { DriverGuard::open(Arc::clone(&driver)).ok() } else { None };
+    let p2p_available = capabilities.iter().any(|c| c.kind == BackendKind::P2p && c.available.is_ok());
+    let bounce_available = capabilities.iter().any(|c| c.kind == BackendKind::Bounce && c.available.is_ok());
+    // Only a p2p backend's verdict on a file needs the driver open (and its staging made).
+    let guard = if p2p_available { DriverGuard::open(Arc::clone(&driver)).ok() } else { None };
     let want = args.backend.as_deref().unwrap_or("auto");
     let mut all_served = match want {
-        "p2p" => direct_available,
-        "bounce" => staged_available,
-        _ => direct_available || staged_available,
+        "p2p" => p2p_available,
+        "bounce" => bounce_available,
+        _ => p2p_available || bounce_available,
     };
     let mut paths = Vec::new();
     for path in &args.paths {
-        let (report, served) = check_path(path, guard.as_ref(), want, staged_available);
+        let (report, served) = check_path(path, guard.as_ref(), want, bounce_available);
         all_served &= served;
         paths.push(report);
     }
@@ -119,13 +119,13 @@ fn kallsyms_has(symbol: &str) -> bool {
     std::io::BufReader::new(file).lines().map_while(|l| l.ok()).any(|l| l.split_whitespace().nth(2) == Some(symbol))
 }
 
-/// One path: what it is, its file system, `O_DIRECT`, alignment, and the direct path's verdict;
+/// One path: what it is, its file system, `O_DIRECT`, alignment, and the p2p path's verdict;
 /// and whether the backend asked for would serve it.
 fn check_path(
     path: &Path,
     guard: Option<&DriverGuard<SystemPlatform>>,
     want: &str,
-    staged_available: bool,
+    bounce_available: bool,
 ) -> (Value, bool) {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
@@ -144,7 +144,7 @@ fn check_path(
     };
     let mut report = json!({"path": path, "type": kind, "file_system": fs, "mount_point": mount});
     if kind == "directory" || kind == "other" {
-        report["direct"] = json!({"served": null, "why_not": "checked per file: give a file of this file system"});
+        report["p2p"] = json!({"served": null, "why_not": "checked per file: give a file of this file system"});
         return (report, want != "p2p" && kind == "directory");
     }
     let file = match std::fs::File::open(path) {
@@ -159,28 +159,28 @@ fn check_path(
     report["dio_mem_align"] = json!(mem);
     report["dio_offset_align"] = json!(offset);
     let Some(guard) = guard else {
-        report["direct"] = json!({"served": false, "why_not": "no direct backend is available (see backends)"});
-        return (report, want != "p2p" && staged_available);
+        report["p2p"] = json!({"served": false, "why_not": "no p2p backend is available (see backends)"});
+        return (report, want != "p2p" && bounce_available);
     };
     let verdicts = match guard.register_file(&file) {
-        Ok(registered) => guard.driver().direct_verdict(registered.id()).unwrap_or_default(),
+        Ok(registered) => guard.driver().p2p_verdict(registered.id()).unwrap_or_default(),
         Err(e) => {
             report["error"] = json!(format!("cannot register: {e}"));
             return (report, false);
         }
     };
-    let direct = verdicts.iter().any(|(_, v)| v.is_ok());
+    let p2p = verdicts.iter().any(|(_, v)| v.is_ok());
     let why: Vec<String> =
         verdicts.iter().filter_map(|(name, v)| v.as_ref().err().map(|why| format!("{name}: {why}"))).collect();
-    let why_not = match (direct, why.is_empty()) {
+    let why_not = match (p2p, why.is_empty()) {
         (true, _) => None,
-        (false, true) => Some("no direct backend is open (see backends)".to_owned()),
+        (false, true) => Some("no p2p backend is open (see backends)".to_owned()),
         (false, false) => Some(why.join("; ")),
     };
-    report["direct"] = json!({"served": direct, "why_not": why_not});
+    report["p2p"] = json!({"served": p2p, "why_not": why_not});
     let served = match want {
-        "p2p" => direct,
-        _ => true, // registered: the staged path serves what a direct one does not
+        "p2p" => p2p,
+        _ => true, // registered: the bounce path serves what a direct one does not
     };
     (report, served)
 }
@@ -246,7 +246,7 @@ pub(crate) fn print(report: &Value) {
     println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
     println!("backends:");
     for b in report["backends"].as_array().into_iter().flatten() {
-        let kind = if b["direct"] == json!(true) { "direct" } else { "staged" };
+        let kind = if b["p2p"] == json!(true) { "p2p" } else { "bounce" };
         match b["why_not"].as_str() {
             None => println!("  {} ({kind}): available", s(&b["backend"])),
             Some(why) => println!("  {} ({kind}): unavailable: {why}", s(&b["backend"])),
@@ -266,10 +266,10 @@ pub(crate) fn print(report: &Value) {
                 p["dio_mem_align"], p["dio_offset_align"]
             );
         }
-        match (&p["direct"]["served"], p["direct"]["why_not"].as_str()) {
-            (Value::Bool(true), _) => println!("  direct path: yes (requests aligned as above)"),
-            (Value::Bool(false), Some(why)) => println!("  direct path: no: {why}"),
-            (_, Some(why)) => println!("  direct path: {why}"),
+        match (&p["p2p"]["served"], p["p2p"]["why_not"].as_str()) {
+            (Value::Bool(true), _) => println!("  p2p path: yes (requests aligned as above)"),
+            (Value::Bool(false), Some(why)) => println!("  p2p path: no: {why}"),
+            (_, Some(why)) => println!("  p2p path: {why}"),
             _ => {}
         }
     }

@@ -55,7 +55,7 @@ pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
     let chunk = usize::try_from(args.chunk).ok().filter(|&c| c >= 4096).ok_or("--chunk: at least 4K")?;
     let (src, meta) = open_source(&args.src)?;
     let target = destination(args, &meta)?;
-    let staged = Staged::create(&target, meta.mode() & 0o1777).map_err(|e| format!("{}: {e}", target.display()))?;
+    let staged = TempCopy::create(&target, meta.mode() & 0o1777).map_err(|e| format!("{}: {e}", target.display()))?;
     // Proc files (and others the kernel generates) say 0 whatever they hold.
     let size = Some(meta.len()).filter(|&len| len > 0);
     let mut copied = copy(args, &src, &staged.file, size, chunk)?;
@@ -139,7 +139,7 @@ fn kind(t: &FileType) -> &'static str {
 /// The copy until it is complete, in DST's directory: unnamed (`O_TMPFILE`) where the file
 /// system allows, so that nothing is left even if the process is killed; else named, and
 /// removed on drop.
-struct Staged {
+struct TempCopy {
     file: File,
     dir: PathBuf,
     /// Its name while it has one and has not replaced DST.
@@ -148,8 +148,8 @@ struct Staged {
     mode: u32,
 }
 
-impl Staged {
-    fn create(target: &Path, mode: u32) -> io::Result<Staged> {
+impl TempCopy {
+    fn create(target: &Path, mode: u32) -> io::Result<TempCopy> {
         let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
@@ -165,7 +165,7 @@ impl Staged {
             }
             Err(e) => return Err(e),
         };
-        let staged = Staged { mode: file.metadata()?.mode() & 0o7777, file, dir, name };
+        let staged = TempCopy { mode: file.metadata()?.mode() & 0o7777, file, dir, name };
         // The library reopens the file for reading and writing (through /proc/self/fd), which a
         // mode such as 0444 would refuse to all but root until the copy is done.
         staged.chmod_if_unwritable(staged.mode | 0o600)?;
@@ -206,7 +206,7 @@ impl Staged {
     }
 }
 
-impl Drop for Staged {
+impl Drop for TempCopy {
     fn drop(&mut self) {
         if let Some(name) = &self.name {
             let _ = std::fs::remove_file(name);

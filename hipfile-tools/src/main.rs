@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     // stays quiet unless HIPFILE_LOG asks.
     hipfile::log::install(|| hipfile::log::Sink::Stderr(tracing::Level::WARN));
     if std::env::var_os("CUFILE_LOGFILE_PATH").is_none() {
-        // cuFile, probed for the direct path on NVIDIA machines, writes `cufile.log` into the
+        // cuFile, probed for the p2p path on NVIDIA machines, writes `cufile.log` into the
         // working directory unless told where: the tool writes no file it was not asked for.
         // SAFETY: the process has one thread yet; nothing reads the environment concurrently.
         unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", "/dev/null") };
@@ -118,10 +118,10 @@ fn print(report: &Report, json: bool) {
             Err(why) => println!("  {}: unavailable: {why}", c.backend),
         }
     }
-    if report.direct_for_file.is_empty() {
-        println!("  direct path for this file: none open (see above)");
+    if report.p2p_for_file.is_empty() {
+        println!("  p2p path for this file: none open (see above)");
     }
-    for (backend, verdict) in &report.direct_for_file {
+    for (backend, verdict) in &report.p2p_for_file {
         match verdict {
             Ok(()) => println!("  {backend} for this file: yes (aligned requests)"),
             Err(why) => println!("  {backend} for this file: no: {why}"),
@@ -256,7 +256,7 @@ fn to_json(r: &Report) -> String {
         })
         .collect();
     let direct: Vec<Value> = r
-        .direct_for_file
+        .p2p_for_file
         .iter()
         .map(|(b, v)| match v {
             Ok(()) => json!({ "backend": b, "serves": true }),
@@ -267,7 +267,7 @@ fn to_json(r: &Report) -> String {
         "platform": r.platform,
         "backends": r.backends,
         "capabilities": capabilities,
-        "direct_for_file": direct,
+        "p2p_for_file": direct,
         "file": r.file.display().to_string(),
         "size_bytes": r.size,
         "results": results,

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use hipfile::Direction::{Read, Write};
-use hipfile::stats::{Event, Path, Remote, Snapshot};
+use hipfile::stats::{Counter, Path, Remote, Snapshot};
 use serde_json::{Value, json};
 
 use crate::args::StatsArgs;
@@ -88,33 +88,33 @@ fn show(s: &Snapshot, json: bool, ended: bool) {
             format!("{} ok / {} failed", t.ok, t.err)
         };
         println!(
-            "  {name:<5} {} ok, {} failed, {} bytes, {:.2} GB/s, {} µs average; direct {}, staged {}, host memory {}; \
+            "  {name:<5} {} ok, {} failed, {} bytes, {:.2} GB/s, {} µs average; p2p {}, bounce {}, host memory {}; \
              {} unaligned",
             t.ok,
             t.err,
             t.bytes,
             t.bandwidth() as f64 / 1e9,
             t.latency_avg_us(),
-            path(Path::Direct),
-            path(Path::Staged),
+            path(Path::P2p),
+            path(Path::Bounce),
             path(Path::Host),
             t.unaligned
         );
     }
-    let e = |ev| s.event(ev);
+    let e = |c| s.get(c);
     println!(
         "  files registered {} (refused {}), buffers registered {} (refused {}); batches: {} submitted, {} entries, \
-         {} done, {} failed; fallbacks: {} no path, {} declined",
-        e(Event::HandleRegisterOk),
-        e(Event::HandleRegisterErr),
-        e(Event::BufRegisterOk),
-        e(Event::BufRegisterErr),
-        e(Event::BatchSubmitOk),
-        e(Event::BatchEntries),
-        e(Event::BatchCompleteOk),
-        e(Event::BatchCompleteErr),
-        e(Event::FallbackNoPath),
-        e(Event::FallbackDeclined),
+         {} done, {} failed; to bounce: {} no path, {} declined",
+        e(Counter::HandleRegisterOk),
+        e(Counter::HandleRegisterErr),
+        e(Counter::BufRegisterOk),
+        e(Counter::BufRegisterErr),
+        e(Counter::BatchSubmitOk),
+        e(Counter::BatchEntries),
+        e(Counter::BatchCompleteOk),
+        e(Counter::BatchCompleteErr),
+        e(Counter::BouncedNoPath),
+        e(Counter::BouncedDeclined),
     );
     for g in s.gpus_used() {
         let (r, w) = (s.totals(Read, None, Some(g)), s.totals(Write, None, Some(g)));
@@ -139,8 +139,8 @@ fn to_json(s: &Snapshot, ended: bool) -> Value {
     let direction = |d| {
         json!({
             "all": totals(s.totals(d, None, None)),
-            "direct": totals(s.totals(d, Some(Path::Direct), None)),
-            "staged": totals(s.totals(d, Some(Path::Staged), None)),
+            "p2p": totals(s.totals(d, Some(Path::P2p), None)),
+            "bounce": totals(s.totals(d, Some(Path::Bounce), None)),
             "host": totals(s.totals(d, Some(Path::Host), None)),
             "size_classes": s.size_histogram(d).to_vec(),
         })
@@ -153,19 +153,19 @@ fn to_json(s: &Snapshot, ended: bool) -> Value {
                    "registered_bytes": s.registered_bytes(g)})
         })
         .collect();
-    let e = |ev| s.event(ev);
+    let e = |c| s.get(c);
     json!({
         "pid": s.pid,
         "level": s.level,
         "ended": ended,
         "read": direction(Read),
         "write": direction(Write),
-        "files_registered": e(Event::HandleRegisterOk),
-        "buffers_registered": e(Event::BufRegisterOk),
-        "batches_submitted": e(Event::BatchSubmitOk),
-        "batch_entries": e(Event::BatchEntries),
-        "fallbacks_no_path": e(Event::FallbackNoPath),
-        "fallbacks_declined": e(Event::FallbackDeclined),
+        "files_registered": e(Counter::HandleRegisterOk),
+        "buffers_registered": e(Counter::BufRegisterOk),
+        "batches_submitted": e(Counter::BatchSubmitOk),
+        "batch_entries": e(Counter::BatchEntries),
+        "bounced_no_path": e(Counter::BouncedNoPath),
+        "bounced_declined": e(Counter::BouncedDeclined),
         "gpus": gpus,
     })
 }

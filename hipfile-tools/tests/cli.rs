@@ -39,7 +39,7 @@ fn every_mode_runs_verified_on_each_backend() {
         let results = report["results"].as_array().unwrap();
         assert_eq!(results.len(), 4, "{backend}: {out}");
         assert!(results.iter().all(|r| r["verified"] == true), "{backend}: {out}");
-        let expected: &[&str] = if backend == "bounce" { &["bounce"] } else { &["mock-direct", "bounce"] };
+        let expected: &[&str] = if backend == "bounce" { &["bounce"] } else { &["mock-p2p", "bounce"] };
         assert_eq!(report["backends"], serde_json::json!(expected), "{backend}: {out}");
     }
     // The data file is kept (so peers can read the same one); the write target is removed.

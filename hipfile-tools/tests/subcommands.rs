@@ -47,13 +47,13 @@ fn check_reports_the_machine_and_each_path() {
     assert_eq!(paths[0]["type"], "file");
     assert!(!["unknown", ""].contains(&paths[0]["file_system"].as_str().unwrap()), "{}", paths[0]);
     assert!(paths[0]["o_direct"].is_boolean() || paths[0]["o_direct"].is_string());
-    assert!(paths[0]["direct"]["served"].is_boolean());
+    assert!(paths[0]["p2p"]["served"].is_boolean());
     assert_eq!(paths[1]["file_system"], "tmpfs", "{}", paths[1]);
     // A path that does not exist: reported, and the exit status says so.
     let (ok, out, _) = hipfile(&["check", "--backend", "mock", file.to_str().unwrap(), missing.to_str().unwrap()]);
     assert!(!ok);
     assert!(out.contains("No such file or directory") && out.contains("served by the backend asked for (mock): no"));
-    // The staged path alone serves any readable file.
+    // The bounce path alone serves any readable file.
     let (ok, out, _) = hipfile(&["check", "--json", "--backend", "bounce", shm.to_str().unwrap()]);
     assert!(ok, "{out}");
     // It writes nothing: no file appears in its working directory.

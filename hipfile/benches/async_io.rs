@@ -1,5 +1,5 @@
 //! Batches and stream-ordered operations against synchronous calls, CPU only: the system
-//! platform over the mock GPU (the real staged path), a page-cached file.
+//! platform over the mock GPU (the real bounce path), a page-cached file.
 //! - 128 random 1 MiB reads: synchronous calls from one thread, one batch of 128, and 128
 //!   stream-ordered reads on one stream (each waited for at the end);
 //! - one 4 KiB read: synchronous, as a batch of one, on a stream (the per-operation cost).

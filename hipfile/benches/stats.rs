@@ -105,7 +105,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 if let Some(t) = stats.start() {
                     let ok = Ok(4096);
-                    stats.io(t, hipfile::Direction::Read, hipfile::stats::Path::Staged, 0, 4096, false, &ok);
+                    stats.io(t, hipfile::Direction::Read, hipfile::stats::Path::Bounce, 0, 4096, false, &ok);
                 }
             })
         });

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use hipfile_backend_bounce::Bounce;
 #[cfg(feature = "mock")]
-use hipfile_backend_mock::{Faults, MockDirect, MockEngine, MockGpu};
+use hipfile_backend_mock::{Faults, MockEngine, MockGpu, MockP2p};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, HipAis};
 use hipfile_backend_p2p::gds::{Gds, LibCuFile, Session};
@@ -16,13 +16,13 @@ use hipfile_runtime::{LoadedRuntime, Vendor};
 hipfile_core::backend_set! {
     /// The backends of a real process.
     pub enum SystemBackend {
-        /// AMD's direct path, over a HIP runtime that has it (the mock HIP runtime emulates it).
+        /// AMD's p2p path, over a HIP runtime that has it (the mock HIP runtime emulates it).
         Ais(P2p<Ais<HipAis>>),
         /// NVIDIA GPUDirect Storage, over the CUDA runtime, where cuFile can do direct I/O.
         Gds(P2p<Gds<LibCuFile>>),
-        /// The direct-shaped mock path, over the in-process mock GPU.
-        @cfg(feature = "mock") MockDirect(MockDirect),
-        /// The staged path, over any runtime.
+        /// The p2p-shaped mock path, over the in-process mock GPU.
+        @cfg(feature = "mock") MockP2p(MockP2p),
+        /// The bounce path, over any runtime.
         Bounce(Bounce<dyn GpuRuntime>),
     }
 }
@@ -116,7 +116,7 @@ impl SystemPlatform {
         self.loaded.as_ref().is_none_or(|rt| rt.is_mock())
     }
 
-    /// The direct backend of this platform's runtime, or its name and why it cannot work.
+    /// The p2p backend of this platform's runtime, or its name and why it cannot work.
     fn direct(&self, config: &Config) -> std::result::Result<SystemBackend, (&'static str, String)> {
         let unsupported_fs = config.unsupported_file_systems;
         let Some(runtime) = &self.loaded else {
@@ -132,18 +132,18 @@ impl SystemPlatform {
         }
     }
 
-    /// The direct path of the in-process mock GPU (only it has no loaded runtime).
+    /// The p2p path of the in-process mock GPU (only it has no loaded runtime).
     #[cfg(feature = "mock")]
     fn mock_direct(&self, unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
         // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
         // gives a backend ranges inside device allocations.
         let engine = unsafe { MockEngine::host_addressable(Arc::new(Faults::default())) };
-        Ok(SystemBackend::MockDirect(P2p::new(engine, unsupported_fs)))
+        Ok(SystemBackend::MockP2p(P2p::new(engine, unsupported_fs)))
     }
 
     #[cfg(not(feature = "mock"))]
     fn mock_direct(&self, _unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
-        Err(("mock-direct", "built without the mock GPU (cargo feature `mock`)".to_owned()))
+        Err(("mock-p2p", "built without the mock GPU (cargo feature `mock`)".to_owned()))
     }
 
     fn bounce(&self, config: &Config) -> SystemBackend {
@@ -198,7 +198,7 @@ impl Platform for SystemPlatform {
     fn capabilities(&self, config: &Config) -> Vec<Capability> {
         if let Some(why) = &self.absent {
             let none = |backend: &str, kind| Capability { backend: backend.into(), kind, available: Err(why.clone()) };
-            return vec![none("p2p", BackendKind::Fastpath), none("bounce", BackendKind::Fallback)];
+            return vec![none("p2p", BackendKind::P2p), none("bounce", BackendKind::Bounce)];
         }
         let chosen = |family: &str| match config.backend {
             BackendChoice::Bounce if family == "p2p" => Err("not used: HIPFILE_BACKEND=bounce".to_owned()),
@@ -208,17 +208,15 @@ impl Platform for SystemPlatform {
         let direct = match self.direct(config) {
             Ok(backend) => {
                 let name = hipfile_core::Backend::name(&backend).to_owned();
-                let off = (!config.fastpath_enabled()).then(|| "off: HIPFILE_FORCE_COMPAT_MODE=true".to_owned());
-                Capability { backend: name, kind: BackendKind::Fastpath, available: off.map_or(chosen("p2p"), Err) }
+                let off = (!config.p2p_enabled()).then(|| "off: HIPFILE_FORCE_COMPAT_MODE=true".to_owned());
+                Capability { backend: name, kind: BackendKind::P2p, available: off.map_or(chosen("p2p"), Err) }
             }
-            Err((name, why)) => {
-                Capability { backend: name.to_owned(), kind: BackendKind::Fastpath, available: Err(why) }
-            }
+            Err((name, why)) => Capability { backend: name.to_owned(), kind: BackendKind::P2p, available: Err(why) },
         };
-        let off = (!config.fallback_enabled()).then(|| "off: HIPFILE_ALLOW_COMPAT_MODE=false".to_owned());
+        let off = (!config.bounce_enabled()).then(|| "off: HIPFILE_ALLOW_COMPAT_MODE=false".to_owned());
         let bounce = Capability {
             backend: "bounce".to_owned(),
-            kind: BackendKind::Fallback,
+            kind: BackendKind::Bounce,
             available: off.map_or(chosen("bounce"), Err),
         };
         vec![direct, bounce]

@@ -1,5 +1,5 @@
 //! Many threads at once on one driver (the system platform over the in-process mock GPU: the
-//! real bounce backend with its workers, lanes and rings, and the mock direct path), each
+//! real bounce backend with its workers, lanes and rings, and the mock p2p path), each
 //! checked against its own model of its files and buffers:
 //! - `steady`: every thread keeps the driver open, and registers, deregisters, reads, writes,
 //!   opens and closes at random; every result and every byte must be the model's;

@@ -1,4 +1,4 @@
-//! Parameters steer the staged path for real (semantics §13): a pinned-memory limit set by
+//! Parameters steer the bounce path for real (semantics §13): a pinned-memory limit set by
 //! parameter bounds the staging the system platform's bounce backend keeps (counted on the mock
 //! GPU), and the close restores the defaults.
 

@@ -1,5 +1,5 @@
 //! Stream-ordered I/O (semantics §12) through the Rust API, on the system platform over the
-//! mock GPU (the real staged path, its lanes and workers): random interleavings of operations
+//! mock GPU (the real bounce path, its lanes and workers): random interleavings of operations
 //! on several streams against a model, under each way of signalling; many threads with batches
 //! and stream operations on little staging; and a runtime without stream memory operations.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The ceiling of a staged read into several GPUs: pinned host memory copied to each device
+"""The ceiling of a bounce read into several GPUs: pinned host memory copied to each device
 alone and to all of --devices at once (one stream per device, copies issued together), GB/s =
 1e9 B/s of all devices together, best of --runs. Prints JSON.
 

@@ -1,4 +1,4 @@
-// What bounds many small staged reads on the GPU machine: 16 threads each move 8 calls of
+// What bounds many small bounce reads on the GPU machine: 16 threads each move 8 calls of
 // 1 MiB from a warm file into GPU memory (the random-read figure's shape), each call read with
 // pread into the thread's pinned buffer and copied with cudaMemcpyAsync on the thread's stream
 // (or on a few streams the threads share), whole or cut into pieces that pipeline (read piece

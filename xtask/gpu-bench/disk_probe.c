@@ -1,4 +1,4 @@
-// Measures how a file is read from a cold page cache, the ways a staged path could read it:
+// Measures how a file is read from a cold page cache, the ways a bounce path could read it:
 // O_DIRECT into buffers of 4 KiB pages or of transparent huge pages, with several request sizes
 // and thread counts, and buffered reads (with the kernel's readahead). Each line drops the page
 // cache first (root) and reads the whole file once; threads take requests in file order.

@@ -2,7 +2,7 @@
 # Statistics on the GPU machine: what counting costs on its CPU (the criterion bench
 # hipfile/benches/stats.rs, 8 threads over the mock GPU), for each bench binary placed in the
 # bundle as stats-NAME (for example the code before statistics and after), in turns; then the
-# statistics C program over CUDA's runtime on the staged path.
+# statistics C program over CUDA's runtime on the bounce path.
 #   bash target/gpu-bench/stats.sh [ROUNDS]
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
@@ -17,5 +17,5 @@ done
 mkdir -p /root/hf-bench
 for backend in bounce auto; do
     echo "== stats_cuda, HIPFILE_BACKEND=$backend"
-    HIPFILE_BACKEND=$backend HIPFILE_STATS_LEVEL=3 "$B/stats_cuda" /root/hf-bench staged
+    HIPFILE_BACKEND=$backend HIPFILE_STATS_LEVEL=3 "$B/stats_cuda" /root/hf-bench bounce
 done

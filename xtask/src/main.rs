@@ -258,7 +258,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     args.extend(["hipfile-cxx/examples/roundtrip.cpp", "target/release/libhipfile_cxx.a"]);
     args.extend(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s", "-o", example.as_str()]);
     run("c++", &args, &[])?;
-    // The disk probe: how the machine's disk reads cold data, the ways a staged path could.
+    // The disk probe: how the machine's disk reads cold data, the ways a bounce path could.
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
     let (src, out) = (probe_src.to_string_lossy().into_owned(), probe.to_string_lossy().into_owned());
     run("cc", &["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", &src, "-lpthread", "-o", &out], &[])?;

@@ -3,7 +3,7 @@
 //! (`tests/batch_sequences.rs`). It uses `sequence`'s HIP loader, files and decoder (the crate
 //! root declares both modules).
 //!
-//! Each sequence stages a staged-path chunk size and a batch size (or not), opens the driver,
+//! Each sequence stages a bounce-path chunk size and a batch size (or not), opens the driver,
 //! registers the data file (read-only), the scratch file (read-write and write-only) and some
 //! device buffers, then makes batch calls (set-up of any capacity, submissions of 0 to more
 //! than the room left, whose entries have hostile modes, opcodes, handles, pointers, offsets
@@ -458,7 +458,7 @@ pub fn run(hip: &Hip, data: &[u8]) {
         hip.put(base, &vec![CANARY; len]);
         run.allocs.push(Alloc { base, len, registered: None, dirty: Vec::new() });
     }
-    // Values staged for this open (semantics §13): the staged path's chunk (64 KiB cuts the
+    // Values staged for this open (semantics §13): the bounce path's chunk (64 KiB cuts the
     // buffers here into several chunks) and the largest batch.
     let chunk_kib = input.pick(&[0, 0, 64, 128, 1024]);
     let batch_size = input.pick(&[0, 0, 0, 1, 4, 200, 1024]);

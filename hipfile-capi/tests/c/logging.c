@@ -1,7 +1,7 @@
 /* logging DIR FILE: the logging parameters steer the library's messages. With the level set to
  * INFO and the log directory to DIR, what the library decides goes to a hipfile_<pid>.log there
- * (created for its owner only): a direct path that is not available at the open, or one that
- * declines an unaligned read of FILE, which the staged path then serves. Nothing goes to stderr
+ * (created for its owner only): a p2p path that is not available at the open, or one that
+ * declines an unaligned read of FILE, which the bounce path then serves. Nothing goes to stderr
  * (the test runner checks). */
 #include <hipfile.h>
 #include <hip/hip_runtime_api.h>
@@ -23,7 +23,7 @@ int main(int argc, char **argv)
     hipFileHandle_t fh = register_fd(fd);
     void *dev;
     HIP_OK(hipMalloc(&dev, 1 << 20));
-    CHECK(hipFileRead(fh, dev, 4096, 1, 0) == 4096); /* unaligned: the staged path serves it */
+    CHECK(hipFileRead(fh, dev, 4096, 1, 0) == 4096); /* unaligned: the bounce path serves it */
     hipFileHandleDeregister(fh);
     HIP_OK(hipFree(dev));
     close(fd);

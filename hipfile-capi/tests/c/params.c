@@ -36,7 +36,7 @@ static void size_parameter(void)
     EXPECT_OK(hipFileGetParameterSizeT(hipFileParamExecutionMaxIOThreads, &v));
     CHECK(v == 0); /* the default again */
 
-    /* Ranges: the staged chunk is a multiple of 4 KiB from 64 KiB to 256 MiB. */
+    /* Ranges: the bounce chunk is a multiple of 4 KiB from 64 KiB to 256 MiB. */
     EXPECT_ERR(hipFileSetParameterSizeT(hipFileParamPropertiesMaxDirectIOSizeKB, 63), hipFileInvalidValue);
     EXPECT_ERR(hipFileSetParameterSizeT(hipFileParamPropertiesMaxDirectIOSizeKB, 66), hipFileInvalidValue);
     EXPECT_ERR(hipFileSetParameterSizeT(hipFileParamPropertiesIOBatchsize, 0), hipFileInvalidValue);

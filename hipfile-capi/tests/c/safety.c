@@ -447,7 +447,7 @@ static int quiet(int argc, char **argv)
 
     int fd = open(argv[2], O_RDONLY);
     CHECK(fd >= 0);
-    /* Unaligned reads under auto: the direct path declines them, which the library notes. */
+    /* Unaligned reads under auto: the p2p path declines them, which the library notes. */
     hipFileHandle_t fh = register_fd(fd);
     void *dev = NULL;
     HIP_OK(hipMalloc(&dev, len));

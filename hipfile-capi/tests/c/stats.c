@@ -1,7 +1,7 @@
-/* stats DIR direct|staged [wait]: statistics after a known sequence of calls
+/* stats DIR p2p|bounce [wait]: statistics after a known sequence of calls
  * (HIPFILE_STATS_LEVEL=3): registrations, reads of 4 KiB, 1 MiB and 100 unaligned bytes, a
- * write, a write that fails in the backend, a batch of two reads. "direct": aligned requests
- * go to a direct backend (the unaligned one to the staged path); "staged": all to the staged
+ * write, a write that fails in the backend, a batch of two reads. "p2p": aligned requests
+ * go to a p2p backend (the unaligned one to the bounce path); "bounce": all to the bounce
  * path. With "wait", prints "ready PID" and waits for a line on stdin before closing, so that
  * another process can read the same figures live. Also: NULL pointers, and counters that keep
  * counting across a close and open. */
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
     gpu_init();
-    bool direct = strcmp(argv[2], "direct") == 0;
+    bool p2p = strcmp(argv[2], "p2p") == 0;
     bool wait = argc > 3 && strcmp(argv[3], "wait") == 0;
 
     EXPECT_ERR(hipFileGetStatsL1(NULL), hipFileInvalidValue);
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     const hipFilePerGpuStats_t *g = &s.per_gpu_stats[0];
     CHECK(g->n_total_reads == reads && g->read_bytes == read_bytes && g->n_unaligned_reads == 1);
     CHECK(g->n_total_writes == 1 && g->n_writes_err == 1 && g->reg_bytes == LEN);
-    if (direct) {
+    if (p2p) {
         CHECK(g->n_nvfs_reads == reads - 1 && g->n_posix_reads == 1);
     } else {
         CHECK(g->n_nvfs_reads == 0 && g->n_posix_reads == reads);

@@ -8,7 +8,7 @@
 //! atomically. A reader sums the slots. The level (`HIPFILE_STATS_LEVEL`, the profile-stats
 //! parameter) decides what a request records:
 //! - 0: nothing (one relaxed load on the I/O path);
-//! - 1: per direction and path (direct, staged, host memory): requests done and failed,
+//! - 1: per direction and path (p2p, bounce, host memory): requests done and failed,
 //!   bytes, time;
 //! - 2: the same per size class (the size histograms of `hipFileStatsLevel2_t`);
 //! - 3: the same per GPU as well (`hipFilePerGpuStats_t`).
@@ -75,23 +75,23 @@ const VERSION: u64 = 1;
 /// The path that served a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// A direct (fastpath) backend: storage to GPU memory.
-    Direct = 0,
-    /// A staged (fallback) backend, through host memory.
-    Staged = 1,
+    /// A `p2p` backend: storage to GPU memory.
+    P2p = 0,
+    /// A `bounce` backend, through pinned host memory.
+    Bounce = 1,
     /// Host memory, moved by the driver itself (semantics §4).
     Host = 2,
 }
 
 impl Path {
     /// All paths, in counter order.
-    pub const ALL: [Path; PATHS] = [Path::Direct, Path::Staged, Path::Host];
+    pub const ALL: [Path; PATHS] = [Path::P2p, Path::Bounce, Path::Host];
 }
 
 /// Counted events other than I/O requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
-pub enum Event {
+pub enum Counter {
     HandleRegisterOk,
     HandleRegisterErr,
     HandleDeregisterOk,
@@ -109,10 +109,10 @@ pub enum Event {
     BatchDestroy,
     /// Entries submitted.
     BatchEntries,
-    /// Entries submitted that the staged path takes.
-    BatchEntriesStaged,
-    /// Entries submitted that a direct backend takes.
-    BatchEntriesDirect,
+    /// Entries submitted that the bounce path takes.
+    BatchEntriesBounce,
+    /// Entries submitted that a p2p backend takes.
+    BatchEntriesP2p,
     BatchCompleteOk,
     BatchCompleteErr,
     BatchReadBytes,
@@ -122,10 +122,10 @@ pub enum Event {
     /// Time from submission to completion, summed over completed entries (clock ticks; ns in a
     /// [`Snapshot`]).
     BatchCompletionTime,
-    /// Requests a direct backend found no path for, retried on the staged path.
-    FallbackNoPath,
-    /// Requests a direct backend declined (unaligned, ...), served by the staged path.
-    FallbackDeclined,
+    /// Requests a p2p backend found no path for, retried on the bounce path.
+    BouncedNoPath,
+    /// Requests a p2p backend declined (unaligned, ...), served by the bounce path.
+    BouncedDeclined,
 }
 
 /// A region of counters: a header and [`SLOTS`] slots of 64-bit words, in anonymous or
@@ -431,13 +431,13 @@ impl Stats {
     }
 
     /// Adds `n` to an event counter (where counting is on).
-    pub fn event(&self, event: Event, n: u64) {
+    pub fn add(&self, counter: Counter, n: u64) {
         if self.level.load(Ordering::Relaxed) == 0 {
             return;
         }
         let region = self.region();
         let (base, alone) = slot(&region);
-        add(region.word(base + EVENTS_AT + event as usize), n, alone);
+        add(region.word(base + EVENTS_AT + counter as usize), n, alone);
     }
 
     /// Counts a registration (`len` > 0) or deregistration (`len` < 0) of device memory of
@@ -649,7 +649,7 @@ impl Snapshot {
                 *v = v.wrapping_add(w(base + REG_AT + g));
             }
         }
-        for e in [Event::BatchSubmitTime, Event::BatchCompletionTime] {
+        for e in [Counter::BatchSubmitTime, Counter::BatchCompletionTime] {
             events[e as usize] = ns(events[e as usize]);
         }
         Snapshot {
@@ -691,8 +691,8 @@ impl Snapshot {
     }
 
     /// An event counter.
-    pub fn event(&self, event: Event) -> u64 {
-        self.events[event as usize]
+    pub fn get(&self, counter: Counter) -> u64 {
+        self.events[counter as usize]
     }
 
     /// Device memory of `gpu` registered now (bytes).
@@ -719,8 +719,8 @@ impl Snapshot {
     }
 
     /// The time counted into `BatchSubmitTime` or `BatchCompletionTime`, in µs.
-    pub fn event_micros(&self, event: Event) -> u64 {
-        self.events[event as usize] / 1000
+    pub fn micros(&self, counter: Counter) -> u64 {
+        self.events[counter as usize] / 1000
     }
 }
 

@@ -29,25 +29,25 @@ fn size_classes_are_powers_of_two_kib() {
 fn level_0_counts_nothing() {
     let s = stats_at(0);
     assert_eq!(s.start(), None);
-    count(&s, READ, Path::Staged, 0, 4096, Ok(4096));
-    s.event(Event::HandleRegisterOk, 1);
+    count(&s, READ, Path::Bounce, 0, 4096, Ok(4096));
+    s.add(Counter::HandleRegisterOk, 1);
     let snap = s.snapshot();
     assert_eq!(snap.totals(READ, None, None), Totals::default());
-    assert_eq!(snap.event(Event::HandleRegisterOk), 0);
+    assert_eq!(snap.get(Counter::HandleRegisterOk), 0);
     assert_eq!(snap.level, 0);
 }
 
 #[test]
 fn level_1_counts_per_direction_and_path() {
     let s = stats_at(1);
-    count(&s, READ, Path::Staged, 0, 4096, Ok(4096));
-    count(&s, READ, Path::Direct, 0, 8192, Ok(100));
-    count(&s, READ, Path::Staged, 0, 4096, Err(Error::Os(libc::EIO)));
+    count(&s, READ, Path::Bounce, 0, 4096, Ok(4096));
+    count(&s, READ, Path::P2p, 0, 8192, Ok(100));
+    count(&s, READ, Path::Bounce, 0, 4096, Err(Error::Os(libc::EIO)));
     count(&s, WRITE, Path::Host, -1, 10, Ok(10));
     let snap = s.snapshot();
     let r = snap.totals(READ, None, None);
     assert_eq!((r.ok, r.err, r.bytes, r.unaligned), (2, 1, 4196, 0));
-    assert_eq!(snap.totals(READ, Some(Path::Direct), None).bytes, 100);
+    assert_eq!(snap.totals(READ, Some(Path::P2p), None).bytes, 100);
     let w = snap.totals(WRITE, Some(Path::Host), None);
     assert_eq!((w.ok, w.bytes, w.unaligned), (1, 10, 1));
     // Neither size classes nor GPUs at level 1.
@@ -59,21 +59,21 @@ fn level_1_counts_per_direction_and_path() {
 #[test]
 fn level_2_adds_size_classes_and_level_3_gpus() {
     let s = stats_at(2);
-    count(&s, READ, Path::Staged, 1, 4096, Ok(4096));
-    count(&s, READ, Path::Staged, 1, 1 << 20, Ok(1 << 20));
+    count(&s, READ, Path::Bounce, 1, 4096, Ok(4096));
+    count(&s, READ, Path::Bounce, 1, 1 << 20, Ok(1 << 20));
     let snap = s.snapshot();
     let h = snap.size_histogram(READ);
     assert_eq!((h[3], h[11], h.iter().sum::<u64>()), (1, 1, 2));
     assert!(snap.gpus_used().is_empty());
 
     let s = stats_at(3);
-    count(&s, READ, Path::Direct, 1, 4096, Ok(4096));
-    count(&s, WRITE, Path::Staged, 3, 4096, Ok(4096));
-    count(&s, WRITE, Path::Staged, 99, 4096, Ok(4096)); // past HIPFILE_MAX_GPUS: no GPU row
+    count(&s, READ, Path::P2p, 1, 4096, Ok(4096));
+    count(&s, WRITE, Path::Bounce, 3, 4096, Ok(4096));
+    count(&s, WRITE, Path::Bounce, 99, 4096, Ok(4096)); // past HIPFILE_MAX_GPUS: no GPU row
     s.registered_bytes(3, 1 << 20);
     let snap = s.snapshot();
     assert_eq!(snap.gpus_used(), vec![1, 3]);
-    assert_eq!(snap.totals(READ, Some(Path::Direct), Some(1)).ok, 1);
+    assert_eq!(snap.totals(READ, Some(Path::P2p), Some(1)).ok, 1);
     assert_eq!(snap.totals(WRITE, None, Some(3)).bytes, 4096);
     assert_eq!(snap.totals(WRITE, None, None).ok, 2);
     assert_eq!(snap.registered_bytes(3), 1 << 20);
@@ -86,15 +86,15 @@ fn times_are_microseconds() {
     let s = stats_at(1);
     let t = s.start().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    s.io(t, READ, Path::Staged, 0, 1, false, &Ok(1));
+    s.io(t, READ, Path::Bounce, 0, 1, false, &Ok(1));
     let r = s.snapshot().totals(READ, None, None);
     assert!((20_000..2_000_000).contains(&r.micros), "{r:?}");
     assert_eq!(r.latency_avg_us(), r.micros);
     assert_eq!(r.ops_per_second(), 1_000_000 / r.micros);
     let t = s.start().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));
-    s.event(Event::BatchSubmitTime, s.since(t));
-    assert!((5_000..2_000_000).contains(&s.snapshot().event_micros(Event::BatchSubmitTime)));
+    s.add(Counter::BatchSubmitTime, s.since(t));
+    assert!((5_000..2_000_000).contains(&s.snapshot().micros(Counter::BatchSubmitTime)));
 }
 
 #[test]
@@ -106,8 +106,8 @@ fn no_count_is_lost_across_threads() {
             let s = &s;
             scope.spawn(move || {
                 for _ in 0..500 {
-                    count(s, READ, Path::Staged, (t % 4) as i32, 4096, Ok(4096));
-                    s.event(Event::BatchEntries, 1);
+                    count(s, READ, Path::Bounce, (t % 4) as i32, 4096, Ok(4096));
+                    s.add(Counter::BatchEntries, 1);
                 }
             });
         }
@@ -117,7 +117,7 @@ fn no_count_is_lost_across_threads() {
     assert_eq!(snap.totals(READ, None, None).ok, n);
     assert_eq!(snap.totals(READ, None, Some(2)).ok, n / 4);
     assert_eq!(snap.size_histogram(READ)[3], n);
-    assert_eq!(snap.event(Event::BatchEntries), n);
+    assert_eq!(snap.get(Counter::BatchEntries), n);
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn any_bytes_in_the_region_read_without_overflow() {
             }
         }
         assert_eq!(snap.gpus_used().len(), MAX_GPUS);
-        let _ = (snap.event(Event::BatchEntries), snap.event_micros(Event::BatchSubmitTime));
+        let _ = (snap.get(Counter::BatchEntries), snap.micros(Counter::BatchSubmitTime));
         let _ = (snap.registered_bytes(3), snap.last_batch());
     }
 }

@@ -193,7 +193,7 @@ static void errors(void *dev)
     e = thrown([&] { file.read(dev, LEN, 0); });
     CHECK(e.code() == hipFileHipDriverError && e.hip_error() == 999 && e.sys_errno() == 0);
     CHECK(file.read(dev, LEN, 0) == LEN); // and then it works
-    // The staged path (HIPFILE_BACKEND=bounce) served it.
+    // The bounce path (HIPFILE_BACKEND=bounce) served it.
     std::uint64_t staged = 0;
     for (const hipfile::Served &s : hipfile::Driver::served()) {
         staged += s.backend == "bounce" ? s.bytes : 0;
@@ -203,7 +203,7 @@ static void errors(void *dev)
     int local = 0;
     e = thrown([&] { file.read(&local, sizeof local, 0); });
     CHECK(e.code() != hipFileSuccess);
-    CHECK(file.direct_verdict().empty() || !file.direct_verdict().empty()); // answers, either way
+    CHECK(file.p2p_verdict().empty() || !file.p2p_verdict().empty()); // answers, either way
     unlink(p.c_str());
 }
 
