@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 
-use hipfile::error::ssize_result;
+use hipfile::boundary::error::ssize_result;
 use hipfile::{OpError, Result};
 
 /// `hipFileOpError_t`: an `int`-sized enum in C, taken as an `int` and validated.

@@ -3,14 +3,14 @@
 //!
 //! Invariants:
 //! - one process-wide driver, created at the first call that needs it, over the HIP runtime
-//!   the application uses (found by [`hipfile::LoadedRuntime::discover`]); it is the only
+//!   the application uses (found by `LoadedRuntime::discover`); it is the only
 //!   global state of hipfile-rs;
 //! - no panic crosses the boundary: every export runs in [`ffi::boundary`], and a panic
 //!   becomes `hipFileInternalError` in the export's convention;
 //! - pointers from C are checked for null before use; handles are registry keys, so garbage
 //!   is `hipFileHandleNotRegistered`, never a dereference; enums arrive as `int` and are
 //!   validated;
-//! - return conventions are semantics §1's, mapped in one place ([`hipfile::error`]);
+//! - return conventions are semantics §1's, mapped in one place (`hipfile-core`'s `error`);
 //! - the header declares exactly the functions exported here (checked by `tests/header.rs`).
 #![allow(non_snake_case)]
 
@@ -20,8 +20,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use hipfile::error::op_error_cstr;
-use hipfile::log::log_once_at;
+use hipfile::boundary::error::op_error_cstr;
+use hipfile::boundary::log_once_at;
 use hipfile::{
     BatchEntry, BatchId, BoolParam, Direction, Driver, Error, HandleId, OpError, Result, SizeParam, Stream, StringParam,
 };
@@ -31,7 +31,8 @@ pub use ffi::{
     hipError_t, hipFileBatchHandle_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileIOEvents_t,
     hipFileIOParams_t, hipFileOpError_t, hipStream_t, hoff_t,
 };
-use hipfile::{SystemBackend, SystemPlatform};
+use hipfile::SystemPlatform;
+use hipfile::boundary::SystemBackend;
 
 /// The version `hipFileGetVersion` reports, and `hipfile.h`'s `HIPFILE_VERSION_*` macros
 /// ([`hipfile::API_VERSION`]; clients such as rocprofiler-systems refuse one older than the
@@ -45,17 +46,17 @@ static DRIVER: OnceLock<Driver<SystemPlatform>> = OnceLock::new();
 /// need none, semantics §13); its open fails with `hipFilePlatformNotSupported`.
 pub fn driver() -> &'static Driver<SystemPlatform> {
     DRIVER.get_or_init(|| {
-        hipfile::log::install(|| hipfile::log::Sink::Off);
+        hipfile::boundary::install(|| hipfile::boundary::Sink::Off);
         let platform = SystemPlatform::discover().unwrap_or_else(SystemPlatform::without_runtime);
         // SAFETY: the handlers only take and release the driver's lock (see below).
         unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
-        Driver::new(platform).with_stats(hipfile::stats::Stats::published())
+        Driver::new(platform).with_stats(hipfile::stats::published()).with_log_parameters(hipfile::boundary::ProcessLog)
     })
 }
 
 thread_local! {
     /// The driver's lock, held by the thread calling `fork` from just before to just after it.
-    static FORK_HOLD: std::cell::RefCell<Option<hipfile::ForkHold<'static, SystemBackend>>> =
+    static FORK_HOLD: std::cell::RefCell<Option<hipfile::boundary::ForkHold<'static, SystemBackend>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -80,7 +81,7 @@ fn logged(result: Result<()>) -> Result<()> {
     if let Err(e @ Error::Config(_)) = &result {
         // The caller gets the code: the reason is for `HIPFILE_LOG=debug`.
         let why = e.to_string();
-        log_once_at(hipfile::log::Level::DEBUG, &why, || why.clone());
+        log_once_at(hipfile::boundary::Level::DEBUG, &why, || why.clone());
     }
     result
 }

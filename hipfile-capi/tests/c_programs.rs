@@ -241,8 +241,8 @@ fn host_memory_buffers_under_sanitizers() {
 /// program's own. `bounced`: the p2p path finds no path to the device and the bounce path
 /// serves instead, which the statistics count.
 fn statistics(flavour: Flavour, backend: &str, path: &str, bounced: bool) {
+    use hipfile::stats::{Counter, Remote};
     use hipfile_core::Direction::{Read, Write as Wr};
-    use hipfile_core::stats::{Counter, Remote};
     use std::io::{BufRead, Write};
     let exe = build("stats", flavour, &[]);
     let dir = scratch("c-data");

@@ -86,6 +86,8 @@ pub struct Driver<P: Platform> {
     staged: std::sync::Mutex<Vec<Setting>>,
     /// What the driver did (semantics §14); kept across opens.
     stats: Arc<Stats>,
+    /// Where the logging parameters take effect (none: they are kept and read back only).
+    log: Option<Box<dyn crate::log::LogParameters>>,
 }
 
 struct State<B> {
@@ -266,10 +268,18 @@ impl<P: Platform> Driver<P> {
             streams: crate::stream::Streams::new(),
             staged: std::sync::Mutex::new(Vec::new()),
             stats: Stats::private(),
+            log: None,
         }
     }
 
-    /// The same driver counting into `stats` ([`Stats::published`] for statistics other
+    /// The same driver applying its logging parameters through `log` at each open (the C
+    /// library's driver: the process's diagnostics are its to steer).
+    pub fn with_log_parameters(mut self, log: impl crate::log::LogParameters + 'static) -> Self {
+        self.log = Some(Box::new(log));
+        self
+    }
+
+    /// The same driver counting into `stats` ([`Stats::published_by`] for statistics other
     /// processes can read).
     pub fn with_stats(mut self, stats: Arc<Stats>) -> Self {
         self.stats = stats;
@@ -350,14 +360,14 @@ impl<P: Platform> Driver<P> {
                 logging(StringParam::EnvLogfilePath),
                 logging(StringParam::LogDir),
             );
-            if level.is_some() || file.is_some() || dir.is_some() {
-                crate::log::configure(level, file, dir);
+            if let Some(log) = self.log.as_ref().filter(|_| level.is_some() || file.is_some() || dir.is_some()) {
+                log.apply(level, file, dir);
             }
             self.stats.set_level(config.stats_level as u8);
             let dispatcher = match self.build_backends(&config) {
                 Ok(backends) => Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats))),
                 Err(e) => {
-                    crate::log::restore(); // the open failed: nothing of it stays
+                    self.restore_logging(); // the open failed: nothing of it stays
                     return Err(e);
                 }
             };
@@ -471,9 +481,15 @@ impl<P: Platform> Driver<P> {
             self.batches.stop_threads();
             self.streams.stop_threads();
             self.stats.unpublish();
-            crate::log::restore(); // the logging parameters ended with the open
+            self.restore_logging(); // the logging parameters ended with the open
         }
         Ok(())
+    }
+
+    fn restore_logging(&self) {
+        if let Some(log) = &self.log {
+            log.restore();
+        }
     }
 
     /// `hipFileUseCount`.

@@ -2,178 +2,44 @@
 //! events (target `hipfile`), each distinct message once: a loop hitting the same condition
 //! should not flood the log. With no subscriber listening, nothing is written anywhere, which is
 //! what a library owes an application whose descriptor 2 may be a data file or a pipe nobody
-//! reads.
+//! reads. Where events go is not this crate's business: a Rust program installs its own
+//! subscriber, and the C library and the tool install the `hipfile` crate's, which follows
+//! `HIPFILE_LOG` and the logging parameters ([`LogParameters`]).
 //!
 //! Levels: a path the caller explicitly asked for and does not get is a warning; the p2p path
 //! unavailable or declined under `auto`, and other choices the library makes for the caller, are
 //! info (once per reason); errors the caller is told about through return codes are debug.
-//!
-//! A Rust program installs its own subscriber. The C ABI and the `hipfile` tool call
-//! [`install`], which listens where `HIPFILE_LOG` says (read once):
-//! - unset: the caller's default (the C ABI: nothing; the tool: warnings on standard error);
-//! - empty, `0`, `off`, `false`, `none`: nothing;
-//! - `1`, `on`, `true`, `stderr`: standard error, at level `info`;
-//! - `error`, `warn`, `info`, `debug`, `trace`: standard error, at that level;
-//! - anything else: a file path, appended to, at level `info`.
-//!
-//! The logging parameters (`hipFileParamLoggingLevel`, `hipFileParamLogDir`,
-//! `hipFileParamEnvLogfilePath`) change the level and destination from the next driver open
-//! until it closes ([`configure`], [`restore`]). A log file the library creates is created
-//! without following a symbolic link and readable by its owner only. A write that fails (a
-//! closed pipe, a full disk) is dropped: a log line never fails I/O, and a closed pipe never
-//! raises `SIGPIPE` in the application.
 
 use std::collections::HashSet;
-use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::RwLock;
 
 /// The levels of the library's messages.
 pub use tracing::Level;
 
 use crate::sync::{read, write};
 
+/// The messages reported so far: "once" is per process, as a log is.
 static SEEN: RwLock<Option<HashSet<String>>> = RwLock::new(None);
 
-/// Where diagnostics go now, and where `HIPFILE_LOG` (or the default) said at install.
-static CURRENT: RwLock<Option<Sink>> = RwLock::new(None);
-static FROM_ENV: RwLock<Option<Sink>> = RwLock::new(None);
-/// The current sink's level as a number (0: off, 1: error ... 5: trace), for a check without a
-/// lock.
-static LEVEL: AtomicU8 = AtomicU8::new(0);
-
-/// Where diagnostics go.
-#[derive(Clone, Debug)]
-pub enum Sink {
-    /// Nowhere.
-    Off,
-    /// Standard error (descriptor 2), at a level.
-    Stderr(Level),
-    /// A file the library opened itself, at a level.
-    File(Arc<OwnedFd>, Level),
+/// Where a driver's logging parameters (`hipFileParamLoggingLevel`, `hipFileParamLogDir`,
+/// `hipFileParamEnvLogfilePath`) take effect (semantics §13): the driver reads them; the
+/// boundary that owns the process's diagnostics applies them ([`Driver::with_log_parameters`](crate::Driver::with_log_parameters)).
+pub trait LogParameters: Send + Sync {
+    /// An open with these parameters (each as set, else `None`) begins: called before its
+    /// backends are made, so that what the open itself reports goes where they say.
+    fn apply(&self, level: Option<&str>, file: Option<&str>, dir: Option<&str>);
+    /// The open they were for ended: its last close, or the open failed.
+    fn restore(&self);
 }
 
-impl Sink {
-    /// The sink `HIPFILE_LOG`'s value names; `default` when it is unset.
-    pub fn from_setting(value: Option<&str>, default: fn() -> Sink) -> Sink {
-        let Some(value) = value else { return default() };
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "0" | "off" | "false" | "none" => Sink::Off,
-            "1" | "on" | "true" | "stderr" => Sink::Stderr(Level::INFO),
-            word => match level_named(word) {
-                Some(level) => Sink::Stderr(level),
-                None => open_append(value.trim()).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd), Level::INFO)),
-            },
-        }
-    }
-
-    fn fd(&self) -> Option<RawFd> {
-        match self {
-            Sink::Off => None,
-            Sink::Stderr(_) => Some(2),
-            Sink::File(fd, _) => Some(fd.as_raw_fd()),
-        }
-    }
-
-    fn level(&self) -> Option<Level> {
-        match self {
-            Sink::Off => None,
-            Sink::Stderr(level) | Sink::File(_, level) => Some(*level),
-        }
-    }
-}
-
-/// `error`, `warn`, `info`, `debug`, `trace` (any case).
-fn level_named(word: &str) -> Option<Level> {
-    Some(match word.trim().to_ascii_lowercase().as_str() {
-        "error" => Level::ERROR,
-        "warn" => Level::WARN,
-        "info" => Level::INFO,
-        "debug" => Level::DEBUG,
-        "trace" => Level::TRACE,
-        _ => return None,
-    })
-}
-
-fn rank(level: Level) -> u8 {
-    match level {
-        Level::ERROR => 1,
-        Level::WARN => 2,
-        Level::INFO => 3,
-        Level::DEBUG => 4,
-        Level::TRACE => 5,
-    }
-}
-
-fn set_current(sink: Sink) {
-    LEVEL.store(sink.level().map_or(0, rank), Ordering::Release);
-    *write(&CURRENT) = Some(sink);
-}
-
-/// Whether an event at `level` would be written now.
+/// Whether anyone listens to the library's events at `level`.
 pub fn enabled(level: Level) -> bool {
-    LEVEL.load(Ordering::Acquire) >= rank(level)
-}
-
-/// Listens to the library's events where `HIPFILE_LOG` asks, with `default` when it is unset
-/// (the `hipfile` tool passes `|| Sink::Stderr(Level::WARN)`; the C ABI, `|| Sink::Off`).
-/// Only the first call counts. Nothing is installed while the sink is off (until [`configure`]
-/// needs it); an application's own global subscriber takes precedence.
-pub fn install(default: fn() -> Sink) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let sink = Sink::from_setting(std::env::var("HIPFILE_LOG").ok().as_deref(), default);
-        *write(&FROM_ENV) = Some(sink.clone());
-        if sink.fd().is_some() && subscribed() {
-            set_current(sink);
-        }
-    });
-}
-
-/// Installs the formatter (once): whether it listens.
-fn subscribed() -> bool {
-    static SUBSCRIBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SUBSCRIBED.get_or_init(|| {
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(Level::TRACE) // the writer filters, by the level in force
-            .without_time()
-            .with_level(false)
-            .with_target(true)
-            .with_ansi(false)
-            .with_writer(CurrentSink)
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).is_ok()
-    })
-}
-
-/// From the next open of a driver whose logging parameters were set: `level` (a level name) at
-/// the destination in force, or at `file` (appended to, created for the owner only), or at a
-/// `hipfile_<pid>.log` in `dir`. Nothing changes unless [`install`] was called (by the C ABI or
-/// the tool) and no other subscriber listens.
-pub fn configure(level: Option<&str>, file: Option<&str>, dir: Option<&str>) {
-    let Some(from_env) = read(&FROM_ENV).clone() else { return };
-    if !subscribed() {
-        return;
-    }
-    let current = read(&CURRENT).clone().unwrap_or(from_env);
-    let level = level.and_then(level_named).or(current.level()).unwrap_or(Level::ERROR);
-    let path = file.map(str::to_owned).or_else(|| dir.map(|d| format!("{d}/hipfile_{}.log", std::process::id())));
-    let sink = match (path, current) {
-        (Some(path), _) => open_append(&path).map_or(Sink::Off, |fd| Sink::File(Arc::new(fd), level)),
-        (None, Sink::File(fd, _)) => Sink::File(fd, level),
-        (None, _) => Sink::Stderr(level),
-    };
-    set_current(sink);
-}
-
-/// Back to what `HIPFILE_LOG` (or the default) said: a driver closed.
-pub fn restore() {
-    if let Some(sink) = read(&FROM_ENV).clone()
-        && read(&CURRENT).is_some()
-    {
-        set_current(sink);
+    match level {
+        Level::ERROR => tracing::enabled!(target: "hipfile", Level::ERROR),
+        Level::WARN => tracing::enabled!(target: "hipfile", Level::WARN),
+        Level::INFO => tracing::enabled!(target: "hipfile", Level::INFO),
+        Level::DEBUG => tracing::enabled!(target: "hipfile", Level::DEBUG),
+        Level::TRACE => tracing::enabled!(target: "hipfile", Level::TRACE),
     }
 }
 
@@ -208,143 +74,5 @@ pub fn log_once_at(level: Level, key: &str, message: impl FnOnce() -> String) {
             Level::DEBUG => tracing::debug!(target: "hipfile", "{message}"),
             Level::TRACE => tracing::trace!(target: "hipfile", "{message}"),
         }
-    }
-}
-
-/// The formatter's writers: the sink in force, for events at or above its level.
-struct CurrentSink;
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CurrentSink {
-    type Writer = QuietWriter;
-
-    fn make_writer(&'a self) -> QuietWriter {
-        QuietWriter(None)
-    }
-
-    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> QuietWriter {
-        let sink = enabled(*meta.level()).then(|| read(&CURRENT).clone()).flatten();
-        QuietWriter(sink)
-    }
-}
-
-/// A formatter's writer: [`write_quietly`] to the sink's descriptor (none: the line is dropped).
-struct QuietWriter(Option<Sink>);
-
-impl io::Write for QuietWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(fd) = self.0.as_ref().and_then(Sink::fd) {
-            write_quietly(fd, buf);
-        }
-        Ok(buf.len()) // a lost line is not the application's error
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Opens a log file for appending: never through a symbolic link (`O_NOFOLLOW`), and created
-/// readable and writable by its owner only.
-fn open_append(path: &str) -> Option<OwnedFd> {
-    let path = CString::new(path).ok()?;
-    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    // SAFETY: `path` is NUL-terminated; the mode is passed as O_CREAT requires.
-    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
-    // SAFETY: `open` just returned this descriptor and nothing else owns it.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Writes `bytes` to `fd`, dropping them on any error. `SIGPIPE` is blocked in this thread
-/// around the write, and one it raised is consumed, so a closed pipe is an `EPIPE` here rather
-/// than the application's signal.
-fn write_quietly(fd: RawFd, bytes: &[u8]) {
-    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
-    let mut pipe: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid sigset_t pointer.
-    unsafe { libc::sigemptyset(&mut pipe) };
-    // SAFETY: as above.
-    unsafe { libc::sigaddset(&mut pipe, libc::SIGPIPE) };
-    // SAFETY: valid sigset_t pointers; changes this thread's mask only, restored below.
-    let blocked = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old) } == 0;
-    let mut rest = bytes;
-    let mut broke = false;
-    while !rest.is_empty() {
-        // SAFETY: `rest` is a valid buffer of its length.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-        match n {
-            n if n > 0 => rest = &rest[n as usize..],
-            _ if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
-            _ => {
-                broke = io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE);
-                break;
-            }
-        }
-    }
-    if blocked {
-        // SAFETY: `old` holds the mask saved above.
-        let was_blocked = unsafe { libc::sigismember(&old, libc::SIGPIPE) } == 1;
-        if broke && !was_blocked {
-            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: valid pointers; takes the SIGPIPE this write raised, if it is pending.
-            unsafe { libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero) };
-        }
-        // SAFETY: restores this thread's mask.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings() {
-        assert!(matches!(Sink::from_setting(None, || Sink::Off), Sink::Off));
-        assert!(matches!(Sink::from_setting(None, || Sink::Stderr(Level::INFO)), Sink::Stderr(Level::INFO)));
-        for off in ["", "0", "off", "OFF", "false", "none"] {
-            assert!(matches!(Sink::from_setting(Some(off), || Sink::Stderr(Level::INFO)), Sink::Off), "{off}");
-        }
-        for on in ["1", "on", "true", "stderr", "Stderr", "info", "INFO"] {
-            assert!(matches!(Sink::from_setting(Some(on), || Sink::Off), Sink::Stderr(Level::INFO)), "{on}");
-        }
-        assert!(matches!(Sink::from_setting(Some("debug"), || Sink::Off), Sink::Stderr(Level::DEBUG)));
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        let sink = Sink::from_setting(path.to_str(), || Sink::Off);
-        write_quietly(sink.fd().unwrap(), b"one\n");
-        assert_eq!(std::fs::read(&path).unwrap(), b"one\n");
-        let missing = dir.path().join("no/such/dir/log");
-        assert!(matches!(Sink::from_setting(missing.to_str(), || Sink::Stderr(Level::INFO)), Sink::Off));
-    }
-
-    #[test]
-    fn log_files_are_the_owners_and_never_reached_through_a_link() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        drop(open_append(path.to_str().unwrap()).unwrap());
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        let target = dir.path().join("target");
-        std::fs::write(&target, b"precious\n").unwrap();
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert!(open_append(link.to_str().unwrap()).is_none());
-        assert_eq!(std::fs::read(&target).unwrap(), b"precious\n");
-    }
-
-    #[test]
-    fn a_closed_pipe_neither_fails_nor_signals() {
-        let (r, w) = std::io::pipe().unwrap();
-        drop(r);
-        // With SIGPIPE at its default action (Rust programs start with it ignored), a raised
-        // signal would end this test process.
-        // SAFETY: installs the default action, restored below; no handler runs.
-        let previous = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-        write_quietly(w.as_raw_fd(), b"lost\n");
-        write_quietly(w.as_raw_fd(), b"lost again\n");
-        // SAFETY: restores the previous action.
-        unsafe { libc::signal(libc::SIGPIPE, previous) };
     }
 }

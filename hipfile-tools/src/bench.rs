@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use hipfile::io::{pread, transfer_loop};
-use hipfile::sync::lock;
+use hipfile::boundary::io::{pread, transfer_loop};
+use hipfile::boundary::sync::lock;
 use hipfile::{
     BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
     RegisteredBuffer, RegisteredFile, Stream, SystemPlatform, max_rw_count,

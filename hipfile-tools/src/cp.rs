@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
-use hipfile::io::{pread, transfer_loop};
+use hipfile::boundary::io::{pread, transfer_loop};
 use hipfile::{DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 fn main() -> ExitCode {
     // A tool run by a person says why it is slow or cannot do something; the library alone
     // stays quiet unless HIPFILE_LOG asks.
-    hipfile::log::install(|| hipfile::log::Sink::Stderr(tracing::Level::WARN));
+    hipfile::boundary::install(|| hipfile::boundary::Sink::Stderr(hipfile::boundary::Level::WARN));
     if std::env::var_os("CUFILE_LOGFILE_PATH").is_none() {
         // cuFile, probed for the p2p path on NVIDIA machines, writes `cufile.log` into the
         // working directory unless told where: the tool writes no file it was not asked for.
@@ -97,7 +97,7 @@ pub(crate) fn driver(
         ("HIPFILE_BACKEND", Some(b)) => Some(b.clone()),
         _ => std::env::var(name).ok(),
     };
-    std::sync::Arc::new(hipfile::Driver::with_env(platform, env).with_stats(hipfile::stats::Stats::published()))
+    std::sync::Arc::new(hipfile::Driver::with_env(platform, env).with_stats(hipfile::stats::published()))
 }
 
 fn print(report: &Report, json: bool) {

@@ -15,16 +15,51 @@
 //!
 //! Times are summed in ticks of the cheapest steady clock (the CPU's time-stamp counter where it
 //! runs at one rate, else `CLOCK_MONOTONIC`) and converted to microseconds when read.
+//!
+//! This crate counts; it does not publish. Counters live in anonymous memory unless a
+//! [`Publisher`] gives memory other processes can read (the `hipfile` crate's sealed memory
+//! file, served over a socket), and the reader of another process's counters is that layer's
+//! too: it reads the region with [`Snapshot::read_region`].
 
-mod share;
-
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::backend::Direction;
 use crate::error::Result;
 
-pub use share::Remote;
+/// Memory for the counters that other processes can read, and the service that hands it to
+/// them (semantics §14).
+pub trait Publisher: Send + Sync {
+    /// A region of `len` bytes for the counters, zeroed and writable by this process.
+    fn create(&self, len: usize) -> std::io::Result<Box<dyn Published>>;
+}
+
+/// One region a [`Publisher`] made.
+///
+/// # Safety
+/// [`words`](Self::words) points to the `len` bytes asked of [`Publisher::create`], zeroed
+/// when made, aligned for `u64`, readable and writable by this process until the value is
+/// dropped or forgotten, and changed in this process only through the atomics it points to.
+pub unsafe trait Published: Send {
+    /// The region's first word.
+    fn words(&self) -> NonNull<AtomicU64>;
+    /// Starts handing the counters to readers, unless that runs (the first open at a level
+    /// above 0). Failing only means other processes cannot read them.
+    fn serve(&mut self);
+    /// Stops handing them out (the driver's last close); the counters stay.
+    fn stop(&mut self);
+    /// The counters, read without touching the region's unused pages; `None`: read the words.
+    fn snapshot(&self) -> Option<std::io::Result<Snapshot>> {
+        None
+    }
+    /// In a forked child: lets go of what belongs to the parent (its threads do not exist
+    /// here) without waiting for it, leaving the region mapped.
+    fn forget_after_fork(self: Box<Self>);
+}
+
+/// The size of a region of counters, in bytes.
+pub const REGION_BYTES: usize = REGION_WORDS * 8;
 
 /// GPUs counted apart (`HIPFILE_MAX_GPUS`); higher device numbers count with no GPU.
 pub const MAX_GPUS: usize = 16;
@@ -131,7 +166,7 @@ pub enum Counter {
 /// A region of counters: a header and [`SLOTS`] slots of 64-bit words, in anonymous or
 /// shared memory.
 struct Region {
-    words: *const AtomicU64,
+    words: *mut AtomicU64,
 }
 
 // SAFETY: the region is only accessed through atomics.
@@ -140,20 +175,24 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// Maps `REGION_WORDS` words of `fd` (shared), or anonymous memory when `fd` is `None`,
-    /// and writes the header.
-    fn map(fd: Option<i32>) -> std::io::Result<Region> {
-        let len = REGION_WORDS * 8;
-        let (flags, fd) = match fd {
-            Some(fd) => (libc::MAP_SHARED, fd),
-            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
-        };
-        // SAFETY: a fresh mapping; nothing else refers to that address range.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, 0) };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let region = Region { words: p.cast() };
+    /// Maps `REGION_WORDS` words of anonymous memory and writes the header.
+    fn anonymous() -> std::io::Result<Region> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        let prot = ProtFlags::READ | ProtFlags::WRITE;
+        // SAFETY: a fresh private mapping at an address the kernel picks; nothing else refers to
+        // that range.
+        let p = unsafe { rustix::mm::mmap_anonymous(std::ptr::null_mut(), REGION_BYTES, prot, MapFlags::PRIVATE) }?;
+        Ok(Region::init(p.cast()))
+    }
+
+    /// The region a publisher made, with the header written.
+    fn published(published: &dyn Published) -> Region {
+        Region::init(published.words().as_ptr())
+    }
+
+    /// Writes the header of a zeroed region of `REGION_WORDS` words at `words`.
+    fn init(words: *mut AtomicU64) -> Region {
+        let region = Region { words };
         for (i, v) in [
             (header::MAGIC, MAGIC),
             (header::VERSION, VERSION),
@@ -167,7 +206,7 @@ impl Region {
         ] {
             region.word(i).store(v, Ordering::Relaxed);
         }
-        Ok(region)
+        region
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {
@@ -179,9 +218,11 @@ impl Region {
         unsafe { &*word }
     }
 
+    /// Unmaps an [`anonymous`](Self::anonymous) region.
     fn unmap(&self) {
-        // SAFETY: the mapping made in `map`; the caller makes sure nothing uses it any more.
-        unsafe { libc::munmap(self.words as *mut libc::c_void, REGION_WORDS * 8) };
+        // SAFETY: the mapping made in `anonymous`; the caller makes sure nothing uses it any
+        // more.
+        let _ = unsafe { rustix::mm::munmap(self.words as *mut std::ffi::c_void, REGION_BYTES) };
     }
 }
 
@@ -271,47 +312,39 @@ pub struct Stats {
     /// The fork generation the region belongs to: a forked child counts into a region of its
     /// own, never into its parent's.
     generation: AtomicU64,
-    share: Mutex<Option<share::Shared>>,
-    published: bool,
+    share: Mutex<Option<Box<dyn Published>>>,
+    publisher: Option<Box<dyn Publisher>>,
 }
 
 impl Stats {
     /// Statistics only this process sees (anonymous memory).
     pub fn private() -> Arc<Stats> {
-        Arc::new(Self::new(false).expect("anonymous memory for statistics"))
+        Arc::new(Self::new(None))
     }
 
-    /// Statistics another process of the same user can read while this one runs: a sealed
-    /// memory file, handed out over an abstract socket named after the process (semantics
-    /// §14). Falls back to [`private`](Self::private) memory where memory files are missing.
-    pub fn published() -> Arc<Stats> {
-        Arc::new(Self::new(true).unwrap_or_else(|_| Self::new(false).expect("anonymous memory for statistics")))
+    /// Statistics in memory `publisher` makes and hands to other processes (semantics §14);
+    /// in anonymous memory where it fails.
+    pub fn published_by(publisher: Box<dyn Publisher>) -> Arc<Stats> {
+        Arc::new(Self::new(Some(publisher)))
     }
 
-    fn new(published: bool) -> std::io::Result<Stats> {
-        let (region, share) = Self::make(published)?;
-        Ok(Stats {
-            region: AtomicPtr::new(region.words.cast_mut()),
+    fn new(publisher: Option<Box<dyn Publisher>>) -> Stats {
+        let (region, share) = Self::make(publisher.as_deref());
+        Stats {
+            region: AtomicPtr::new(region.words),
             level: AtomicU8::new(0),
             generation: AtomicU64::new(crate::fork::generation()),
             share: Mutex::new(share),
-            published,
-        })
+            publisher,
+        }
     }
 
-    fn make(published: bool) -> std::io::Result<(Region, Option<share::Shared>)> {
-        if !published {
-            return Ok((Region::map(None)?, None));
+    /// A region: the publisher's, else anonymous memory.
+    fn make(publisher: Option<&dyn Publisher>) -> (Region, Option<Box<dyn Published>>) {
+        if let Some(Ok(published)) = publisher.map(|p| p.create(REGION_BYTES)) {
+            return (Region::published(&*published), Some(published));
         }
-        let unsealed = share::Unsealed::create(REGION_WORDS * 8)?;
-        let region = Region::map(Some(unsealed.fd()))?;
-        match unsealed.seal() {
-            Ok(shared) => Ok((region, Some(shared))),
-            Err(e) => {
-                region.unmap(); // nothing else has it yet
-                Err(e)
-            }
-        }
+        (Region::anonymous().expect("anonymous memory for statistics"), None)
     }
 
     /// The region this process counts into: in a forked child, a fresh one first.
@@ -333,11 +366,10 @@ impl Stats {
         if let Some(old) = share.take() {
             old.forget_after_fork();
         }
-        if let Ok((region, shared)) = Self::make(self.published).or_else(|_| Self::make(false)) {
-            // The parent's region is left mapped: another thread may still hold it.
-            self.region.store(region.words.cast_mut(), Ordering::Release);
-            *share = shared;
-        }
+        // The parent's region is left mapped: another thread may still hold it.
+        let (region, shared) = Self::make(self.publisher.as_deref());
+        self.region.store(region.words, Ordering::Release);
+        *share = shared;
         self.generation.store(generation, Ordering::Relaxed);
         let level = self.level.load(Ordering::Relaxed);
         self.header_level(level, &mut share);
@@ -352,7 +384,7 @@ impl Stats {
         self.header_level(level, &mut share);
     }
 
-    fn header_level(&self, level: u8, share: &mut Option<share::Shared>) {
+    fn header_level(&self, level: u8, share: &mut Option<Box<dyn Published>>) {
         let region = Region { words: self.region.load(Ordering::Acquire) };
         region.word(header::LEVEL).store(level as u64, Ordering::Relaxed);
         if level > 0
@@ -466,7 +498,7 @@ impl Stats {
     pub fn snapshot(&self) -> Snapshot {
         let region = self.region();
         // Published counters are read from their file, so that looking never allocates.
-        if let Some(Ok(snapshot)) = crate::sync::lock(&self.share).as_ref().map(share::Shared::snapshot) {
+        if let Some(Ok(snapshot)) = crate::sync::lock(&self.share).as_ref().and_then(|s| s.snapshot()) {
             return snapshot;
         }
         Snapshot::read(&|i| region.word(i).load(Ordering::Relaxed))
@@ -477,8 +509,10 @@ impl Drop for Stats {
     fn drop(&mut self) {
         let share = crate::sync::lock(&self.share).take();
         if self.generation.load(Ordering::Relaxed) == crate::fork::generation() {
-            drop(share); // the server first: it may be handing the memory out
-            Region { words: self.region.load(Ordering::Acquire) }.unmap();
+            match share {
+                Some(share) => drop(share), // the publisher's memory, unmapped by it
+                None => Region { words: self.region.load(Ordering::Acquire) }.unmap(),
+            }
         } else if let Some(share) = share {
             share.forget_after_fork(); // a forked child: the parent's, never renewed here
         }
@@ -619,6 +653,35 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The counters of a region read through `read(bytes, offset)`, which fills `bytes` from
+    /// the region's byte `offset`: the header, then only the slots in use (reading a shared
+    /// memory file's unused pages would give it memory for them). Another process's region is
+    /// untrusted: a region of another layout is `InvalidData`, and any values sum safely.
+    pub fn read_region(mut read: impl FnMut(&mut [u8], u64) -> std::io::Result<()>) -> std::io::Result<Snapshot> {
+        let mut words = vec![0u64; REGION_WORDS];
+        let mut fill = |words: &mut [u64], at: usize| -> std::io::Result<()> {
+            let mut bytes = vec![0u8; words.len() * 8];
+            read(&mut bytes, (at * 8) as u64)?;
+            for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+                *w = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            }
+            Ok(())
+        };
+        fill(&mut words[..HEADER_WORDS], 0)?;
+        if words[header::MAGIC] != MAGIC || words[header::VERSION] != VERSION {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "statistics of another layout or version",
+            ));
+        }
+        let used = words[header::SLOTS_USED];
+        for slot in (0..SLOTS).filter(|s| used & (1 << s) != 0) {
+            let at = HEADER_WORDS + slot * SLOT_WORDS;
+            fill(&mut words[at..at + SLOT_WORDS], at)?;
+        }
+        Ok(Snapshot::read(&|i| words.get(i).copied().unwrap_or(0)))
+    }
+
     /// Sums the used slots of a region's words: untrusted (shared) memory, so any values are
     /// read without overflow or out-of-range access.
     fn read(w: &dyn Fn(usize) -> u64) -> Snapshot {

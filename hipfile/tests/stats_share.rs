@@ -6,8 +6,8 @@ use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use hipfile_core::Direction;
-use hipfile_core::stats::{Counter, Path, Remote, Stats};
+use hipfile::Direction;
+use hipfile::stats::{Counter, Path, Remote};
 
 fn wait_child(pid: libc::pid_t) -> i32 {
     let mut status = 0;
@@ -34,7 +34,7 @@ fn in_child(body: impl FnOnce() -> bool) -> i32 {
 fn another_process_reads_live_and_cannot_interfere() {
     let me = std::process::id();
     // Nothing published before a level above 0.
-    let stats = Stats::published();
+    let stats = hipfile::stats::published();
     assert_eq!(Remote::connect(me).err().map(|e| e.kind()), Some(ErrorKind::NotFound));
     stats.set_level(3);
     let t = stats.start().unwrap();
