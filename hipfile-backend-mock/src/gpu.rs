@@ -14,21 +14,6 @@ use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, HostFn, MemoryType, Po
 
 use crate::faults::Faults;
 
-/// Which sides of a copy are device memory (`hipMemcpyKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemcpyKind {
-    /// `hipMemcpyHostToHost`.
-    HostToHost,
-    /// `hipMemcpyHostToDevice`.
-    HostToDevice,
-    /// `hipMemcpyDeviceToHost`.
-    DeviceToHost,
-    /// `hipMemcpyDeviceToDevice`.
-    DeviceToDevice,
-    /// `hipMemcpyDefault`: the runtime tells from the addresses.
-    Default,
-}
-
 /// Alignment of every mock allocation: enough for any direct-I/O rule.
 pub const MOCK_ALIGN: usize = 4096;
 
@@ -243,7 +228,7 @@ impl MockGpu {
 
     /// `hipMemcpyAsync` (on the null stream, `hipMemcpy`): the sides that `kind` names as
     /// device memory must lie inside device allocations (`hipErrorInvalidValue` otherwise);
-    /// `MemcpyKind::Default` accepts any memory, as unified addressing does.
+    /// `CopyKind::Default` accepts any memory, as unified addressing does.
     ///
     /// # Safety
     /// Host sides must be valid for `len` bytes until the stream has run the copy.
@@ -252,14 +237,14 @@ impl MockGpu {
         dst: usize,
         src: usize,
         len: usize,
-        kind: MemcpyKind,
+        kind: CopyKind,
         stream: Stream,
     ) -> Result<(), HipError> {
         let (dst_device, src_device) = match kind {
-            MemcpyKind::HostToHost | MemcpyKind::Default => (false, false),
-            MemcpyKind::HostToDevice => (true, false),
-            MemcpyKind::DeviceToHost => (false, true),
-            MemcpyKind::DeviceToDevice => (true, true),
+            CopyKind::HostToHost | CopyKind::Default => (false, false),
+            CopyKind::HostToDevice => (true, false),
+            CopyKind::DeviceToHost => (false, true),
+            CopyKind::DeviceToDevice => (true, true),
         };
         if dst_device {
             self.check_device_range(dst, len)?;
@@ -360,10 +345,6 @@ impl GpuRuntime for MockGpu {
         len: usize,
         stream: Option<Stream>,
     ) -> Result<(), HipError> {
-        let kind = match kind {
-            CopyKind::HostToDevice => MemcpyKind::HostToDevice,
-            CopyKind::DeviceToHost => MemcpyKind::DeviceToHost,
-        };
         // SAFETY: the trait's contract; without a stream the null stream runs the copy now.
         unsafe { self.hip_memcpy(dst, src, len, kind, stream.unwrap_or(Stream::NULL)) }
     }

@@ -7,7 +7,7 @@ mod common;
 use std::sync::mpsc;
 
 use hipfile_core::{CopyKind, DeviceCopy, DeviceSpan, GpuRuntime, HipError, MemoryType, Stream};
-use hipfile_runtime::{Abi, LoadedRuntime, Vendor, memcpy_kind};
+use hipfile_runtime::{Abi, LoadedRuntime, Vendor};
 
 use common::*;
 
@@ -74,7 +74,7 @@ fn copies_round_trip_and_check_device_ranges() {
     let bad_kind = unsafe { hip.memcpy_raw(back.as_mut_ptr() as usize, dev, 8, 9, None) };
     assert_eq!(bad_kind, Err(HipError(21)));
     // SAFETY: device to device inside one allocation.
-    unsafe { hip.memcpy_raw(dev, dev + 4096, 4096, memcpy_kind::DEVICE_TO_DEVICE, None) }.unwrap();
+    unsafe { hip.memcpy_raw(dev, dev + 4096, 4096, CopyKind::DeviceToDevice as i32, None) }.unwrap();
     hip.copy_from_device(&mut back[..4096], span).unwrap();
     assert_eq!(back[..4096], data[4096..]);
     // SAFETY: allocated above, not used afterwards.

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::{Backend, BackendKind, Declined, IoRequest, is_no_path};
+use crate::backend::{Backend, BackendKind, Declined, Direction, IoRequest, is_no_path};
+use crate::driver::Target;
 use crate::error::{OpError, Result};
 use crate::file::FileHandle;
 use crate::log::log_once_keyed;
@@ -52,6 +53,26 @@ impl<B: Backend> Dispatcher<B> {
     /// together ([`Backend::transfer_many`]).
     pub(crate) fn goes_to_bounce(&self, req: &IoRequest<'_>) -> bool {
         self.choose(req).is_ok_and(|(chosen, _)| self.backends[chosen].kind() == BackendKind::Bounce)
+    }
+
+    /// Runs one checked request: host memory moved by the driver itself (semantics §4), device
+    /// memory by the best backend ([`dispatch`](Self::dispatch)); counted either way.
+    pub(crate) fn run(&self, direction: Direction, file: &FileHandle, target: Target, offset: u64) -> Result<usize> {
+        match target {
+            Target::Device { memory, .. } if memory.is_empty() => Ok(0),
+            Target::Device { memory, device } => {
+                self.dispatch(&IoRequest::new(direction, file, memory, device, offset))
+            }
+            Target::Host { addr, len, durable } => {
+                let started = self.stats.start();
+                let result = crate::hostio::transfer(direction, file, addr, len, offset, durable);
+                if let Some(t) = started {
+                    let unaligned = crate::stats::unaligned(file, addr, len, offset);
+                    self.stats.io(t, direction, Path::Host, -1, len, unaligned, &result);
+                }
+                result
+            }
+        }
     }
 
     /// Moves the bytes of `req` with the best backend, falling back when a p2p backend

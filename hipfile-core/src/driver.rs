@@ -16,7 +16,7 @@ use crate::file::FileHandle;
 use crate::gpu::{DeviceSpan, GpuRuntime, MemoryType};
 use crate::io::plan_io;
 use crate::params::{DriverProperties, Setting, StringParam};
-use crate::stats::{Counter, Path, Stats};
+use crate::stats::{Counter, Stats};
 use crate::sync::{lock, read, write};
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
@@ -113,11 +113,18 @@ struct Open<B> {
 pub(crate) struct Planned<B> {
     flight: InFlight<B>,
     direction: Direction,
-    memory: DeviceSpan,
-    device: i32,
+    target: Target,
     file_offset: u64,
-    /// Host memory instead (`memory` is then empty): address, length, durable writes.
-    host: Option<(usize, usize, bool)>,
+}
+
+/// Where a request's bytes are in memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target {
+    /// Device memory the driver checked against its allocation, on `device`.
+    Device { memory: DeviceSpan, device: i32 },
+    /// Host memory the caller vouched for (semantics §4); `durable`: writes reach stable
+    /// storage before the call returns.
+    Host { addr: usize, len: usize, durable: bool },
 }
 
 impl<B: Backend> Planned<B> {
@@ -131,40 +138,34 @@ impl<B: Backend> Planned<B> {
         self.direction
     }
 
-    fn request(&self) -> IoRequest<'_> {
-        IoRequest::new(self.direction, &self.flight.file, self.memory, self.device, self.file_offset)
+    /// The request a backend sees (device memory only).
+    fn request(&self) -> Option<IoRequest<'_>> {
+        match self.target {
+            Target::Device { memory, device } => {
+                Some(IoRequest::new(self.direction, &self.flight.file, memory, device, self.file_offset))
+            }
+            Target::Host { .. } => None,
+        }
     }
 
     /// Moves the bytes (nothing for an empty request).
     pub(crate) fn run(self) -> Result<usize> {
-        if let Some((addr, len, durable)) = self.host {
-            let stats = &self.flight.dispatcher.stats;
-            let started = stats.start();
-            let result =
-                crate::hostio::transfer(self.direction, &self.flight.file, addr, len, self.file_offset, durable);
-            if let Some(t) = started {
-                let unaligned = crate::stats::unaligned(&self.flight.file, addr, len, self.file_offset);
-                stats.io(t, self.direction, Path::Host, -1, len, unaligned, &result);
-            }
-            return result;
-        }
-        if self.memory.is_empty() {
-            return Ok(0);
-        }
-        self.flight.dispatcher.dispatch(&self.request())
+        self.flight.dispatcher.run(self.direction, &self.flight.file, self.target, self.file_offset)
     }
 
     /// Whether this request would go to a bounce backend, which can take it together with
     /// others ([`Planned::run_many`]).
     pub(crate) fn goes_to_bounce(&self) -> bool {
-        self.host.is_none() && !self.memory.is_empty() && self.flight.dispatcher.goes_to_bounce(&self.request())
+        self.request().is_some_and(|req| req.size() > 0 && self.flight.dispatcher.goes_to_bounce(&req))
     }
 
-    /// Moves the bytes of several requests of one driver generation together (see
-    /// `Dispatcher::dispatch_many`); one result per request, in order.
+    /// Moves the bytes of several requests of one driver generation that go to bounce
+    /// ([`goes_to_bounce`](Self::goes_to_bounce)) together (see `Dispatcher::dispatch_many`);
+    /// one result per request, in order.
     pub(crate) fn run_many(planned: Vec<Self>) -> Vec<Result<usize>> {
         let Some(first) = planned.first() else { return Vec::new() };
-        let reqs: Vec<IoRequest<'_>> = planned.iter().map(Planned::request).collect();
+        let reqs: Vec<IoRequest<'_>> = planned.iter().filter_map(Planned::request).collect();
+        assert_eq!(reqs.len(), planned.len(), "only device memory goes to bounce");
         let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
         first.flight.dispatcher.dispatch_many(&refs)
     }
@@ -187,19 +188,22 @@ impl<B> Deferred<B> {
     /// Checks offsets and bounds against the buffer (semantics §5): the request to run.
     pub(crate) fn plan(&self, size: usize, file_offset: i64, buffer_offset: i64) -> Result<Planned<B>> {
         let plan = plan_io(self.buffer_base, self.buffer_len, size, file_offset, buffer_offset)?;
-        let host = self.host.map(|durable| (plan.device_addr, plan.size, durable));
-        // SAFETY: for device memory, `plan_io` placed [device_addr, device_addr + size) inside
-        // the buffer, which is either registered device memory (checked against its allocation
-        // at registration) or the rest of the device allocation the runtime reported when this
-        // was looked up. Host memory gets an empty span (its range travels in `host`).
-        let memory = unsafe { DeviceSpan::new(plan.device_addr, if host.is_some() { 0 } else { plan.size }) };
+        let target = match self.host {
+            Some(durable) => Target::Host { addr: plan.device_addr, len: plan.size, durable },
+            // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer,
+            // which is either registered device memory (checked against its allocation at
+            // registration) or the rest of the device allocation the runtime reported when
+            // this was looked up.
+            None => {
+                Target::Device { memory: unsafe { DeviceSpan::new(plan.device_addr, plan.size) }, device: self.device }
+            }
+        };
         let flight = InFlight {
             file: Arc::clone(&self.flight.file),
             dispatcher: Arc::clone(&self.flight.dispatcher),
             registered: self.flight.registered,
         };
-        let (direction, device, file_offset) = (self.direction, self.device, plan.file_offset);
-        Ok(Planned { flight, direction, memory, device, file_offset, host })
+        Ok(Planned { flight, direction: self.direction, target, file_offset: plan.file_offset })
     }
 
     /// How stream-ordered operations are signalled under the driver's configuration.

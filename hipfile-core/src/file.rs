@@ -3,10 +3,11 @@
 //! allows, an `O_DIRECT` one.
 
 use std::any::Any;
-use std::ffi::CString;
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
+
+use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
 
 use crate::error::{Error, OpError, Result};
 
@@ -108,14 +109,17 @@ impl FileHandle {
         if flags & libc::O_PATH != 0 {
             return Err(OpError::InvalidFileOpenFlag.into());
         }
-        let stx = statx_fd(fd)?;
+        // SAFETY: the caller's descriptor, open (F_GETFL just succeeded), borrowed for this
+        // call only and never closed here.
+        let file = unsafe { BorrowedFd::borrow_raw(fd) };
+        let stx = statx_fd(file)?;
         let kind = match u32::from(stx.stx_mode) & libc::S_IFMT {
             libc::S_IFREG => FileKind::Regular,
             libc::S_IFBLK => FileKind::BlockDevice,
             _ => return Err(OpError::InvalidFileType.into()),
         };
         let fs = match kind {
-            FileKind::Regular => fs_type(fd, stx.stx_dev_major, stx.stx_dev_minor)?,
+            FileKind::Regular => fs_type(file, stx.stx_dev_major, stx.stx_dev_minor)?,
             FileKind::BlockDevice => FsType::None,
         };
         let kept = flags & (libc::O_ACCMODE | libc::O_SYNC | libc::O_DSYNC | libc::O_NOATIME) | libc::O_CLOEXEC;
@@ -131,7 +135,7 @@ impl FileHandle {
         };
         let (dio_mem_align, dio_offset_align) = match direct {
             None => (0, 0),
-            Some(_) if stx.stx_mask & libc::STATX_DIOALIGN != 0 && stx.stx_dio_offset_align != 0 => {
+            Some(_) if stx.stx_mask & StatxFlags::DIOALIGN.bits() != 0 && stx.stx_dio_offset_align != 0 => {
                 (stx.stx_dio_mem_align.max(1), stx.stx_dio_offset_align)
             }
             Some(_) => (DEFAULT_DIO_ALIGN, DEFAULT_DIO_ALIGN),
@@ -205,32 +209,24 @@ impl fmt::Debug for FileHandle {
     }
 }
 
-fn statx_fd(fd: RawFd) -> Result<libc::statx> {
-    // SAFETY: statx is plain data; all-zero is a valid value.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let mask = libc::STATX_TYPE | libc::STATX_MODE | libc::STATX_DIOALIGN;
-    // SAFETY: the path is a NUL-terminated empty string and `stx` a valid out-parameter.
-    let rc = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, mask, &mut stx) };
-    if rc < 0 {
-        return Err(Error::last_os_error());
-    }
-    Ok(stx)
+fn os(e: rustix::io::Errno) -> Error {
+    Error::Os(e.raw_os_error())
+}
+
+fn statx_fd(fd: BorrowedFd<'_>) -> Result<rustix::fs::Statx> {
+    let mask = StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::DIOALIGN;
+    rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, mask).map_err(os)
 }
 
 /// Opens `/proc/self/fd/<fd>` again with `flags`: a new open file description of the same
 /// file (unlike `dup`), so it can differ in `O_DIRECT`.
 fn reopen(fd: RawFd, flags: libc::c_int) -> Result<OwnedFd> {
-    let path = CString::new(format!("/proc/self/fd/{fd}")).map_err(|_| Error::Op(OpError::InternalError))?;
+    let path = format!("/proc/self/fd/{fd}");
+    let flags = OFlags::from_bits_retain(flags as u32);
     loop {
-        // SAFETY: `path` is NUL-terminated; no mode is needed without O_CREAT.
-        let new_fd = unsafe { libc::open(path.as_ptr(), flags) };
-        if new_fd >= 0 {
-            // SAFETY: `open` just returned this descriptor and nothing else owns it.
-            return Ok(unsafe { OwnedFd::from_raw_fd(new_fd) });
-        }
-        match Error::last_os_error() {
-            Error::Os(libc::EINTR) => continue,
-            e => return Err(e),
+        match rustix::fs::open(path.as_str(), flags, Mode::empty()) {
+            Err(rustix::io::Errno::INTR) => continue,
+            result => return result.map_err(os),
         }
     }
 }
@@ -239,13 +235,8 @@ const EXT4_SUPER_MAGIC: i64 = 0xEF53;
 const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
-fn fs_type(fd: RawFd, dev_major: u32, dev_minor: u32) -> Result<FsType> {
-    // SAFETY: statfs is plain data; all-zero is a valid value.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid out-parameter.
-    if unsafe { libc::fstatfs(fd, &mut st) } < 0 {
-        return Err(Error::last_os_error());
-    }
+fn fs_type(fd: BorrowedFd<'_>, dev_major: u32, dev_minor: u32) -> Result<FsType> {
+    let st = rustix::fs::fstatfs(fd).map_err(os)?;
     let mount =
         std::fs::read_to_string("/proc/self/mountinfo").ok().and_then(|text| mount_entry(&text, dev_major, dev_minor));
     Ok(match st.f_type as i64 {

@@ -52,13 +52,37 @@ impl Stream {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Event(pub usize);
 
-/// Which way a copy goes.
+/// Which sides of a copy are device memory: `hipMemcpyKind`, with HIP's values (the same in
+/// every HIP version, and CUDA's `cudaMemcpyKind`). The library's own copies are host to
+/// device and device to host; the mock HIP runtime takes every kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
 pub enum CopyKind {
-    /// Host memory to device memory.
-    HostToDevice,
-    /// Device memory to host memory.
-    DeviceToHost,
+    /// `hipMemcpyHostToHost`.
+    HostToHost = 0,
+    /// `hipMemcpyHostToDevice`.
+    HostToDevice = 1,
+    /// `hipMemcpyDeviceToHost`.
+    DeviceToHost = 2,
+    /// `hipMemcpyDeviceToDevice`.
+    DeviceToDevice = 3,
+    /// `hipMemcpyDefault`: the runtime tells from the addresses.
+    Default = 4,
+}
+
+impl CopyKind {
+    /// The kind HIP's value `kind` names, if any.
+    pub fn from_hip(kind: i32) -> Option<CopyKind> {
+        [
+            CopyKind::HostToHost,
+            CopyKind::HostToDevice,
+            CopyKind::DeviceToHost,
+            CopyKind::DeviceToDevice,
+            CopyKind::Default,
+        ]
+        .into_iter()
+        .find(|k| *k as i32 == kind)
+    }
 }
 
 /// A range of device memory known to lie inside one device allocation: what the driver hands

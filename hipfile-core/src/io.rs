@@ -8,9 +8,7 @@ use crate::error::{Error, OpError, Result};
 pub fn max_rw_count() -> usize {
     static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MAX.get_or_init(|| {
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let page = usize::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or(4096);
+        let page = Some(rustix::param::page_size()).filter(|p| p.is_power_of_two()).unwrap_or(4096);
         i32::MAX as usize & !(page - 1)
     })
 }

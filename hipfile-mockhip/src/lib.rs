@@ -17,9 +17,9 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
-use hipfile_backend_mock::{MemcpyKind, MockGpu};
-use hipfile_core::{Event, GpuRuntime, HipError, MemoryType, Stream};
-use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_backend_mock::MockGpu;
+use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, MemoryType, Stream};
+use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memory_type_v5};
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
 pub const MOCK_HIP_VERSION: c_int = 50_221_153;
@@ -67,15 +67,8 @@ fn stream(s: *mut c_void) -> Stream {
     Stream(s as usize)
 }
 
-fn copy_kind(kind: c_int) -> Result<MemcpyKind, HipError> {
-    Ok(match kind {
-        memcpy_kind::HOST_TO_HOST => MemcpyKind::HostToHost,
-        memcpy_kind::HOST_TO_DEVICE => MemcpyKind::HostToDevice,
-        memcpy_kind::DEVICE_TO_HOST => MemcpyKind::DeviceToHost,
-        memcpy_kind::DEVICE_TO_DEVICE => MemcpyKind::DeviceToDevice,
-        memcpy_kind::DEFAULT => MemcpyKind::Default,
-        _ => return Err(HipError(21)), // hipErrorInvalidMemcpyDirection
-    })
+fn copy_kind(kind: c_int) -> Result<CopyKind, HipError> {
+    CopyKind::from_hip(kind).ok_or(HipError(21)) // hipErrorInvalidMemcpyDirection
 }
 
 /// Marks this library as the mock runtime (see the crate docs); returns [`MOCK_HIP_VERSION`].

@@ -35,6 +35,6 @@ pub use ais::{AmdFileHandle, AmdFileIo};
 pub(crate) use loader::Library;
 pub use loader::LoadError;
 pub use runtime::{
-    Abi, CUDA_LIBRARY_NAMES, HIP_LIBRARY_NAMES, LoadedRuntime, MOCK_MARKER, PointerAttributes, Vendor, memcpy_kind,
-    memory_type_v5, memory_type_v6,
+    Abi, CUDA_LIBRARY_NAMES, HIP_LIBRARY_NAMES, LoadedRuntime, MOCK_MARKER, PointerAttributes, Vendor, memory_type_v5,
+    memory_type_v6,
 };

@@ -52,20 +52,6 @@ impl Vendor {
 /// runtime (whose device memory the host cannot address).
 pub const MOCK_MARKER: &str = "hipfileMockHipRuntime";
 
-/// `hipMemcpyKind` values (the same in every HIP version).
-pub mod memcpy_kind {
-    /// `hipMemcpyHostToHost`.
-    pub const HOST_TO_HOST: i32 = 0;
-    /// `hipMemcpyHostToDevice`.
-    pub const HOST_TO_DEVICE: i32 = 1;
-    /// `hipMemcpyDeviceToHost`.
-    pub const DEVICE_TO_HOST: i32 = 2;
-    /// `hipMemcpyDeviceToDevice`.
-    pub const DEVICE_TO_DEVICE: i32 = 3;
-    /// `hipMemcpyDefault`.
-    pub const DEFAULT: i32 = 4;
-}
-
 /// `hipMemoryType` values of HIP 5.x (Debian 12's headers).
 pub mod memory_type_v5 {
     /// `hipMemoryTypeHost`.
@@ -555,12 +541,8 @@ impl GpuRuntime for LoadedRuntime {
         len: usize,
         stream: Option<Stream>,
     ) -> Result<(), HipError> {
-        let kind = match kind {
-            CopyKind::HostToDevice => memcpy_kind::HOST_TO_DEVICE,
-            CopyKind::DeviceToHost => memcpy_kind::DEVICE_TO_HOST,
-        };
-        // SAFETY: the trait's contract, which is `memcpy_raw`'s for these kinds.
-        unsafe { self.memcpy_raw(dst, src, len, kind, stream) }
+        // SAFETY: the trait's contract, which is `memcpy_raw`'s.
+        unsafe { self.memcpy_raw(dst, src, len, kind as i32, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {

@@ -9,8 +9,8 @@
 use std::mem::{offset_of, size_of};
 
 use hip_runtime_sys as sys;
-use hipfile_core::HipError;
-use hipfile_runtime::{Abi, LoadedRuntime, PointerAttributes, memcpy_kind, memory_type_v5};
+use hipfile_core::{CopyKind, HipError};
+use hipfile_runtime::{Abi, LoadedRuntime, PointerAttributes, memory_type_v5};
 
 #[test]
 fn pointer_attributes_match_hip_5() {
@@ -33,11 +33,11 @@ fn enum_values_match_hip_5() {
     assert_eq!(sys::hipMemoryType::hipMemoryTypeDevice as i32, memory_type_v5::DEVICE);
     assert_eq!(sys::hipMemoryType::hipMemoryTypeArray as i32, memory_type_v5::ARRAY);
     assert_eq!(sys::hipMemoryType::hipMemoryTypeUnified as i32, memory_type_v5::UNIFIED);
-    assert_eq!(sys::hipMemcpyKind::hipMemcpyHostToHost as i32, memcpy_kind::HOST_TO_HOST);
-    assert_eq!(sys::hipMemcpyKind::hipMemcpyHostToDevice as i32, memcpy_kind::HOST_TO_DEVICE);
-    assert_eq!(sys::hipMemcpyKind::hipMemcpyDeviceToHost as i32, memcpy_kind::DEVICE_TO_HOST);
-    assert_eq!(sys::hipMemcpyKind::hipMemcpyDeviceToDevice as i32, memcpy_kind::DEVICE_TO_DEVICE);
-    assert_eq!(sys::hipMemcpyKind::hipMemcpyDefault as i32, memcpy_kind::DEFAULT);
+    assert_eq!(sys::hipMemcpyKind::hipMemcpyHostToHost as i32, CopyKind::HostToHost as i32);
+    assert_eq!(sys::hipMemcpyKind::hipMemcpyHostToDevice as i32, CopyKind::HostToDevice as i32);
+    assert_eq!(sys::hipMemcpyKind::hipMemcpyDeviceToHost as i32, CopyKind::DeviceToHost as i32);
+    assert_eq!(sys::hipMemcpyKind::hipMemcpyDeviceToDevice as i32, CopyKind::DeviceToDevice as i32);
+    assert_eq!(sys::hipMemcpyKind::hipMemcpyDefault as i32, CopyKind::Default as i32);
     for (ours, theirs) in [
         (HipError::INVALID_VALUE, sys::hipError_t::hipErrorInvalidValue),
         (HipError::OUT_OF_MEMORY, sys::hipError_t::hipErrorOutOfMemory),
