@@ -80,7 +80,7 @@ inline Version version()
 /* One backend the platform knows of: available, or why not. */
 struct Capability {
     std::string backend;
-    bool direct;
+    bool p2p;
     bool available;
     std::string why_not;
 };
@@ -124,7 +124,7 @@ public:
     {
         std::vector<Capability> out;
         for (const bridge::Capability &c : detail::call([] { return bridge::capabilities(); })) {
-            out.push_back(Capability{std::string(c.backend), c.direct, c.available, std::string(c.why_not)});
+            out.push_back(Capability{std::string(c.backend), c.p2p, c.available, std::string(c.why_not)});
         }
         return out;
     }
@@ -168,7 +168,7 @@ public:
     int fd() const { return file_->fd(); }
     /* The handle C calls take (hipFileRead(file.handle(), ...)). */
     hipFileHandle_t handle() const { return reinterpret_cast<hipFileHandle_t>(file_->handle()); }
-    /* "" when a direct (storage to GPU) backend would serve this file, else why none would. */
+    /* "" when a p2p (storage to GPU) backend would serve this file, else why none would. */
     std::string p2p_verdict() const
     {
         return std::string(detail::call([&] { return file_->p2p_verdict(); }));
@@ -177,39 +177,45 @@ public:
     /* hipFileRead: the bytes read (fewer at the end of the file). */
     std::size_t read(void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
     {
-        return detail::call(
-            [&] { return file_->read(static_cast<std::uint8_t *>(buffer), size, file_offset, buffer_offset); });
+        return transfer(false, buffer, size, file_offset, buffer_offset);
     }
     /* hipFileWrite: the bytes written. */
     std::size_t write(const void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
     {
-        return detail::call([&] {
-            return file_->write(static_cast<const std::uint8_t *>(buffer), size, file_offset, buffer_offset);
-        });
+        return transfer(true, const_cast<void *>(buffer), size, file_offset, buffer_offset);
     }
     /* hipFileReadAsync: queued on `stream`; the pointed-to values are read when the stream gets
      * there and must live until then; *bytes_read receives the result. */
     void read_async(void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset, ssize_t *bytes_read,
                     hipStream_t stream) const
     {
-        detail::call([&] {
-            file_->read_async(static_cast<std::uint8_t *>(buffer), size, reinterpret_cast<std::int64_t *>(file_offset),
-                              reinterpret_cast<std::int64_t *>(buffer_offset), reinterpret_cast<rust::isize *>(bytes_read),
-                              reinterpret_cast<std::size_t>(stream));
-        });
+        transfer_async(false, buffer, size, file_offset, buffer_offset, bytes_read, stream);
     }
     /* hipFileWriteAsync, as read_async. */
     void write_async(void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset, ssize_t *bytes_written,
                      hipStream_t stream) const
     {
-        detail::call([&] {
-            file_->write_async(static_cast<std::uint8_t *>(buffer), size, reinterpret_cast<std::int64_t *>(file_offset),
-                               reinterpret_cast<std::int64_t *>(buffer_offset),
-                               reinterpret_cast<rust::isize *>(bytes_written), reinterpret_cast<std::size_t>(stream));
-        });
+        transfer_async(true, buffer, size, file_offset, buffer_offset, bytes_written, stream);
     }
 
 private:
+    std::size_t transfer(bool write, void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset) const
+    {
+        return detail::call([&] {
+            return file_->transfer(write, static_cast<std::uint8_t *>(buffer), size, file_offset, buffer_offset);
+        });
+    }
+    void transfer_async(bool write, void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset,
+                        ssize_t *bytes, hipStream_t stream) const
+    {
+        detail::call([&] {
+            file_->transfer_async(write, static_cast<std::uint8_t *>(buffer), size,
+                                  reinterpret_cast<std::int64_t *>(file_offset),
+                                  reinterpret_cast<std::int64_t *>(buffer_offset), reinterpret_cast<rust::isize *>(bytes),
+                                  reinterpret_cast<std::size_t>(stream));
+        });
+    }
+
     rust::Box<bridge::File> file_;
 };
 

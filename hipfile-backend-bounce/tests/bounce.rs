@@ -104,7 +104,7 @@ fn warm_and_cold_reads_at_unaligned_offsets() {
             }
             gpu.memset(dev, 0, data.len() + 8192).unwrap();
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-            let n = unsafe { driver.read(h, dev, len, offset as i64, boff as i64) }.unwrap();
+            let n = unsafe { driver.transfer(Direction::Read, h, dev, len, offset as i64, boff as i64) }.unwrap();
             assert_eq!(n, len, "cold {cold} offset {offset}");
             assert!(device_bytes(&gpu, dev + boff, len) == data[offset..offset + len], "cold {cold} offset {offset}");
         }
@@ -125,7 +125,7 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     // Unaligned at both ends: the edges go through the page cache, the interior does not.
     let (offset, size) = (1000, len - 3000);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, size, offset as i64, offset as i64) }.unwrap(), size);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, size, offset as i64, offset as i64) }.unwrap(), size);
     assert!(device_bytes(&gpu, dev + offset, size) == data[offset..offset + size]);
     let cached = cached_pages(&file, len);
     assert!(cached[0] && cached[(offset + size) / 4096], "edges are read buffered");
@@ -143,7 +143,7 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     let (_dir2, warm) = file_with(&data);
     let h2 = driver.handle_register(warm.as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h2, dev, len, 0, 0) }.unwrap(), len);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h2, dev, len, 0, 0) }.unwrap(), len);
     assert!(device_bytes(&gpu, dev, len) == data);
     assert!(counter("chunks_read_cached") > 0 && counter("chunks_read_direct") == direct_chunks);
 }
@@ -158,15 +158,15 @@ fn reads_past_end_of_file_are_short_then_empty() {
     let dev = gpu.malloc(4 << 20).unwrap();
     // A request split over several threads, most of them past the end.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 4 << 20, 0, 0) }.unwrap(), data.len());
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 0, 0) }.unwrap(), data.len());
     assert!(device_bytes(&gpu, dev, data.len()) == data);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 4096, 999_999, 0) }.unwrap(), 4);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4096, 999_999, 0) }.unwrap(), 4);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 4096, data.len() as i64, 0) }.unwrap(), 0);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4096, data.len() as i64, 0) }.unwrap(), 0);
     evict(&file);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 4 << 20, 4096, 0) }.unwrap(), data.len() - 4096);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 4096, 0) }.unwrap(), data.len() - 4096);
 }
 
 #[test]
@@ -181,9 +181,9 @@ fn writes_land_whole_and_durable_at_unaligned_offsets() {
         gpu.write_device(dev, &data).unwrap();
         file.set_len(0).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.write(h, dev, data.len() - 5, 5, 5) }.unwrap(), data.len() - 5);
+        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, data.len() - 5, 5, 5) }.unwrap(), data.len() - 5);
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.write(h, dev, 5, 0, 0) }.unwrap(), 5);
+        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 5, 0, 0) }.unwrap(), 5);
         assert!(std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap() == data, "durable {durable}");
         gpu.free(dev).unwrap();
     }
@@ -204,14 +204,14 @@ fn a_copy_failing_mid_transfer_fails_the_call() {
         gpu.faults().fail_copy(nth, HipError::LAUNCH_FAILURE);
         assert_eq!(
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-            unsafe { driver.read(h, dev, 1 << 20, 0, 0) },
+            unsafe { driver.transfer(Direction::Read, h, dev, 1 << 20, 0, 0) },
             Err(Error::Hip(HipError::LAUNCH_FAILURE)),
             "read {nth}"
         );
         gpu.faults().fail_copy(nth, HipError::LAUNCH_FAILURE);
         assert_eq!(
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-            unsafe { driver.write(h, dev, 1 << 20, 0, 0) },
+            unsafe { driver.transfer(Direction::Write, h, dev, 1 << 20, 0, 0) },
             Err(Error::Hip(HipError::LAUNCH_FAILURE)),
             "write {nth}"
         );
@@ -219,7 +219,7 @@ fn a_copy_failing_mid_transfer_fails_the_call() {
     gpu.faults().clear();
     // The lanes survive a failure: the next calls work.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
     assert!(device_bytes(&gpu, dev, 1 << 20) == data);
 }
 
@@ -241,14 +241,14 @@ fn staging_memory_is_pinned_once_and_bounded() {
     });
     assert!(ready, "pinned ahead of the first transfer: {:?}", gpu.pinned_allocations());
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
     let after_first = gpu.pinned_allocations();
     assert_eq!(after_first.get(&0), Some(&4));
     for _ in 0..10 {
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.read(h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
+        assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.write(h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
+        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
     }
     assert_eq!(gpu.pinned_allocations(), after_first, "staging reused, never re-pinned");
     assert!(device_bytes(&gpu, dev, 4 << 20) == data);
@@ -272,8 +272,11 @@ fn concurrent_calls_on_one_handle() {
                 for round in 0..4usize {
                     let offset = ((t * 4 + round) % 8) * (1 << 20) + 17;
                     let len = (1 << 20) - 17;
-                    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                    assert_eq!(unsafe { driver.read(h, dev, len, offset as i64, 0) }.unwrap(), len);
+                    assert_eq!(
+                        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                        unsafe { driver.transfer(Direction::Read, h, dev, len, offset as i64, 0) }.unwrap(),
+                        len
+                    );
                     assert!(device_bytes(gpu, dev, len) == data[offset..offset + len]);
                 }
                 gpu.free(dev).unwrap();
@@ -294,10 +297,10 @@ fn several_devices_and_the_callers_device_is_kept() {
     gpu.set_device(0).unwrap();
     let dev0 = gpu.malloc(1 << 20).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev1, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev1, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
     assert_eq!(gpu.current_device(), Ok(0), "the caller's device is left as it was");
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev0, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev0, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
     assert!(device_bytes(&gpu, dev1, 1 << 20) == data && device_bytes(&gpu, dev0, 1 << 20) == data);
     let pinned = gpu.pinned_allocations();
     assert!(pinned.get(&0).is_some_and(|&n| n > 0) && pinned.get(&1).is_some_and(|&n| n > 0), "{pinned:?}");
@@ -311,7 +314,7 @@ fn the_driver_checks_come_first() {
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(4096).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.read(h, dev, 8192, 0, 0) }, Err(OpError::InvalidValue.into()));
+    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 8192, 0, 0) }, Err(OpError::InvalidValue.into()));
 }
 
 #[derive(Clone, Debug)]
@@ -358,7 +361,7 @@ proptest! {
                 Op::Read { offset, len, boff } => {
                     let len = len.min(DEV_LEN - boff);
                     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                    let got = unsafe { driver.read(h, dev, len, offset as i64, boff as i64) }.unwrap();
+                    let got = unsafe { driver.transfer(Direction::Read, h, dev, len, offset as i64, boff as i64) }.unwrap();
                     let expected = len.min(model_file.len().saturating_sub(offset));
                     prop_assert_eq!(got, expected);
                     if got > 0 {
@@ -368,7 +371,7 @@ proptest! {
                 Op::Write { offset, len, boff } => {
                     let len = len.min(DEV_LEN - boff);
                     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                    prop_assert_eq!(unsafe { driver.write(h, dev, len, offset as i64, boff as i64) }.unwrap(), len);
+                    prop_assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, len, offset as i64, boff as i64) }.unwrap(), len);
                     if model_file.len() < offset + len {
                         model_file.resize(offset + len, 0);
                     }

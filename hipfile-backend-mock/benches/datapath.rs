@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hipfile_backend_mock::{MockGpu, MockPlatform};
+use hipfile_core::Direction;
 use hipfile_core::Driver;
 
 const BIG: usize = 256 << 20;
@@ -40,15 +41,19 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("read_256MiB_cached");
     g.throughput(Throughput::Bytes(BIG as u64)).sample_size(20);
     g.bench_function("pread_loop", |b| b.iter(|| black_box(pread_loop(fd, dev, BIG))));
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    g.bench_function("driver", |b| b.iter(|| assert_eq!(unsafe { driver.read(h, dev, BIG, 0, 0) }.unwrap(), BIG)));
+    g.bench_function("driver", |b| {
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        b.iter(|| assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, BIG, 0, 0) }.unwrap(), BIG))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("read_4KiB_cached");
     g.throughput(Throughput::Bytes(4096));
     g.bench_function("pread", |b| b.iter(|| black_box(pread_loop(fd, dev, 4096))));
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    g.bench_function("driver", |b| b.iter(|| assert_eq!(unsafe { driver.read(h, dev, 4096, 0, 0) }.unwrap(), 4096)));
+    g.bench_function("driver", |b| {
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        b.iter(|| assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4096, 0, 0) }.unwrap(), 4096))
+    });
     g.finish();
 }
 

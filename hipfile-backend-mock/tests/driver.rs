@@ -6,6 +6,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use common::{contents, driver, file_with, pattern};
+use hipfile_core::Direction;
 use hipfile_core::{Error, HandleId, HipError, OpError, max_rw_count};
 
 const DRIVER_NOT_INIT: Error = Error::Op(OpError::DriverNotInitialized);
@@ -51,11 +52,15 @@ fn closing_to_zero_drops_every_registration() {
     assert_eq!(d.buffer(dev).unwrap().flags, 7, "flags are kept");
     d.close().unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 4096, 0, 0) }, Err(DRIVER_NOT_INIT), "I/O while closed");
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 4096, 0, 0) }, Err(DRIVER_NOT_INIT), "I/O while closed");
     assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::DriverClosing)));
     d.open().unwrap();
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 4096, 0, 0) }, Err(Error::Op(OpError::HandleNotRegistered)), "stale handle");
+    assert_eq!(
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        unsafe { d.transfer(Direction::Read, h, dev, 4096, 0, 0) },
+        Err(Error::Op(OpError::HandleNotRegistered)),
+        "stale handle"
+    );
     assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::MemoryNotRegistered)));
     // The fd can be registered again: its old registration is gone.
     d.handle_register(f.as_raw_fd()).unwrap();
@@ -69,8 +74,11 @@ fn handles() {
     assert_eq!(d.handle_register(f.as_raw_fd()), Err(Error::Op(OpError::HandleAlreadyRegistered)));
     for garbage in [HandleId(0), HandleId(1), HandleId(0xdead_beef), HandleId(u64::MAX), HandleId(h.0 + 1)] {
         assert_eq!(d.handle_deregister(garbage), Err(Error::Op(OpError::HandleNotRegistered)));
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.read(garbage, 0, 0, 0, 0) }, Err(Error::Op(OpError::HandleNotRegistered)));
+        assert_eq!(
+            // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+            unsafe { d.transfer(Direction::Read, garbage, 0, 0, 0, 0) },
+            Err(Error::Op(OpError::HandleNotRegistered))
+        );
     }
     d.handle_deregister(h).unwrap();
     assert_eq!(d.handle_deregister(h), Err(Error::Op(OpError::HandleNotRegistered)));
@@ -113,13 +121,13 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         let dev = gpu.malloc(1 << 20).unwrap();
         d.buf_register(dev, 1 << 20, 0).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.read(h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20, "{backend}");
+        assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20, "{backend}");
         let mut got = vec![0; 1 << 20];
         gpu.read_device(dev, &mut got).unwrap();
         assert!(got == data, "{backend}");
         // Unaligned: only the bounce path can serve it; p2p alone cannot.
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        let r = unsafe { d.read(h, dev, 1000, 17, 5) };
+        let r = unsafe { d.transfer(Direction::Read, h, dev, 1000, 17, 5) };
         if backend == "p2p" {
             assert_eq!(r, Err(Error::Op(OpError::InternalError)), "no backend accepts");
         } else {
@@ -130,7 +138,7 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         let fresh = pattern(8192, 9);
         gpu.write_device(dev, &fresh).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.write(h, dev, 8192, 4096, 0) }.unwrap(), 8192, "{backend}");
+        assert_eq!(unsafe { d.transfer(Direction::Write, h, dev, 8192, 4096, 0) }.unwrap(), 8192, "{backend}");
         assert!(contents(&f)[4096..4096 + 8192] == fresh[..], "{backend}");
     }
 }
@@ -168,40 +176,46 @@ fn io_argument_rules() {
     d.buf_register(dev, 4096, 0).unwrap();
     let einval = Error::Os(libc::EINVAL);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 16, -1, 0) }, Err(einval.clone()));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 16, -1, 0) }, Err(einval.clone()));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 16, 0, -1) }, Err(einval.clone()));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 16, 0, -1) }, Err(einval.clone()));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.write(h, dev, 16, i64::MIN, 0) }, Err(einval));
+    assert_eq!(unsafe { d.transfer(Direction::Write, h, dev, 16, i64::MIN, 0) }, Err(einval));
     // Bounds follow the registered length (4096), not the allocation (8192).
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 4097, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 4097, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 1, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 1, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 0, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 0, 0, 4096) }, Err(Error::Op(OpError::InvalidValue)));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 2, 0, 4095) }, Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 2, 0, 4095) }, Err(Error::Op(OpError::InvalidValue)));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 1, 0, 4095) }.unwrap(), 1);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 1, 0, 4095) }.unwrap(), 1);
     // A pointer inside the allocation is an unregistered buffer: bounded by the allocation.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev + 4096, 4096, 0, 0) }.unwrap(), 4096);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev + 4096, 4096, 0, 0) }.unwrap(), 4096);
+    assert_eq!(
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        unsafe { d.transfer(Direction::Read, h, dev + 4096, 4097, 0, 0) },
+        Err(Error::Op(OpError::InvalidValue))
+    );
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev + 4096, 4097, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev + 100, 8092, 0, 0) }.unwrap(), 8092);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev + 100, 8092, 0, 0) }.unwrap(), 8092);
     // Not device memory.
     let host = vec![0u8; 4096];
+    assert_eq!(
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        unsafe { d.transfer(Direction::Read, h, host.as_ptr() as usize, 16, 0, 0) },
+        Err(Error::Op(OpError::HipMemoryTypeInvalid))
+    );
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, host.as_ptr() as usize, 16, 0, 0) }, Err(Error::Op(OpError::HipMemoryTypeInvalid)));
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, 0, 16, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, 0, 16, 0, 0) }, Err(Error::Op(OpError::InvalidValue)));
     // Zero-size I/O.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 0, 0, 0) }.unwrap(), 0);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 0, 0, 0) }.unwrap(), 0);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.write(h, dev, 0, 1 << 40, 0) }.unwrap(), 0);
+    assert_eq!(unsafe { d.transfer(Direction::Write, h, dev, 0, 1 << 40, 0) }.unwrap(), 0);
 }
 
 #[test]
@@ -211,17 +225,21 @@ fn short_reads_at_end_of_file() {
     let (_dir, f) = file_with(&data);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(16384).unwrap();
+    assert_eq!(
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        unsafe { d.transfer(Direction::Read, h, dev, 16384, 0, 0) }.unwrap(),
+        10_000,
+        "aligned request past EOF"
+    );
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 16384, 0, 0) }.unwrap(), 10_000, "aligned request past EOF");
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 100, 9_999, 0) }.unwrap(), 1, "last byte");
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 100, 9_999, 0) }.unwrap(), 1, "last byte");
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 100, 10_000, 0) }.unwrap(), 0, "at EOF");
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 100, 10_000, 0) }.unwrap(), 0, "at EOF");
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 4096, 1 << 30, 0) }.unwrap(), 0, "far past EOF");
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 4096, 1 << 30, 0) }.unwrap(), 0, "far past EOF");
     let mut got = vec![0; 10_000];
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 10_000, 0, 1) }.unwrap(), 10_000, "unaligned, staged");
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 10_000, 0, 1) }.unwrap(), 10_000, "unaligned, staged");
     gpu.read_device(dev + 1, &mut got).unwrap();
     assert!(got == data);
 }
@@ -235,9 +253,9 @@ fn writes_extend_the_file() {
     let data = pattern(8192, 5);
     gpu.write_device(dev, &data).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.write(h, dev, 4096, 8192, 0) }.unwrap(), 4096);
+    assert_eq!(unsafe { d.transfer(Direction::Write, h, dev, 4096, 8192, 0) }.unwrap(), 4096);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.write(h, dev, 3, 20_000, 4096) }.unwrap(), 3);
+    assert_eq!(unsafe { d.transfer(Direction::Write, h, dev, 3, 20_000, 4096) }.unwrap(), 3);
     let c = contents(&f);
     assert_eq!(c.len(), 20_003);
     assert!(c[..8192].iter().all(|&b| b == 0) && c[8192..12288] == data[..4096] && c[20_000..] == data[4096..4099]);
@@ -256,18 +274,30 @@ fn injected_file_faults() {
         gpu.faults().short_io(777);
         gpu.faults().eintr_storm(50);
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        let n = unsafe { d.read(h, dev, (1 << 20) - 4096, offset, 0) }.unwrap();
+        let n = unsafe { d.transfer(Direction::Read, h, dev, (1 << 20) - 4096, offset, 0) }.unwrap();
         assert_eq!(n, (1 << 20) - 4096, "{what}");
         gpu.read_device(dev, &mut got[..n]).unwrap();
         assert!(got[..n] == data[offset as usize..offset as usize + n], "{what}");
         gpu.faults().clear();
         gpu.faults().eio_at(300_000);
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.read(h, dev, 1 << 19, offset, 0) }, Err(Error::Os(libc::EIO)), "{what}");
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.write(h, dev, 1 << 19, offset, 0) }, Err(Error::Os(libc::EIO)), "{what}");
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.read(h, dev, 4096, offset, 0) }.unwrap(), 4096, "{what}: bytes before the bad one");
+        assert_eq!(
+            // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+            unsafe { d.transfer(Direction::Read, h, dev, 1 << 19, offset, 0) },
+            Err(Error::Os(libc::EIO)),
+            "{what}"
+        );
+        assert_eq!(
+            // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+            unsafe { d.transfer(Direction::Write, h, dev, 1 << 19, offset, 0) },
+            Err(Error::Os(libc::EIO)),
+            "{what}"
+        );
+        assert_eq!(
+            // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+            unsafe { d.transfer(Direction::Read, h, dev, 4096, offset, 0) }.unwrap(),
+            4096,
+            "{what}: bytes before the bad one"
+        );
         gpu.faults().clear();
     }
 }
@@ -287,7 +317,7 @@ fn no_path_falls_back_only_when_allowed() {
         let dev = gpu.malloc(65536).unwrap();
         gpu.faults().fail_direct_path(errno);
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        let r = unsafe { d.read(h, dev, 65536, 0, 0) };
+        let r = unsafe { d.transfer(Direction::Read, h, dev, 65536, 0, 0) };
         if expect_ok {
             assert_eq!(r.unwrap(), 65536);
             let mut got = vec![0; 65536];
@@ -314,9 +344,9 @@ fn declined_requests_are_counted_for_the_p2p_path_and_served_by_bounce() {
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(65536).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 8192, 0, 0) }, Ok(8192)); // aligned: direct
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 8192, 0, 0) }, Ok(8192)); // aligned: direct
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, 100, 1, 0) }, Ok(100)); // unaligned: declined, staged
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 100, 1, 0) }, Ok(100)); // unaligned: declined, staged
     let counters: std::collections::HashMap<_, _> = d.backend_counters().into_iter().collect();
     assert_eq!(counters["mock-p2p"][..3], [("served_requests", 1), ("served_bytes", 8192), ("declined", 1)]);
     assert_eq!(counters["mock-bounce"][..2], [("served_requests", 1), ("served_bytes", 100)]);
@@ -332,14 +362,14 @@ fn copy_failure_surfaces_as_a_hip_driver_error() {
     let dev = gpu.malloc(8 << 20).unwrap();
     gpu.faults().fail_copy(1, HipError::LAUNCH_FAILURE);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    let e = unsafe { d.read(h, dev, 1000, 1, 0) }.unwrap_err();
+    let e = unsafe { d.transfer(Direction::Read, h, dev, 1000, 1, 0) }.unwrap_err();
     assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
     assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
     assert_eq!(hipfile_core::error::ssize_result(&Err(e)).value, -719);
     let before = contents(&f);
     gpu.faults().fail_copy(2, HipError::UNKNOWN);
     // SAFETY: mock device memory.
-    let e = unsafe { d.write(h, dev, (hipfile_backend_mock::STAGE_SIZE) + 10, 3, 0) };
+    let e = unsafe { d.transfer(Direction::Write, h, dev, (hipfile_backend_mock::STAGE_SIZE) + 10, 3, 0) };
     assert_eq!(e, Err(Error::Hip(HipError::UNKNOWN)));
     // The first chunk reached the file; nothing past the failed copy did, and the call
     // reports the failure rather than a byte count.
@@ -363,7 +393,8 @@ fn concurrent_io_on_one_handle() {
                 let unaligned = (t % 2) as i64;
                 let len = (1 << 20) - unaligned as usize;
                 // SAFETY: mock device memory.
-                let n = unsafe { d.read(h, dev, len, off as i64 + unaligned, off as i64 + unaligned) };
+                let n =
+                    unsafe { d.transfer(Direction::Read, h, dev, len, off as i64 + unaligned, off as i64 + unaligned) };
                 assert_eq!(n.unwrap(), len);
             });
         }
@@ -386,7 +417,7 @@ fn one_call_moves_at_most_the_cap() {
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     let dev = gpu.malloc(len).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, len, 0, 0) }.unwrap(), 0x7fff_f000);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, len, 0, 0) }.unwrap(), 0x7fff_f000);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, dev, len, 0x7fff_f000, 0) }.unwrap(), 8192);
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, len, 0x7fff_f000, 0) }.unwrap(), 8192);
 }

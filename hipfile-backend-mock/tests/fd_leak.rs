@@ -7,6 +7,8 @@ mod common;
 
 use std::os::fd::AsRawFd;
 
+use hipfile_core::Direction;
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
@@ -23,9 +25,9 @@ fn registrations_close_what_they_open() {
         let dev = gpu.malloc(8192).unwrap();
         for h in &handles {
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-            assert_eq!(unsafe { d.read(*h, dev, 8192, 0, 0) }.unwrap(), 8192);
+            assert_eq!(unsafe { d.transfer(Direction::Read, *h, dev, 8192, 0, 0) }.unwrap(), 8192);
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-            assert_eq!(unsafe { d.read(*h, dev, 100, 1, 1) }.unwrap(), 100);
+            assert_eq!(unsafe { d.transfer(Direction::Read, *h, dev, 100, 1, 1) }.unwrap(), 100);
         }
         assert!(open_fds() <= after_clones + 2 * 50, "at most two descriptors per file");
         match round {

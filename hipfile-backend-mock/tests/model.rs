@@ -9,6 +9,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use hipfile_backend_mock::{MockGpu, MockPlatform};
+use hipfile_core::Direction;
 use hipfile_core::error::{SsizeResult, ssize_result};
 use hipfile_core::{Driver, HandleId};
 use proptest::prelude::*;
@@ -255,8 +256,11 @@ impl StateMachineTest for System {
             Step::ReadStale => {
                 let stale = *s.stale.last().unwrap();
                 let expect = if m.use_count == 0 { Err(-(libc::EINVAL + 100_000)) } else { Err(5027) };
-                // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                assert_eq!(c_view(&unsafe { s.driver.read(stale, s.buffers[0], 1, 0, 0) }), expect);
+                assert_eq!(
+                    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+                    c_view(&unsafe { s.driver.transfer(Direction::Read, stale, s.buffers[0], 1, 0, 0) }),
+                    expect
+                );
             }
             Step::RegisterBuffer { buf, len } => {
                 let expect = if m.registered[buf].is_some() {
@@ -285,10 +289,10 @@ impl StateMachineTest for System {
                 let h = s.handle.unwrap_or(HandleId(1));
                 let got = if write {
                     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                    unsafe { s.driver.write(h, s.buffers[buf], size, file_offset, buffer_offset) }
+                    unsafe { s.driver.transfer(Direction::Write, h, s.buffers[buf], size, file_offset, buffer_offset) }
                 } else {
                     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-                    unsafe { s.driver.read(h, s.buffers[buf], size, file_offset, buffer_offset) }
+                    unsafe { s.driver.transfer(Direction::Read, h, s.buffers[buf], size, file_offset, buffer_offset) }
                 };
                 assert_eq!(c_view(&got), expect, "{step:?}");
             }

@@ -7,6 +7,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use hipfile_backend_mock::{Faults, MockBounce};
+use hipfile_core::Direction;
 use hipfile_core::{
     Config, CopyKind, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo,
     Result,
@@ -59,11 +60,11 @@ fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
     let (_dir, f) = common::file_with(&[1; 8192]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    let e = unsafe { d.read(h, BASE, 4000, 0, 8) }.unwrap_err();
+    let e = unsafe { d.transfer(Direction::Read, h, BASE, 4000, 0, 8) }.unwrap_err();
     assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
     assert_eq!(e.to_c_pair(), (OpError::HipDriverError.code(), 719));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    let e = unsafe { d.write(h, BASE, 100, 0, 0) }.unwrap_err();
+    let e = unsafe { d.transfer(Direction::Write, h, BASE, 100, 0, 0) }.unwrap_err();
     assert_eq!(e.to_c_pair(), (5011, 98_765), "unknown HIP codes pass through unchanged");
     assert_eq!(common::contents(&f), vec![1; 8192], "nothing written");
 }
@@ -82,6 +83,6 @@ fn runtime_errors_during_registration() {
     let (_dir, f) = common::file_with(&[0; 64]);
     let h = d.handle_register(f.as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    let r = unsafe { d.read(h, BASE, 64, 0, 0) };
+    let r = unsafe { d.transfer(Direction::Read, h, BASE, 64, 0, 0) };
     assert_eq!(hipfile_core::error::ssize_result(&r).value, -999);
 }

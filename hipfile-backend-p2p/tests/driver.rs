@@ -109,9 +109,9 @@ fn a_call_reaches_the_engine_capped_at_max_rw_count() {
     let f = file();
     let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, BASE, SIZE, 0, 0) }, Ok(max_rw_count()));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, SIZE, 0, 0) }, Ok(max_rw_count()));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.write(h, BASE, 8192, 4096, 4096) }, Ok(8192));
+    assert_eq!(unsafe { d.transfer(Direction::Write, h, BASE, 8192, 4096, 4096) }, Ok(8192));
     assert_eq!(*d.platform().sizes.lock().unwrap(), vec![max_rw_count() as u64, 8192]);
     assert_eq!(d.platform().bounced.load(Ordering::Relaxed), 0);
 }
@@ -130,7 +130,8 @@ fn no_path_goes_to_bounce_other_errors_are_returned() {
         let f = file();
         let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { d.read(h, BASE, 4096, 0, 0) }, expected, "status {status}, compat {compat}");
+        let read = unsafe { d.transfer(Direction::Read, h, BASE, 4096, 0, 0) };
+        assert_eq!(read, expected, "status {status}, compat {compat}");
         let fell_back = d.platform().bounced.load(Ordering::Relaxed);
         assert_eq!(fell_back, u64::from(expected.is_ok()), "status {status}");
     }
@@ -142,16 +143,16 @@ fn unaligned_requests_never_reach_the_engine() {
     let f = file();
     let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, BASE, 4096, 100, 0) }, Ok(4096)); // offset
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4096, 100, 0) }, Ok(4096)); // offset
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, BASE, 4000, 0, 0) }, Ok(4000)); // size
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4000, 0, 0) }, Ok(4000)); // size
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, BASE, 4096, 0, 8) }, Ok(4096)); // address
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4096, 0, 8) }, Ok(4096)); // address
     assert!(d.platform().sizes.lock().unwrap().is_empty());
     assert_eq!(d.platform().bounced.load(Ordering::Relaxed), 3);
     // With P2P only, nothing can serve them: upstream's internal error.
     let d = driver(0, &[("HIPFILE_ALLOW_COMPAT_MODE", "false")]);
     let h = d.handle_register(f.as_file().as_raw_fd()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { d.read(h, BASE, 4000, 0, 0) }, Err(OpError::InternalError.into()));
+    assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4000, 0, 0) }, Err(OpError::InternalError.into()));
 }

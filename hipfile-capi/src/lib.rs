@@ -195,7 +195,9 @@ pub unsafe extern "C" fn hipFileRead(
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
     // SAFETY: the caller's contract.
-    io(|d| unsafe { d.read(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset) })
+    io(|d| unsafe {
+        d.transfer(Direction::Read, HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)
+    })
 }
 
 /// `hipFileWrite`: writes `size` bytes (at most 0x7ffff000) from device memory at
@@ -213,7 +215,9 @@ pub unsafe extern "C" fn hipFileWrite(
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
     // SAFETY: the caller's contract.
-    io(|d| unsafe { d.write(HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset) })
+    io(|d| unsafe {
+        d.transfer(Direction::Write, HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)
+    })
 }
 
 /// One read or write in the `ssize_t` convention; with no driver, the driver is not open.
@@ -385,7 +389,9 @@ pub unsafe extern "C" fn hipFileReadAsync(
     stream: hipStream_t,
 ) -> hipFileError_t {
     // SAFETY: the caller's contract, passed on.
-    unsafe { stream_io(Direction::Read, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_read_p, stream) }
+    unsafe {
+        stream_export(Direction::Read, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_read_p, stream)
+    }
 }
 
 /// `hipFileWriteAsync`: the write counterpart of [`hipFileReadAsync`].
@@ -404,17 +410,25 @@ pub unsafe extern "C" fn hipFileWriteAsync(
 ) -> hipFileError_t {
     // SAFETY: the caller's contract, passed on.
     unsafe {
-        stream_io(Direction::Write, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_written_p, stream)
+        stream_export(
+            Direction::Write,
+            fh,
+            buffer_base,
+            size_p,
+            file_offset_p,
+            buffer_offset_p,
+            bytes_written_p,
+            stream,
+        )
     }
 }
 
-/// One stream-ordered operation: the implicit open (before the arguments are looked at, as
-/// upstream's `DriverInit` tests expect), null checks, then the driver.
+/// `hipFileReadAsync` or `hipFileWriteAsync` in C's convention.
 ///
 /// # Safety
 /// As [`hipFileReadAsync`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn stream_io(
+unsafe fn stream_export(
     direction: Direction,
     fh: hipFileHandle_t,
     buffer_base: *mut c_void,
@@ -424,21 +438,42 @@ unsafe fn stream_io(
     bytes: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
+    let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
     boundary(|| {
-        let d = driver();
-        hipFileError_t::from_result((|| {
-            logged(d.open_implicitly())?;
-            // SAFETY: valid until the stream has run the operation (the caller's contract).
-            let values = unsafe { ffi::CallerValues::new(size, file_offset, buffer_offset, bytes) };
-            let (Some(values), false) = (values, buffer_base.is_null()) else {
-                return Err(OpError::InvalidValue.into());
-            };
-            let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
-            // SAFETY: the memory the operation names, valid until the stream has run it (the
-            // caller's contract).
-            unsafe { d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream) }
-        })())
+        // SAFETY: the caller's contract, passed on.
+        let queued =
+            unsafe { stream_io(direction, handle, buffer_base, size, file_offset, buffer_offset, bytes, stream) };
+        hipFileError_t::from_result(queued)
     })
+}
+
+/// One stream-ordered operation with hipFileReadAsync's rules (semantics §12), for the C
+/// exports and the C++ API alike: the implicit open (before the arguments are looked at, as
+/// upstream's `DriverInit` tests expect), null checks, then the driver.
+///
+/// # Safety
+/// As [`hipFileReadAsync`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn stream_io(
+    direction: Direction,
+    handle: HandleId,
+    buffer_base: *mut c_void,
+    size: *mut usize,
+    file_offset: *mut hoff_t,
+    buffer_offset: *mut hoff_t,
+    bytes: *mut libc::ssize_t,
+    stream: Stream,
+) -> Result<()> {
+    let d = driver();
+    logged(d.open_implicitly())?;
+    // SAFETY: valid until the stream has run the operation (the caller's contract).
+    let values = unsafe { ffi::CallerValues::new(size, file_offset, buffer_offset, bytes) };
+    let (Some(values), false) = (values, buffer_base.is_null()) else {
+        return Err(OpError::InvalidValue.into());
+    };
+    // SAFETY: the memory the operation names, valid until the stream has run it (the caller's
+    // contract).
+    unsafe { d.submit_async(direction, handle, buffer_base as usize, std::sync::Arc::new(values), stream) }
 }
 
 /// `hipFileStreamRegister`: `flags` (`HIPFILE_STREAM_*`, within `HIPFILE_STREAM_FLAGS_MASK`)

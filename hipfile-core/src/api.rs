@@ -154,7 +154,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
     /// One synchronous read or write of this file: the one path of the four above.
     ///
     /// # Safety
-    /// As [`Driver::read`] (or [`Driver::write`] for a write): memory that is not device memory
+    /// As [`Driver::transfer`]: memory that is not device memory
     /// must be valid for the whole range, for the call's duration.
     unsafe fn transfer(
         &self,
@@ -164,7 +164,8 @@ impl<P: Platform> RegisteredFile<'_, P> {
         file_offset: u64,
         buffer_offset: u64,
     ) -> Result<usize> {
-        self.driver.plan(direction, self.id, addr, size, offset(file_offset)?, offset(buffer_offset)?)?.run()
+        // SAFETY: the caller's contract, which is `Driver::transfer`'s.
+        unsafe { self.driver.transfer(direction, self.id, addr, size, offset(file_offset)?, offset(buffer_offset)?) }
     }
 
     /// Reads `size` bytes into `buffer` from its start, looping over the per-call cap; stops

@@ -190,12 +190,13 @@ impl<B> Deferred<B> {
         let plan = plan_io(self.buffer_base, self.buffer_len, size, file_offset, buffer_offset)?;
         let target = match self.host {
             Some(durable) => Target::Host { addr: plan.device_addr, len: plan.size, durable },
-            // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer,
-            // which is either registered device memory (checked against its allocation at
-            // registration) or the rest of the device allocation the runtime reported when
-            // this was looked up.
             None => {
-                Target::Device { memory: unsafe { DeviceSpan::new(plan.device_addr, plan.size) }, device: self.device }
+                // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer,
+                // which is either registered device memory (checked against its allocation at
+                // registration) or the rest of the device allocation the runtime reported when
+                // this was looked up.
+                let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
+                Target::Device { memory, device: self.device }
             }
         };
         let flight = InFlight {
@@ -659,46 +660,34 @@ impl<P: Platform> Driver<P> {
         self.read_state().open.as_ref()?.buffers.get(&base).copied()
     }
 
-    /// `hipFileRead`: reads up to `size` bytes at `file_offset` into device memory at
-    /// `buffer_base + buffer_offset`. Returns the bytes read: fewer at end of file, and at
-    /// most `max_rw_count()` per call.
+    /// `hipFileRead` (`direction` read: up to `size` bytes at `file_offset` into memory at
+    /// `buffer_base + buffer_offset`) and `hipFileWrite` (write: `size` bytes from there to the
+    /// file at `file_offset`). Returns the bytes moved: at most `max_rw_count()` per call, and
+    /// for a read fewer at end of file.
     ///
     /// # Safety
     /// If `buffer_base` is not device memory of the runtime (host memory, where the
     /// configuration allows it, semantics §4), `[buffer_base + buffer_offset, + size)` must be
-    /// valid for writes for the whole call. Device memory is checked against the runtime's
-    /// allocation (or the registration) instead. The typed, safe way is
-    /// [`RegisteredFile::read`](crate::RegisteredFile::read). Safe code cannot call this one:
+    /// valid for the whole call: for writes when reading the file, for reads when writing it.
+    /// Device memory is checked against the runtime's allocation (or the registration)
+    /// instead. The typed, safe way is [`RegisteredFile::read`](crate::RegisteredFile::read)
+    /// and its siblings. Safe code cannot call this one:
     /// ```compile_fail,E0133
-    /// fn read_anywhere<P: hipfile_core::Platform>(d: &hipfile_core::Driver<P>, h: hipfile_core::HandleId) {
-    ///     let _ = d.read(h, 0xdead_beef, 4096, 0, 0); // an address: the caller vouches for it
+    /// use hipfile_core::{Direction, Driver, HandleId, Platform};
+    /// fn read_anywhere<P: Platform>(d: &Driver<P>, h: HandleId) {
+    ///     let _ = d.transfer(Direction::Read, h, 0xdead_beef, 4096, 0, 0); // the caller vouches for it
     /// }
     /// ```
-    pub unsafe fn read(
+    pub unsafe fn transfer(
         &self,
+        direction: Direction,
         handle: HandleId,
         buffer_base: usize,
         size: usize,
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        self.plan(Direction::Read, handle, buffer_base, size, file_offset, buffer_offset)?.run()
-    }
-
-    /// `hipFileWrite`: writes `size` bytes (at most `max_rw_count()` per call) from device
-    /// memory at `buffer_base + buffer_offset` to the file at `file_offset`.
-    ///
-    /// # Safety
-    /// As [`read`](Self::read), with the host range valid for reads.
-    pub unsafe fn write(
-        &self,
-        handle: HandleId,
-        buffer_base: usize,
-        size: usize,
-        file_offset: i64,
-        buffer_offset: i64,
-    ) -> Result<usize> {
-        self.plan(Direction::Write, handle, buffer_base, size, file_offset, buffer_offset)?.run()
+        self.plan(direction, handle, buffer_base, size, file_offset, buffer_offset)?.run()
     }
 
     /// The one I/O path up to moving the bytes: checks, in upstream's order, driver open

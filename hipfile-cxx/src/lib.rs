@@ -23,7 +23,12 @@ use hipfile_capi::driver;
 
 /// The bridge: what C++ sees (namespace `hipfile::bridge`), used through `hipfile.hpp`. The
 /// `unsafe` in the code `cxx` generates is its own (checked by its authors, not annotated).
-#[allow(unreachable_pub, clippy::multiple_unsafe_ops_per_block, clippy::undocumented_unsafe_blocks)]
+#[allow(
+    unreachable_pub,
+    clippy::multiple_unsafe_ops_per_block,
+    clippy::undocumented_unsafe_blocks,
+    clippy::too_many_arguments // the stream-ordered calls take C's seven values and the direction
+)]
 #[cxx::bridge(namespace = "hipfile::bridge")]
 mod ffi {
     /// What the last failing call of this thread reported.
@@ -48,8 +53,8 @@ mod ffi {
     /// One backend the platform knows of: available, or why not.
     struct Capability {
         backend: String,
-        /// A direct (storage to GPU) backend, else a bounce one.
-        direct: bool,
+        /// A p2p (storage to GPU) backend, else a bounce one.
+        p2p: bool,
         available: bool,
         why_not: String,
     }
@@ -98,31 +103,17 @@ mod ffi {
         fn fd(self: &File) -> i32;
         fn handle(self: &File) -> usize;
         fn p2p_verdict(self: &File) -> Result<String>;
-        unsafe fn read(
+        unsafe fn transfer(
             self: &File,
+            write: bool,
             buffer: *mut u8,
             size: usize,
             file_offset: i64,
             buffer_offset: i64,
         ) -> Result<usize>;
-        unsafe fn write(
+        unsafe fn transfer_async(
             self: &File,
-            buffer: *const u8,
-            size: usize,
-            file_offset: i64,
-            buffer_offset: i64,
-        ) -> Result<usize>;
-        unsafe fn read_async(
-            self: &File,
-            buffer: *mut u8,
-            size: *mut usize,
-            file_offset: *mut i64,
-            buffer_offset: *mut i64,
-            bytes: *mut isize,
-            stream: usize,
-        ) -> Result<()>;
-        unsafe fn write_async(
-            self: &File,
+            write: bool,
             buffer: *mut u8,
             size: *mut usize,
             file_offset: *mut i64,
@@ -222,7 +213,7 @@ fn capabilities() -> Result<Vec<ffi::Capability>> {
             .capabilities()?
             .into_iter()
             .map(|c| ffi::Capability {
-                direct: c.kind == hipfile::BackendKind::P2p,
+                p2p: c.kind == hipfile::BackendKind::P2p,
                 available: c.available.is_ok(),
                 why_not: c.available.err().unwrap_or_default(),
                 backend: c.backend,
@@ -300,59 +291,33 @@ impl File {
         })
     }
 
-    /// # Safety
-    /// As `hipFileRead`: `buffer` is device memory the driver checks against its allocation.
-    unsafe fn read(&self, buffer: *mut u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
-        // SAFETY: the caller's contract, as above.
-        guarded(|| unsafe { driver().read(self.id, buffer as usize, size, file_offset, buffer_offset) })
-    }
-
-    /// # Safety
-    /// As `hipFileWrite`.
-    unsafe fn write(&self, buffer: *const u8, size: usize, file_offset: i64, buffer_offset: i64) -> Result<usize> {
-        // SAFETY: the caller's contract, as above.
-        guarded(|| unsafe { driver().write(self.id, buffer as usize, size, file_offset, buffer_offset) })
-    }
-
-    /// # Safety
-    /// As `hipFileReadAsync`: the pointers stay valid until the stream has run the operation.
-    unsafe fn read_async(
-        &self,
-        buffer: *mut u8,
-        size: *mut usize,
-        file_offset: *mut i64,
-        buffer_offset: *mut i64,
-        bytes: *mut isize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller keeps hipFileReadAsync's contract, which `queue` requires.
-        unsafe { self.queue(hipfile_capi::hipFileReadAsync, buffer, size, file_offset, buffer_offset, bytes, stream) }
-    }
-
-    /// # Safety
-    /// As `hipFileWriteAsync`.
-    unsafe fn write_async(
-        &self,
-        buffer: *mut u8,
-        size: *mut usize,
-        file_offset: *mut i64,
-        buffer_offset: *mut i64,
-        bytes: *mut isize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller keeps hipFileWriteAsync's contract, which `queue` requires.
-        unsafe { self.queue(hipfile_capi::hipFileWriteAsync, buffer, size, file_offset, buffer_offset, bytes, stream) }
-    }
-
-    /// Queues a stream-ordered operation through the C call `call` (hipFileReadAsync's or
-    /// hipFileWriteAsync's signature), which keeps its rules in one place.
+    /// `hipFileRead` (`write` false) or `hipFileWrite`.
     ///
     /// # Safety
-    /// As `call`.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn queue(
+    /// As `hipFileRead`: `buffer` is device memory the driver checks against its allocation.
+    unsafe fn transfer(
         &self,
-        call: AsyncCall,
+        write: bool,
+        buffer: *mut u8,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<usize> {
+        // SAFETY: the caller's contract, as above.
+        guarded(|| unsafe {
+            driver().transfer(direction(write), self.id, buffer as usize, size, file_offset, buffer_offset)
+        })
+    }
+
+    /// `hipFileReadAsync` (`write` false) or `hipFileWriteAsync`: the C library's own rules,
+    /// through the same Rust function as its exports.
+    ///
+    /// # Safety
+    /// As `hipFileReadAsync`: the pointers stay valid until the stream has run the operation.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn transfer_async(
+        &self,
+        write: bool,
         buffer: *mut u8,
         size: *mut usize,
         file_offset: *mut i64,
@@ -360,35 +325,16 @@ impl File {
         bytes: *mut isize,
         stream: usize,
     ) -> Result<()> {
-        let fh = self.id.0 as hipfile_capi::hipFileHandle_t;
-        // SAFETY: the caller's contract is `call`'s.
-        let e = unsafe { call(fh, buffer.cast(), size, file_offset, buffer_offset, bytes, stream as _) };
-        checked(e)
+        let (dir, stream) = (direction(write), hipfile::Stream(stream));
+        // SAFETY: the caller keeps hipFileReadAsync's contract, which `stream_io` requires.
+        guarded(|| unsafe {
+            hipfile_capi::stream_io(dir, self.id, buffer.cast(), size, file_offset, buffer_offset, bytes, stream)
+        })
     }
 }
 
-/// The signature of `hipFileReadAsync` and `hipFileWriteAsync`.
-type AsyncCall = unsafe extern "C" fn(
-    hipfile_capi::hipFileHandle_t,
-    *mut std::ffi::c_void,
-    *mut usize,
-    *mut hipfile_capi::hoff_t,
-    *mut hipfile_capi::hoff_t,
-    *mut libc::ssize_t,
-    hipfile_capi::hipStream_t,
-) -> hipfile_capi::hipFileError_t;
-
-/// A C call's `hipFileError_t` as a result.
-fn checked(e: hipfile_capi::hipFileError_t) -> Result<()> {
-    if e.err == 0 {
-        return Ok(());
-    }
-    let error = match OpError::from_code(e.err) {
-        Some(OpError::HipDriverError) => Error::Hip(hipfile::HipError(e.hip_drv_err)),
-        Some(op) => Error::Op(op),
-        None => Error::Op(OpError::InternalError),
-    };
-    Err(error.into())
+fn direction(write: bool) -> Direction {
+    if write { Direction::Write } else { Direction::Read }
 }
 
 /// A registered buffer: deregistered when dropped.
@@ -452,7 +398,7 @@ impl Batch {
             let entries: Vec<BatchEntry> = ios
                 .iter()
                 .map(|io| BatchEntry {
-                    direction: if io.write { Direction::Write } else { Direction::Read },
+                    direction: direction(io.write),
                     handle: HandleId(io.file as u64),
                     buffer_base: io.buffer,
                     buffer_offset: io.buffer_offset,

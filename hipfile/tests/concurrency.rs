@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hipfile::SystemPlatform;
+use hipfile::{Direction, SystemPlatform};
 use hipfile_backend_mock::MockGpu;
 use hipfile_core::{Driver, Error, GpuRuntime, HandleId, OpError};
 
@@ -177,7 +177,7 @@ impl Worker<'_> {
     fn stale_io(&mut self) {
         let Some(stale) = self.files.iter().find_map(|f| f.stale) else { return };
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        let r = unsafe { self.driver.read(stale, self.buffers[0].addr, 4096, 0, 0) };
+        let r = unsafe { self.driver.transfer(Direction::Read, stale, self.buffers[0].addr, 4096, 0, 0) };
         assert!(matches!(r, Err(ref e) if closed_under_us(e)), "I/O on a deregistered handle: {r:?}");
     }
 
@@ -199,7 +199,7 @@ impl Worker<'_> {
         let canary: Vec<u8> = vec![0xA5; BUF_LEN];
         self.gpu.write_device(addr, &canary).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        match unsafe { self.driver.read(id, addr, size, off as i64, boff as i64) } {
+        match unsafe { self.driver.transfer(Direction::Read, id, addr, size, off as i64, boff as i64) } {
             Ok(n) => {
                 let expected = &self.files[fi].bytes[off.min(FILE_LEN)..(off + size).min(FILE_LEN)];
                 assert_eq!(n, expected.len(), "read of {size} at {off}");
@@ -222,7 +222,7 @@ impl Worker<'_> {
         let addr = self.buffers[bi].addr;
         self.gpu.write_device(addr, &data).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        match unsafe { self.driver.write(id, addr, size, off as i64, boff as i64) } {
+        match unsafe { self.driver.transfer(Direction::Write, id, addr, size, off as i64, boff as i64) } {
             Ok(n) => {
                 assert_eq!(n, size);
                 self.files[fi].bytes[off..off + size].copy_from_slice(&data[boff..boff + size]);
