@@ -80,21 +80,6 @@ fn guide_example(flavour: Flavour, backend: &str) {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr of the example");
 }
 
-#[test]
-fn amds_complete_example_runs_unchanged() {
-    guide_example(Flavour::Plain, "auto");
-}
-
-#[test]
-fn amds_complete_example_under_sanitizers() {
-    guide_example(Flavour::Sanitized, "auto");
-}
-
-#[test]
-fn amds_complete_example_with_bounce() {
-    guide_example(Flavour::Sanitized, "bounce");
-}
-
 /// `copy` moves an odd-sized file through GPU memory; the result must equal the source.
 fn copy(flavour: Flavour, backend: &str) {
     let data = pattern((3 << 20) + 4567, 7);
@@ -104,36 +89,6 @@ fn copy(flavour: Flavour, backend: &str) {
     let out = run_ok(&mut program(&exe, &[&src, &dst], &[("HIPFILE_BACKEND", backend)]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("copied {} bytes", data.len()));
     assert!(std::fs::read(&dst).expect("copy output") == data, "copy differs from its source");
-}
-
-#[test]
-fn copy_through_gpu_memory_auto() {
-    copy(Flavour::Plain, "auto");
-}
-
-#[test]
-fn copy_through_gpu_memory_bounce() {
-    copy(Flavour::Plain, "bounce");
-}
-
-#[test]
-fn copy_through_gpu_memory_mock() {
-    copy(Flavour::Plain, "mock");
-}
-
-#[test]
-fn copy_under_sanitizers() {
-    copy(Flavour::Sanitized, "auto");
-}
-
-#[test]
-fn copy_with_bounce_under_sanitizers() {
-    copy(Flavour::Sanitized, "bounce");
-}
-
-#[test]
-fn copy_with_the_static_library() {
-    copy(Flavour::Static, "auto");
 }
 
 /// `batch`: the batch API case by case (tests/c/batch.c).
@@ -146,21 +101,6 @@ fn batch(flavour: Flavour, backend: &str) {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
-#[test]
-fn batches_as_upstreams_tests_have_them_auto() {
-    batch(Flavour::Plain, "auto");
-}
-
-#[test]
-fn batches_as_upstreams_tests_have_them_bounce() {
-    batch(Flavour::Plain, "bounce");
-}
-
-#[test]
-fn batches_under_sanitizers() {
-    batch(Flavour::Sanitized, "auto");
-}
-
 /// `async`: stream-ordered I/O case by case (tests/c/async.c), with `signal` telling the
 /// stream it has reached an operation.
 fn stream_ordered(flavour: Flavour, backend: &str, signal: &str) {
@@ -171,46 +111,11 @@ fn stream_ordered(flavour: Flavour, backend: &str, signal: &str) {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
 
-#[test]
-fn stream_ordered_io_as_upstreams_tests_have_it_auto() {
-    stream_ordered(Flavour::Plain, "auto", "hostfn");
-}
-
-#[test]
-fn stream_ordered_io_as_upstreams_tests_have_it_bounce() {
-    stream_ordered(Flavour::Plain, "bounce", "hostfn");
-}
-
-#[test]
-fn stream_ordered_io_signalled_by_events() {
-    stream_ordered(Flavour::Plain, "bounce", "event");
-}
-
-#[test]
-fn stream_ordered_io_inline() {
-    stream_ordered(Flavour::Plain, "bounce", "inline");
-}
-
-#[test]
-fn stream_ordered_io_under_sanitizers() {
-    stream_ordered(Flavour::Sanitized, "auto", "hostfn");
-}
-
 /// `params`: parameters and driver properties (tests/c/params.c).
 fn params(flavour: Flavour) {
     let exe = build("params", flavour, &[]);
     let out = run_ok(&mut program(&exe, &[], &[]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
-}
-
-#[test]
-fn parameters_as_upstreams_tests_have_them() {
-    params(Flavour::Plain);
-}
-
-#[test]
-fn parameters_under_sanitizers() {
-    params(Flavour::Sanitized);
 }
 
 /// `host`: host memory as the buffer, once the parameter allows it (tests/c/host.c).
@@ -219,21 +124,6 @@ fn host_memory(flavour: Flavour, backend: &str) {
     let dir = scratch("c-data");
     let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
-}
-
-#[test]
-fn host_memory_buffers_when_allowed_auto() {
-    host_memory(Flavour::Plain, "auto");
-}
-
-#[test]
-fn host_memory_buffers_when_allowed_bounce() {
-    host_memory(Flavour::Plain, "bounce");
-}
-
-#[test]
-fn host_memory_buffers_under_sanitizers() {
-    host_memory(Flavour::Sanitized, "auto");
 }
 
 /// `stats`: the statistics after a known sequence of calls (tests/c/stats.c), read once more
@@ -272,26 +162,6 @@ fn statistics(flavour: Flavour, backend: &str, path: &str, bounced: bool) {
     assert_eq!(seen > 0, bounced, "retries on bounce counted: {seen}");
 }
 
-#[test]
-fn statistics_of_the_p2p_path() {
-    statistics(Flavour::Plain, "auto", "p2p", false);
-}
-
-#[test]
-fn statistics_of_the_bounce_path() {
-    statistics(Flavour::Plain, "bounce", "bounce", false);
-}
-
-#[test]
-fn statistics_of_a_retry_on_the_bounce_path() {
-    statistics(Flavour::Plain, "auto", "bounce", true);
-}
-
-#[test]
-fn statistics_under_sanitizers() {
-    statistics(Flavour::Sanitized, "auto", "p2p", false);
-}
-
 /// `logging`: the logging parameters send the library's messages to a file in a directory.
 #[test]
 fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {
@@ -312,21 +182,6 @@ fn devices(flavour: Flavour, backend: &str) {
     let env = [("HIPFILE_MOCK_DEVICES", "2"), ("HIPFILE_BACKEND", backend), ANY_FS];
     let out = run_ok(&mut program(&exe, &[&src, &dst], &env));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
-}
-
-#[test]
-fn memory_of_any_device_whatever_device_is_current_auto() {
-    devices(Flavour::Plain, "auto");
-}
-
-#[test]
-fn memory_of_any_device_whatever_device_is_current_bounce() {
-    devices(Flavour::Plain, "bounce");
-}
-
-#[test]
-fn memory_of_any_device_under_sanitizers() {
-    devices(Flavour::Sanitized, "auto");
 }
 
 /// Whether files in the scratch directory can be opened with `O_DIRECT` (the p2p path
@@ -434,41 +289,11 @@ fn errors(flavour: Flavour, backend: &str) {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all error paths behave");
 }
 
-#[test]
-fn every_error_path() {
-    errors(Flavour::Plain, "auto");
-}
-
-#[test]
-fn every_error_path_under_sanitizers() {
-    errors(Flavour::Sanitized, "auto");
-}
-
-#[test]
-fn every_error_path_with_bounce() {
-    errors(Flavour::Sanitized, "bounce");
-}
-
 fn threads(flavour: Flavour, backend: &str) {
     let file = write_file(&format!("threads-{}-{backend}", flavour as u8), &pattern(8192, 3));
     let exe = build("threads", flavour, &[]);
     let out = run_ok(&mut program(&exe, &[&file], &[("HIPFILE_BACKEND", backend)]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "64 threads opened the driver once");
-}
-
-#[test]
-fn sixty_four_threads_open_the_driver_once() {
-    threads(Flavour::Plain, "auto");
-}
-
-#[test]
-fn sixty_four_threads_under_sanitizers() {
-    threads(Flavour::Sanitized, "auto");
-}
-
-#[test]
-fn sixty_four_threads_with_bounce() {
-    threads(Flavour::Sanitized, "bounce");
 }
 
 /// Runs `open` and returns its stdout ("<err> <hip_drv_err> <use count>") and stderr.
@@ -532,26 +357,6 @@ fn signals(flavour: Flavour, backend: &str, hz: &str) {
     );
     eprintln!("{backend} {hz} Hz: {line}");
     let _ = (std::fs::remove_file(file), std::fs::remove_file(out));
-}
-
-#[test]
-fn no_corruption_under_signals_bounce_1khz() {
-    signals(Flavour::Plain, "bounce", "1000");
-}
-
-#[test]
-fn no_corruption_under_signals_bounce_10khz() {
-    signals(Flavour::Plain, "bounce", "10000");
-}
-
-#[test]
-fn no_corruption_under_signals_auto_10khz() {
-    signals(Flavour::Plain, "auto", "10000");
-}
-
-#[test]
-fn no_corruption_under_signals_under_sanitizers() {
-    signals(Flavour::Sanitized, "bounce", "1000");
 }
 
 #[test]
@@ -713,11 +518,6 @@ fn faults_eio_in_the_middle_is_reported() {
 }
 
 #[test]
-fn faults_a_full_disk_is_reported() {
-    fault_scenario("enospc_at:7340032", [Some("ok"), Some("errno=28")], &[], SEEN_PATHS);
-}
-
-#[test]
 fn faults_the_file_size_limit_is_reported() {
     // RLIMIT_FSIZE is the kernel's own fault: every path sees it (writes only).
     fault_scenario("none", [None, Some("errno=27")], &["fsize"], ALL_PATHS);
@@ -748,7 +548,53 @@ fn asan_runtime() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-#[test]
-fn faults_slow_io_still_completes() {
-    fault_scenario("slow:300", [Some("ok"), Some("ok")], &[], &["bounce-syscalls", "p2p"]);
+/// One test per row: the C program runs above, in each flavour and configuration that matters.
+macro_rules! runs {
+    ($($name:ident => $run:expr,)*) => {
+        $(#[test] fn $name() { $run; })*
+    };
+}
+
+runs! {
+    amds_complete_example_runs_unchanged => guide_example(Flavour::Plain, "auto"),
+    amds_complete_example_under_sanitizers => guide_example(Flavour::Sanitized, "auto"),
+    amds_complete_example_with_bounce => guide_example(Flavour::Sanitized, "bounce"),
+    copy_through_gpu_memory_auto => copy(Flavour::Plain, "auto"),
+    copy_through_gpu_memory_bounce => copy(Flavour::Plain, "bounce"),
+    copy_through_gpu_memory_mock => copy(Flavour::Plain, "mock"),
+    copy_under_sanitizers => copy(Flavour::Sanitized, "auto"),
+    copy_with_bounce_under_sanitizers => copy(Flavour::Sanitized, "bounce"),
+    copy_with_the_static_library => copy(Flavour::Static, "auto"),
+    batches_as_upstreams_tests_have_them_auto => batch(Flavour::Plain, "auto"),
+    batches_as_upstreams_tests_have_them_bounce => batch(Flavour::Plain, "bounce"),
+    batches_under_sanitizers => batch(Flavour::Sanitized, "auto"),
+    stream_ordered_io_as_upstreams_tests_have_it_auto => stream_ordered(Flavour::Plain, "auto", "hostfn"),
+    stream_ordered_io_as_upstreams_tests_have_it_bounce => stream_ordered(Flavour::Plain, "bounce", "hostfn"),
+    stream_ordered_io_signalled_by_events => stream_ordered(Flavour::Plain, "bounce", "event"),
+    stream_ordered_io_inline => stream_ordered(Flavour::Plain, "bounce", "inline"),
+    stream_ordered_io_under_sanitizers => stream_ordered(Flavour::Sanitized, "auto", "hostfn"),
+    parameters_as_upstreams_tests_have_them => params(Flavour::Plain),
+    parameters_under_sanitizers => params(Flavour::Sanitized),
+    host_memory_buffers_when_allowed_auto => host_memory(Flavour::Plain, "auto"),
+    host_memory_buffers_when_allowed_bounce => host_memory(Flavour::Plain, "bounce"),
+    host_memory_buffers_under_sanitizers => host_memory(Flavour::Sanitized, "auto"),
+    statistics_of_the_p2p_path => statistics(Flavour::Plain, "auto", "p2p", false),
+    statistics_of_the_bounce_path => statistics(Flavour::Plain, "bounce", "bounce", false),
+    statistics_of_a_retry_on_the_bounce_path => statistics(Flavour::Plain, "auto", "bounce", true),
+    statistics_under_sanitizers => statistics(Flavour::Sanitized, "auto", "p2p", false),
+    memory_of_any_device_whatever_device_is_current_auto => devices(Flavour::Plain, "auto"),
+    memory_of_any_device_whatever_device_is_current_bounce => devices(Flavour::Plain, "bounce"),
+    memory_of_any_device_under_sanitizers => devices(Flavour::Sanitized, "auto"),
+    every_error_path => errors(Flavour::Plain, "auto"),
+    every_error_path_under_sanitizers => errors(Flavour::Sanitized, "auto"),
+    every_error_path_with_bounce => errors(Flavour::Sanitized, "bounce"),
+    sixty_four_threads_open_the_driver_once => threads(Flavour::Plain, "auto"),
+    sixty_four_threads_under_sanitizers => threads(Flavour::Sanitized, "auto"),
+    sixty_four_threads_with_bounce => threads(Flavour::Sanitized, "bounce"),
+    no_corruption_under_signals_bounce_1khz => signals(Flavour::Plain, "bounce", "1000"),
+    no_corruption_under_signals_bounce_10khz => signals(Flavour::Plain, "bounce", "10000"),
+    no_corruption_under_signals_auto_10khz => signals(Flavour::Plain, "auto", "10000"),
+    no_corruption_under_signals_under_sanitizers => signals(Flavour::Sanitized, "bounce", "1000"),
+    faults_a_full_disk_is_reported => fault_scenario("enospc_at:7340032", [Some("ok"), Some("errno=28")], &[], SEEN_PATHS),
+    faults_slow_io_still_completes => fault_scenario("slow:300", [Some("ok"), Some("ok")], &[], &["bounce-syscalls", "p2p"]),
 }
