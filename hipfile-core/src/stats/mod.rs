@@ -1,6 +1,6 @@
 //! Statistics (semantics §14): what the library did, counted as it does it, readable by the
 //! process itself (`hipFileGetStatsL1/L2/L3`) and, while it runs, by another process of the
-//! same user ([`Remote`]).
+//! same user (through a [`Publisher`]; `hipfile::stats::Remote` reads it).
 //!
 //! The counters live in one region of 64-bit words: a header, then 64 slots. A thread owns a
 //! slot until it ends and counts into it with plain loads and stores (no locked instruction,
