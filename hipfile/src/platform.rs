@@ -27,7 +27,23 @@ hipfile_core::backend_set! {
     }
 }
 
-/// A GPU runtime and the backends over it.
+/// A GPU runtime and the backends over it: what a [`Driver`](crate::Driver) runs on. The
+/// runtime is the one the process already uses, else one with a device (HIP, then CUDA), else,
+/// with the `mock` feature, a GPU emulated in host memory.
+///
+/// # Example
+/// ```
+/// use hipfile::SystemPlatform;
+///
+/// let (platform, why_mock) = SystemPlatform::discover_or_mock();
+/// match why_mock {
+///     None => println!("GPU runtime: {}", platform.description()),
+///     Some(why) => println!("no GPU runtime ({why}): the mock GPU serves"),
+/// }
+/// let devices = platform.runtime().device_count()?;
+/// assert!(devices >= 1);
+/// # Ok::<(), hipfile::HipError>(())
+/// ```
 pub struct SystemPlatform {
     gpu: Arc<dyn GpuRuntime>,
     /// The loaded runtime (`None`: the in-process mock GPU).

@@ -18,14 +18,45 @@
 
 use std::io::{Error, ErrorKind, IoSlice, IoSliceMut, Result};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-pub use hipfile_core::stats::{Counter, MAX_GPUS, Path, SIZE_CLASSES, Snapshot, Stats, Totals, size_class};
+/// The counters at one moment: a driver's own ([`Driver::stats`](crate::Driver::stats)), or
+/// another process's ([`Remote::snapshot`]).
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use hipfile::stats::Path;
+/// use hipfile::{Direction, Driver, DriverGuard, GpuRuntime, SystemPlatform};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let path = std::env::temp_dir().join(format!("hipfile-doc-stats-{}", std::process::id()));
+/// # std::fs::write(&path, vec![1u8; 4096])?;
+/// let (platform, _) = SystemPlatform::discover_or_mock();
+/// let gpu = Arc::clone(platform.runtime());
+/// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?; // counts at level 1
+/// let file = std::fs::File::open(&path)?;
+/// let handle = guard.register_file(&file)?;
+/// let dev = gpu.device_alloc(4096)?;
+/// let buffer = guard.register_buffer(dev, 4096)?;
+/// handle.read(&buffer, 4096, 0, 0)?;
+/// let snap = guard.driver().stats().snapshot();
+/// let read = snap.totals(Direction::Read, None, None);
+/// assert_eq!((read.ok, read.bytes), (1, 4096));
+/// println!("p2p: {:?}", snap.totals(Direction::Read, Some(Path::P2p), None));
+/// # drop((handle, buffer));
+/// # // SAFETY: allocated above, no longer used.
+/// # unsafe { gpu.device_free(dev) }?;
+/// # std::fs::remove_file(path)?;
+/// # Ok(()) }
+/// ```
+pub use hipfile_core::stats::Snapshot;
+pub use hipfile_core::stats::{Counter, MAX_GPUS, Path, SIZE_CLASSES, Stats, Totals, size_class};
 use hipfile_core::stats::{Published, Publisher};
 use rustix::event::{EventfdFlags, PollFd, PollFlags};
 use rustix::fs::{MemfdFlags, Mode, OFlags, SealFlags};
@@ -95,7 +126,7 @@ unsafe impl Published for Shared {
         if self.server.is_some() {
             return;
         }
-        match Server::start(self.readonly.try_clone()) {
+        match Server::start(self.readonly.as_raw_fd()) {
             Ok(server) => self.server = Some(server),
             Err(e) => tracing::debug!("statistics are not published to other processes: {e}"),
         }
@@ -128,42 +159,54 @@ impl Drop for Shared {
     }
 }
 
-/// The listening socket and the thread that answers it.
+/// The listening socket and the thread that answers it. The thread borrows the descriptors
+/// this owns: dropping it joins the thread first, and in a forked child (where the thread does
+/// not exist) closes them all the same.
 struct Server {
-    stop: Arc<OwnedFd>,
+    stop: OwnedFd,
     thread: Option<std::thread::JoinHandle<()>>,
+    _listener: OwnedFd,
 }
 
 impl Server {
-    fn start(readonly: Result<std::fs::File>) -> Result<Server> {
-        let readonly = readonly?;
+    /// Starts answering readers with `readonly`, which must stay open while this runs.
+    fn start(readonly: RawFd) -> Result<Server> {
         let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
         let listener = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
         rustix::net::bind(&listener, &address(std::process::id())?)?;
         rustix::net::listen(&listener, 16)?;
-        let stop = Arc::new(rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
-        let signal = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("hipfile-stats".into())
-            .spawn(move || serve(&listener, &signal, &readonly))?;
-        Ok(Server { stop, thread: Some(thread) })
+        let stop = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        let (l, s) = (listener.as_raw_fd(), stop.as_raw_fd());
+        // The three descriptors stay open until the thread has been joined: `Drop` joins it
+        // before closing `stop` and the listener, and `Shared` drops its server before its
+        // read-only file.
+        let thread = std::thread::Builder::new().name("hipfile-stats".into()).spawn(move || {
+            // SAFETY: open for the thread's life (above).
+            let listener = unsafe { BorrowedFd::borrow_raw(l) };
+            // SAFETY: as above.
+            let stop = unsafe { BorrowedFd::borrow_raw(s) };
+            // SAFETY: as above.
+            let readonly = unsafe { BorrowedFd::borrow_raw(readonly) };
+            serve(listener, stop, readonly)
+        })?;
+        Ok(Server { stop, thread: Some(thread), _listener: listener })
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(thread) = self.thread.take() {
-            let _ = rustix::io::write(&*self.stop, &1u64.to_ne_bytes());
+            let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
             let _ = thread.join();
         }
     }
 }
 
 /// The server thread: hands `readonly` to each reader allowed, until `stop` is signalled.
-fn serve(listener: &OwnedFd, stop: &OwnedFd, readonly: &std::fs::File) {
+fn serve(listener: BorrowedFd<'_>, stop: BorrowedFd<'_>, readonly: BorrowedFd<'_>) {
     let me = rustix::process::geteuid();
     loop {
-        let mut fds = [PollFd::new(listener, PollFlags::IN), PollFd::new(stop, PollFlags::IN)];
+        let mut fds = [PollFd::new(&listener, PollFlags::IN), PollFd::new(&stop, PollFlags::IN)];
         match rustix::event::poll(&mut fds, None) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => continue,
@@ -179,7 +222,7 @@ fn serve(listener: &OwnedFd, stop: &OwnedFd, readonly: &std::fs::File) {
             continue;
         };
         let allowed = rustix::net::sockopt::socket_peercred(&conn).is_ok_and(|c| c.uid == me || c.uid.is_root());
-        let _ = if allowed { send(&conn, GRANTED, Some(readonly.as_fd())) } else { send(&conn, REFUSED, None) };
+        let _ = if allowed { send(&conn, GRANTED, Some(readonly)) } else { send(&conn, REFUSED, None) };
     }
 }
 
