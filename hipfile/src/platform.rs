@@ -127,6 +127,11 @@ impl SystemPlatform {
         &self.description
     }
 
+    /// Why this platform has no GPU runtime ([`without_runtime`](Self::without_runtime)), if so.
+    pub fn missing_runtime(&self) -> Option<&str> {
+        self.absent.as_deref()
+    }
+
     /// Whether the GPU is emulated (the in-process mock GPU or the mock HIP runtime).
     fn is_mock(&self) -> bool {
         self.loaded.as_ref().is_none_or(|rt| rt.is_mock())

@@ -163,6 +163,38 @@ pub enum Counter {
     BouncedDeclined,
 }
 
+impl Counter {
+    /// Every counter, in order.
+    pub const ALL: [Counter; 26] = [
+        Counter::HandleRegisterOk,
+        Counter::HandleRegisterErr,
+        Counter::HandleDeregisterOk,
+        Counter::HandleDeregisterErr,
+        Counter::BufRegisterOk,
+        Counter::BufRegisterErr,
+        Counter::BufDeregisterOk,
+        Counter::BufDeregisterErr,
+        Counter::BatchSetupOk,
+        Counter::BatchSetupErr,
+        Counter::BatchSubmitOk,
+        Counter::BatchSubmitErr,
+        Counter::BatchCancelOk,
+        Counter::BatchCancelErr,
+        Counter::BatchDestroy,
+        Counter::BatchEntries,
+        Counter::BatchEntriesBounce,
+        Counter::BatchEntriesP2p,
+        Counter::BatchCompleteOk,
+        Counter::BatchCompleteErr,
+        Counter::BatchReadBytes,
+        Counter::BatchWriteBytes,
+        Counter::BatchSubmitTime,
+        Counter::BatchCompletionTime,
+        Counter::BouncedNoPath,
+        Counter::BouncedDeclined,
+    ];
+}
+
 /// A region of counters: a header and [`SLOTS`] slots of 64-bit words, in anonymous or
 /// shared memory.
 struct Region {

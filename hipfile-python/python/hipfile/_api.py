@@ -1,0 +1,374 @@
+"""The Pythonic API: ``hipfile.open``, futures, batches, stream-ordered calls, device buffers."""
+
+from __future__ import annotations
+
+import asyncio
+import errno as _errno
+import os
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
+
+from hipfile import _hipfile
+from hipfile._buffers import memory_of
+from hipfile._open import open_driver
+
+#: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
+MAX_RW_COUNT = 0x7FFFF000
+#: The most entries one batch holds: larger lists are split.
+MAX_BATCH_ENTRIES = 128
+
+
+class DeviceBuffer:
+    """``size`` bytes of device memory on ``device``, allocated by the runtime the package uses
+    (HIP, CUDA's runtime, or the mock GPU) and freed when the object is collected.
+
+    Where the runtime is real it exports ``__cuda_array_interface__`` (``cupy.asarray``,
+    ``torch.as_tensor`` take it). On the mock GPU, :meth:`copy_from` and :meth:`to_bytes`
+    move its bytes.
+    """
+
+    def __init__(self, size: int, device: int = 0) -> None:
+        if size < 0:
+            raise ValueError("size must not be negative")
+        self._ptr = 0
+        self._ptr = _hipfile.device_alloc(size, device)
+        self._size = size
+        self._device = device
+
+    def __del__(self) -> None:
+        if getattr(self, "_ptr", 0):
+            try:
+                _hipfile.device_free(self._ptr)
+            except Exception:
+                pass
+            self._ptr = 0
+
+    @property
+    def ptr(self) -> int:
+        """The device address."""
+        return self._ptr
+
+    @property
+    def nbytes(self) -> int:
+        """Its size in bytes."""
+        return self._size
+
+    @property
+    def device(self) -> int:
+        """The device that holds it."""
+        return self._device
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"hipfile.DeviceBuffer(size={self._size}, device={self._device}, ptr={self._ptr:#x})"
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if runtime()["mock"]:
+            raise AttributeError("the mock GPU's memory is host memory: no CUDA array interface")
+        return {"shape": (self._size,), "typestr": "|u1", "data": (self._ptr, False), "version": 3, "strides": None}
+
+    def copy_from(self, data, offset: int = 0) -> None:
+        """Copies the bytes of ``data`` (any buffer) to the device, at ``offset``."""
+        _hipfile.copy_to_device(self._ptr, self._size, offset, bytes(memoryview(data).cast("B")))
+
+    def to_bytes(self, size: Optional[int] = None, offset: int = 0) -> bytes:
+        """The device's bytes (all, or ``size`` from ``offset``)."""
+        size = self._size - offset if size is None else size
+        return bytes(_hipfile.copy_from_device(self._ptr, self._size, offset, size))
+
+
+class Future:
+    """A read or write running on the library's threads: :meth:`get` waits for the bytes moved
+    (or raises its error); awaitable from asyncio."""
+
+    def __init__(self, parts: Sequence[Any]) -> None:
+        self._parts = list(parts)
+
+    def done(self) -> bool:
+        """Whether it has ended."""
+        return all(p.done() for p in self._parts)
+
+    def get(self, timeout: Optional[float] = None) -> int:
+        """The bytes moved, waiting (without the GIL) up to ``timeout`` seconds."""
+        total = 0
+        for part in self._parts:
+            total += part.get(timeout)
+        return total
+
+    def __await__(self):
+        return asyncio.get_running_loop().run_in_executor(None, self.get).__await__()
+
+
+class StreamOp:
+    """A stream-ordered read or write: :attr:`result` once its stream has run it."""
+
+    def __init__(self, op) -> None:
+        self._op = op
+
+    def done(self) -> bool:
+        """Whether the stream has run it."""
+        return self._op.done()
+
+    @property
+    def result(self) -> Optional[int]:
+        """The bytes moved, or a negative error (``-errno``, ``-hipFileOpError``), once run."""
+        return self._op.result()
+
+
+def stream_handle(stream) -> int:
+    """A stream handle from an int, ``None`` (the null stream), a PyTorch stream
+    (``.cuda_stream``) or a CuPy stream (``.ptr``)."""
+    if stream is None:
+        return 0
+    for attribute in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attribute, None)
+        if isinstance(value, int):
+            return value
+    return int(stream)
+
+
+_MODES = {
+    "r": os.O_RDONLY,
+    "r+": os.O_RDWR,
+    "w": os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+    "w+": os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+    "a": os.O_RDWR | os.O_CREAT,
+    "x": os.O_RDWR | os.O_CREAT | os.O_EXCL,
+}
+
+
+class File:
+    """A file registered with the library (see :func:`open`)."""
+
+    def __init__(self, path, mode: str = "r", *, direct: bool = True, file_mode: int = 0o644) -> None:
+        flags = _MODES.get(mode.replace("b", ""))
+        if flags is None:
+            raise ValueError(f"mode {mode!r}: use 'r', 'r+', 'w', 'w+', 'a' or 'x'")
+        self._path = os.fspath(path)
+        self._fd = None
+        self._handle = None
+        fd = None
+        if direct:
+            try:
+                fd = os.open(self._path, flags | os.O_CLOEXEC | os.O_DIRECT, file_mode)
+            except OSError as exc:
+                if exc.errno not in (_errno.EINVAL, _errno.EOPNOTSUPP):
+                    raise
+        if fd is None:
+            fd = os.open(self._path, flags | os.O_CLOEXEC, file_mode)
+        self._fd = fd
+        try:
+            open_driver()
+        except BaseException:
+            os.close(fd)
+            self._fd = None
+            raise
+        try:
+            self._handle = _hipfile.handle_register(fd)
+        except BaseException:
+            _hipfile.driver_close()
+            os.close(fd)
+            self._fd = None
+            raise
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"<hipfile.File {self._path!r}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        """Whether the file is closed."""
+        return self._handle is None
+
+    @property
+    def name(self) -> str:
+        """The path it was opened with."""
+        return self._path
+
+    def fileno(self) -> int:
+        """The descriptor it was opened with."""
+        self._check()
+        return self._fd
+
+    def size(self) -> int:
+        """The file's size in bytes."""
+        return os.fstat(self.fileno()).st_size
+
+    def close(self) -> None:
+        """Deregisters and closes the file, and lets go of its use of the driver."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            try:
+                _hipfile.handle_deregister(handle)
+            finally:
+                _hipfile.driver_close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def _check(self) -> int:
+        if self._handle is None:
+            raise ValueError("I/O operation on a closed hipfile.File")
+        return self._handle
+
+    def _request(self, buf, size, buf_offset, write):
+        memory = memory_of(buf, writable=not write)
+        if size is None:
+            size = max(memory.nbytes - buf_offset, 0)
+        if size < 0 or buf_offset < 0:
+            raise ValueError("size and offsets must not be negative")
+        if buf_offset + size > memory.nbytes:
+            raise ValueError(
+                f"{size} bytes at buffer offset {buf_offset} do not fit in a buffer of {memory.nbytes} bytes"
+            )
+        return memory, size
+
+    def _transfer(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> int:
+        handle = self._check()
+        memory, size = self._request(buf, size, buf_offset, write)
+        done = 0
+        while done < size:
+            n = _hipfile.transfer(
+                write, handle, memory.addr, memory.nbytes, min(size - done, MAX_RW_COUNT),
+                file_offset + done, buf_offset + done,
+            )
+            if n == 0:
+                break
+            done += n
+        return done
+
+    def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
+        """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
+        ``file_offset`` into ``buf``; the bytes read (fewer at end of file)."""
+        return self._transfer(False, buf, size, file_offset, buf_offset)
+
+    def write(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
+        """Writes ``size`` bytes of ``buf`` (default: all past ``buf_offset``) at
+        ``file_offset``; the bytes written (durable when it returns, by default)."""
+        return self._transfer(True, buf, size, file_offset, buf_offset)
+
+    def _submit(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> Future:
+        handle = self._check()
+        memory, size = self._request(buf, size, buf_offset, write)
+        parts = []
+        done = 0
+        while True:
+            n = min(size - done, MAX_RW_COUNT)
+            parts.append(
+                _hipfile.submit(write, handle, memory.addr, memory.nbytes, n, file_offset + done, buf_offset + done, memory.keep)
+            )
+            done += n
+            if done >= size:
+                return Future(parts)
+
+    def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
+        """As :meth:`read`, on the library's threads: a :class:`Future` at once."""
+        return self._submit(False, buf, size, file_offset, buf_offset)
+
+    def pwrite(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
+        """As :meth:`write`, on the library's threads: a :class:`Future` at once."""
+        return self._submit(True, buf, size, file_offset, buf_offset)
+
+    def _batch(self, write: bool, entries: Iterable[Tuple], timeout: Optional[float]) -> List[int]:
+        handle = self._check()
+        native = []
+        for entry in entries:
+            buf, size, file_offset, buf_offset = (tuple(entry) + (None, 0, 0))[:4]
+            memory, size = self._request(buf, size, buf_offset, write)
+            native.append((write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset, memory.keep))
+        results: List[Any] = []
+        for start in range(0, len(native), MAX_BATCH_ENTRIES):
+            chunk = native[start : start + MAX_BATCH_ENTRIES]
+            results.extend(_hipfile.batch([e[:7] for e in chunk], timeout))
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results
+
+    def read_batch(self, entries: Iterable[Tuple], timeout: Optional[float] = None) -> List[int]:
+        """Reads ``(buf, size, file_offset, buf_offset)`` entries as one batch (run at once, by
+        the library's threads); the bytes each read. Raises the first entry's error, if any."""
+        return self._batch(False, entries, timeout)
+
+    def write_batch(self, entries: Iterable[Tuple], timeout: Optional[float] = None) -> List[int]:
+        """Writes ``(buf, size, file_offset, buf_offset)`` entries as one batch; see
+        :meth:`read_batch`."""
+        return self._batch(True, entries, timeout)
+
+    def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
+        handle = self._check()
+        memory, size = self._request(buf, size, buf_offset, write)
+        op = _hipfile.stream_submit(
+            write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset, stream_handle(stream), memory.keep
+        )
+        return StreamOp(op)
+
+    def read_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:
+        """Queues a read on ``stream`` (an int handle, a PyTorch or CuPy stream, ``None`` for the
+        null stream): it runs when the stream gets there."""
+        return self._stream(False, buf, size, file_offset, buf_offset, stream)
+
+    def write_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:
+        """Queues a write on ``stream``; see :meth:`read_async`."""
+        return self._stream(True, buf, size, file_offset, buf_offset, stream)
+
+    def p2p_verdict(self) -> dict:
+        """Whether each open p2p backend would serve this file: ``{name: None or why not}``."""
+        return dict(_hipfile.p2p_verdict(self._check()))
+
+
+def open(path, mode: str = "r", *, direct: bool = True) -> File:  # noqa: A001
+    """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
+    ``O_DIRECT`` where the file system allows it, and registers it; a context manager."""
+    return File(path, mode, direct=direct)
+
+
+def runtime() -> dict:
+    """What the package runs on: ``description``, ``mock`` (an emulated GPU), ``shared_with_c``
+    (the driver is the C API's), ``devices``."""
+    return _hipfile.runtime_info()
+
+
+def stats() -> dict:
+    """The driver's statistics (semantics §14) as a dict: ``level``, ``read``/``write`` totals
+    (and per path ``p2p``, ``bounce``, ``host``; ``size_classes`` at level 2), ``gpus`` (level
+    3) and ``counters``."""
+    return _hipfile.stats()
+
+
+def capabilities() -> list:
+    """Every backend the platform knows: ``backend``, ``p2p``, ``available``, ``why_not``."""
+    return _hipfile.capabilities()
+
+
+def properties() -> dict:
+    """``hipFileDriverGetProperties``, with this library's key names."""
+    return _hipfile.properties()
+
+
+def parameter_names() -> list:
+    """Every parameter's name and kind (``size``, ``bool``, ``string``)."""
+    return _hipfile.parameter_names()
+
+
+def get_parameter(name: str):
+    """A parameter's value (the one in use while the driver is open)."""
+    return _hipfile.get_parameter(name)
+
+
+def set_parameter(name: str, value) -> None:
+    """Stages a parameter for the driver's next open (the driver must be closed)."""
+    _hipfile.set_parameter(name, value)

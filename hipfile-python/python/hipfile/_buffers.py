@@ -1,0 +1,149 @@
+"""Buffer objects as memory: an address, the bytes behind it, and what keeps it alive.
+
+Whatever the user has: ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors),
+DLPack (``__dlpack__``/``__dlpack_device__``: PyTorch, JAX, CuPy), the package's
+:class:`DeviceBuffer`, or the buffer protocol (NumPy, ``bytearray``, ``mmap``, ``bytes``) for
+host memory. Only contiguous memory is taken; the extent found here is what the native module
+checks every request against.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+
+class Memory(NamedTuple):
+    """An address, the bytes from it the object holds, and the object keeping them alive."""
+
+    addr: int
+    nbytes: int
+    keep: object
+
+
+_DLPACK_DEVICE = {2: "CUDA", 3: "CUDAHost", 10: "ROCM", 11: "ROCMHost", 13: "CUDAManaged"}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_pointer.restype = ctypes.c_void_p
+_PyBUF_WRITABLE = 0x0001
+
+
+class _HostView:
+    """A buffer-protocol export held for the duration of a call (released when collected)."""
+
+    def __init__(self, obj: object, writable: bool) -> None:
+        self._view = _PyBuffer()
+        _get_buffer(obj, ctypes.byref(self._view), _PyBUF_WRITABLE if writable else 0)
+        self._held = True
+
+    def __del__(self) -> None:
+        if getattr(self, "_held", False):
+            _release_buffer(ctypes.byref(self._view))
+            self._held = False
+
+
+def _contiguous_bytes(shape, strides, itemsize: int) -> int:
+    n = itemsize
+    for dim in shape:
+        n *= int(dim)
+    if strides is None or n == 0:
+        return n
+    expected = itemsize
+    for dim, stride in reversed(list(zip(shape, strides))):
+        if int(dim) != 1 and int(stride) != expected:
+            raise ValueError("hipfile needs contiguous memory (C order); this array is strided")
+        expected *= int(dim)
+    return n
+
+
+def _from_cuda_array_interface(obj: object, cai: dict, writable: bool) -> Memory:
+    ptr, readonly = cai["data"]
+    if writable and readonly:
+        raise ValueError("a read-only array cannot be read into")
+    itemsize = int(cai["typestr"][2:])
+    nbytes = _contiguous_bytes(cai["shape"], cai.get("strides"), itemsize)
+    return Memory(int(ptr or 0), nbytes, obj)
+
+
+def _from_dlpack(obj: object) -> Memory:
+    capsule = obj.__dlpack__()
+    tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    shape = [tensor.shape[i] for i in range(tensor.ndim)]
+    strides = None if not tensor.strides else [tensor.strides[i] for i in range(tensor.ndim)]
+    itemsize = (tensor.dtype.bits * tensor.dtype.lanes + 7) // 8
+    nbytes = _contiguous_bytes(shape, strides, itemsize)
+    # The capsule, kept with the memory, keeps the tensor alive (its producer frees it when the
+    # capsule goes, since it was never consumed).
+    return Memory(int(tensor.data or 0) + tensor.byte_offset, nbytes, (obj, capsule))
+
+
+def memory_of(obj: object, writable: bool) -> Memory:
+    """The memory of ``obj``; ``writable``: the library will write into it (a read)."""
+    from hipfile._api import DeviceBuffer
+
+    if isinstance(obj, DeviceBuffer):
+        return Memory(obj.ptr, obj.nbytes, obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _from_cuda_array_interface(obj, cai, writable)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        device_type, _ = obj.__dlpack_device__()
+        if int(device_type) in _DLPACK_DEVICE:
+            return _from_dlpack(obj)
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(
+            f"{type(obj).__name__} is not a buffer hipfile knows: give an object with "
+            "__cuda_array_interface__ or __dlpack__, a hipfile.DeviceBuffer, or one with the buffer protocol"
+        ) from None
+    if not view.contiguous:
+        raise ValueError("hipfile needs contiguous memory; this buffer is strided")
+    if writable and view.readonly:
+        raise ValueError(f"a read-only {type(obj).__name__} cannot be read into")
+    held = _HostView(obj, writable)
+    return Memory(int(held._view.buf or 0), view.nbytes, (obj, held))

@@ -1,0 +1,37 @@
+"""hipFile's errors as Python exceptions (upstream's ``hipfile.error``)."""
+
+from __future__ import annotations
+
+
+class HipFileException(Exception):
+    """A hipFile error: ``hipfile_err`` is hipFile's code (an :class:`hipfile.OpError` value),
+    ``hip_err`` the HIP runtime's error where the code is ``HIP_DRIVER_ERROR`` (else 0).
+
+    Operating-system errors are :class:`OSError` with their ``errno`` instead.
+    """
+
+    def __init__(self, hipfile_err: int, hip_err: int) -> None:
+        self._hipfile_err = hipfile_err
+        self._hip_err = hip_err
+
+    @property
+    def hipfile_err(self) -> int:
+        """hipFile's code (5000 and up)."""
+        return self._hipfile_err
+
+    @property
+    def hip_err(self) -> int:
+        """The HIP runtime's error for ``HIP_DRIVER_ERROR``, else 0."""
+        return self._hip_err
+
+    def __str__(self) -> str:
+        from hipfile import _hipfile
+
+        try:
+            text = _hipfile.op_error_message(int(self._hipfile_err))
+        except TypeError:
+            text = "unknown hipFile error"
+        message = f"{int(self._hipfile_err)} - {text}"
+        if int(self._hipfile_err) == 5011:  # HIP_DRIVER_ERROR
+            message += f" {self._hip_err}"
+        return message

@@ -1,0 +1,684 @@
+//! hipfile-python: the Python boundary, the native module `hipfile._hipfile`. It converts
+//! Python's values into the Rust API's and back and holds no rule of its own: the package's
+//! Python code (`python/hipfile/`) turns buffer objects (CUDA array interface, DLPack, the
+//! buffer protocol) into an address and the extent of the memory behind it, and every call
+//! here checks the request against that extent before any I/O (a buffer too small is a
+//! `ValueError`, never a write past its end).
+//!
+//! The driver is the C API's process-wide one (`hipfile_capi::driver`), so Python and C calls
+//! in one process share its use count, registries and statistics. Where the process has no GPU
+//! runtime at all, that driver cannot open; the module then drives one of its own over the
+//! mock GPU (a GPU emulated in host memory), so the package works on any machine.
+//!
+//! Every call that can block releases the GIL; errors are `OSError` (with `errno`) or the
+//! package's `HipFileException` (with hipFile's code and the HIP error).
+
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+use hipfile::boundary::pool::WorkerPool;
+use hipfile::boundary::sync::lock;
+use hipfile::stats::{Counter, Path};
+use hipfile::{
+    AsyncParams, BatchEntry, BoolParam, DeviceCopy, DeviceSpan, Direction, Driver, Error, GpuRuntime, HandleId,
+    OpError, SizeParam, Stream, StringParam, SystemPlatform,
+};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// The driver this module uses (see the crate docs).
+fn driver() -> &'static Driver<SystemPlatform> {
+    static CHOSEN: OnceLock<&'static Driver<SystemPlatform>> = OnceLock::new();
+    static OWN: OnceLock<Driver<SystemPlatform>> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        let shared = hipfile_capi::driver();
+        if shared.platform().missing_runtime().is_none() {
+            return shared;
+        }
+        let devices = std::env::var("HIPFILE_MOCK_DEVICES").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        OWN.get_or_init(|| {
+            let platform = SystemPlatform::over_mock(hipfile::mock::MockGpu::new(devices));
+            Driver::new(platform)
+                .with_stats(hipfile::stats::published())
+                .with_log_parameters(hipfile::boundary::ProcessLog)
+        })
+    })
+}
+
+fn gpu() -> &'static Arc<dyn GpuRuntime> {
+    driver().platform().runtime()
+}
+
+/// A Rust error as the Python exception the package raises for it.
+fn py_err(py: Python<'_>, e: Error) -> PyErr {
+    if let Some(errno) = e.errno() {
+        let text = std::io::Error::from_raw_os_error(errno).to_string();
+        return PyOSError::new_err((errno, text));
+    }
+    let (code, hip) = e.to_c_pair();
+    let class = py.import("hipfile._errors").and_then(|m| m.getattr("HipFileException"));
+    match class.and_then(|c| c.call1((code, hip))) {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(failed) => failed,
+    }
+}
+
+/// Runs `body` without the GIL and turns its error into the package's exception.
+fn detached<T: Send>(py: Python<'_>, body: impl FnOnce() -> hipfile::Result<T> + Send) -> PyResult<T> {
+    py.detach(body).map_err(|e| py_err(py, e))
+}
+
+/// `size` bytes at `offset` must lie inside a buffer of `extent` bytes (what the buffer object
+/// holds from the address given).
+fn check_extent(extent: usize, size: usize, offset: i64) -> PyResult<()> {
+    let end = u64::try_from(offset).ok().and_then(|o| o.checked_add(size as u64));
+    if end.is_some_and(|end| end <= extent as u64) {
+        return Ok(());
+    }
+    Err(PyValueError::new_err(format!(
+        "{size} bytes at buffer offset {offset} do not fit in a buffer of {extent} bytes"
+    )))
+}
+
+fn direction(write: bool) -> Direction {
+    if write { Direction::Write } else { Direction::Read }
+}
+
+/// Opens the driver (`hipFileDriverOpen`): the use count goes up.
+#[pyfunction]
+fn driver_open(py: Python<'_>) -> PyResult<()> {
+    detached(py, || driver().open())
+}
+
+/// Closes the driver once (`hipFileDriverClose`).
+#[pyfunction]
+fn driver_close(py: Python<'_>) -> PyResult<()> {
+    detached(py, || driver().close())
+}
+
+/// `hipFileUseCount`.
+#[pyfunction]
+fn use_count() -> i64 {
+    driver().use_count()
+}
+
+/// The API version the library implements, `(major, minor, patch)`.
+#[pyfunction]
+fn version() -> (u32, u32, u32) {
+    hipfile::API_VERSION
+}
+
+/// What the module runs on: the runtime's description, whether the GPU is emulated, whether
+/// the driver is the C API's, and the devices.
+#[pyfunction]
+fn runtime_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    let platform = driver().platform();
+    d.set_item("description", platform.description())?;
+    d.set_item("shared_with_c", std::ptr::eq(driver(), hipfile_capi::driver()))?;
+    d.set_item("mock", !std::ptr::eq(driver(), hipfile_capi::driver()) || platform.description().contains("mock"))?;
+    d.set_item("devices", gpu().device_count().unwrap_or(0))?;
+    Ok(d)
+}
+
+/// `hipFileDriverGetProperties`, as a dict.
+#[pyfunction]
+fn properties(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let p = driver().properties();
+    let d = PyDict::new(py);
+    d.set_item("version", p.version)?;
+    d.set_item("poll_threshold_kb", p.poll_threshold_kb)?;
+    d.set_item("max_direct_io_kb", p.max_direct_io_kb)?;
+    d.set_item("status_flags", p.status_flags)?;
+    d.set_item("control_flags", p.control_flags)?;
+    d.set_item("feature_flags", p.feature_flags)?;
+    d.set_item("max_device_cache_kb", p.max_device_cache_kb)?;
+    d.set_item("per_buffer_cache_kb", p.per_buffer_cache_kb)?;
+    d.set_item("max_pinned_kb", p.max_pinned_kb)?;
+    d.set_item("max_batch_io_count", p.max_batch_io_count)?;
+    d.set_item("max_batch_io_timeout_ms", p.max_batch_io_timeout_ms)?;
+    Ok(d)
+}
+
+/// Every parameter: its name (the C enum's, less `hipFileParam`) and kind (`size`, `bool`,
+/// `string`).
+#[pyfunction]
+fn parameter_names() -> Vec<(String, &'static str)> {
+    let sizes = SizeParam::ALL.iter().map(|p| (format!("{p:?}"), "size"));
+    let bools = BoolParam::ALL.iter().map(|p| (format!("{p:?}"), "bool"));
+    sizes.chain(bools).chain(StringParam::ALL.iter().map(|p| (format!("{p:?}"), "string"))).collect()
+}
+
+enum Param {
+    Size(SizeParam),
+    Bool(BoolParam),
+    String(StringParam),
+}
+
+fn param(name: &str) -> PyResult<Param> {
+    let named = |p: &dyn std::fmt::Debug| format!("{p:?}") == name;
+    if let Some(p) = SizeParam::ALL.iter().find(|p| named(*p)) {
+        return Ok(Param::Size(*p));
+    }
+    if let Some(p) = BoolParam::ALL.iter().find(|p| named(*p)) {
+        return Ok(Param::Bool(*p));
+    }
+    if let Some(p) = StringParam::ALL.iter().find(|p| named(*p)) {
+        return Ok(Param::String(*p));
+    }
+    Err(PyValueError::new_err(format!("no parameter named {name:?} (see hipfile.parameter_names())")))
+}
+
+/// `hipFileGetParameter*`: the value in use while open, else the one the next open would use.
+#[pyfunction]
+fn get_parameter(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+    let d = driver();
+    Ok(match param(name)? {
+        Param::Size(p) => d.size_parameter(p).into_pyobject(py)?.into_any().unbind(),
+        Param::Bool(p) => pyo3::types::PyBool::new(py, d.bool_parameter(p)).to_owned().into_any().unbind(),
+        Param::String(p) => d.string_parameter(p).into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+/// `hipFileSetParameter*`: stages `value` for the next open (the driver must be closed).
+#[pyfunction]
+fn set_parameter(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let d = driver();
+    let result = match param(name)? {
+        Param::Size(p) => d.set_size_parameter(p, value.extract()?),
+        Param::Bool(p) => d.set_bool_parameter(p, value.extract()?),
+        Param::String(p) => d.set_string_parameter(p, &value.extract::<String>()?),
+    };
+    result.map_err(|e| py_err(py, e))
+}
+
+/// `hipFileHandleRegister` of an open descriptor; the handle as an int.
+#[pyfunction]
+fn handle_register(py: Python<'_>, fd: i32) -> PyResult<u64> {
+    detached(py, || driver().handle_register(fd)).map(|h| h.0)
+}
+
+/// `hipFileHandleDeregister`.
+#[pyfunction]
+fn handle_deregister(py: Python<'_>, handle: u64) -> PyResult<()> {
+    detached(py, || driver().handle_deregister(HandleId(handle)))
+}
+
+/// `hipFileBufRegister`.
+#[pyfunction]
+#[pyo3(signature = (addr, length, flags = 0))]
+fn buf_register(py: Python<'_>, addr: usize, length: usize, flags: i32) -> PyResult<()> {
+    detached(py, || driver().buf_register(addr, length, flags))
+}
+
+/// `hipFileBufDeregister`.
+#[pyfunction]
+fn buf_deregister(py: Python<'_>, addr: usize) -> PyResult<()> {
+    detached(py, || driver().buf_deregister(addr))
+}
+
+/// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes at `file_offset`, into or
+/// from `[addr + buf_offset, ...)`, which must lie inside `[addr, addr + extent)`. The bytes
+/// moved.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn transfer(
+    py: Python<'_>,
+    write: bool,
+    handle: u64,
+    addr: usize,
+    extent: usize,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+) -> PyResult<usize> {
+    check_extent(extent, size, buf_offset)?;
+    // SAFETY: the range lies inside the memory the buffer object holds (checked above), which
+    // the caller keeps alive for the call; device memory is also checked by the driver.
+    detached(py, || unsafe {
+        driver().transfer(direction(write), HandleId(handle), addr, size, file_offset, buf_offset)
+    })
+}
+
+/// The threads futures run on (one per core, at least 4, at most 32).
+fn pool() -> &'static WorkerPool {
+    static POOL: OnceLock<WorkerPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(4, 32);
+        WorkerPool::new(n, "hipfile-py".into(), Arc::new(|| {}))
+    })
+}
+
+/// A read or write running on the library's threads (`pread`/`pwrite`).
+#[pyclass(module = "hipfile._hipfile")]
+struct Future {
+    state: Arc<(Mutex<Option<hipfile::Result<usize>>>, Condvar)>,
+    /// The buffer object, kept alive until the transfer has ended.
+    keep: Mutex<Option<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl Future {
+    /// Whether the transfer has ended.
+    fn done(&self) -> bool {
+        lock(&self.state.0).is_some()
+    }
+
+    /// Waits (without the GIL) for the transfer, up to `timeout` seconds (`None`: as long as it
+    /// takes); the bytes moved, or its error. `TimeoutError` when the time ran out.
+    #[pyo3(signature = (timeout = None))]
+    fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
+        let state = Arc::clone(&self.state);
+        let result = py.detach(move || {
+            let (slot, ready) = &*state;
+            let mut done = lock(slot);
+            let deadline = timeout.map(|t| std::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+            while done.is_none() {
+                match deadline {
+                    None => done = ready.wait(done).unwrap_or_else(|p| p.into_inner()),
+                    Some(at) => {
+                        let left = at.saturating_duration_since(std::time::Instant::now());
+                        if left.is_zero() {
+                            return None;
+                        }
+                        done = ready.wait_timeout(done, left).unwrap_or_else(|p| p.into_inner()).0;
+                    }
+                }
+            }
+            done.clone()
+        });
+        match result {
+            None => Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet")),
+            Some(result) => {
+                lock(&self.keep).take();
+                result.map_err(|e| py_err(py, e))
+            }
+        }
+    }
+}
+
+/// [`transfer`] on the library's threads: a [`Future`] at once. `keep` (the buffer object)
+/// stays alive until the transfer has ended.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn submit(
+    write: bool,
+    handle: u64,
+    addr: usize,
+    extent: usize,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+    keep: Py<PyAny>,
+) -> PyResult<Future> {
+    check_extent(extent, size, buf_offset)?;
+    let state = Arc::new((Mutex::new(None), Condvar::new()));
+    let done = Arc::clone(&state);
+    pool().submit(Box::new(move || {
+        // SAFETY: the range lies inside the buffer object's memory (checked above), which the
+        // future keeps alive until this has stored its result.
+        let result =
+            unsafe { driver().transfer(direction(write), HandleId(handle), addr, size, file_offset, buf_offset) };
+        *lock(&done.0) = Some(result);
+        done.1.notify_all();
+    }));
+    Ok(Future { state, keep: Mutex::new(Some(keep)) })
+}
+
+/// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
+/// `Destroy`) of entries `(write, handle, addr, extent, size, file_offset, buf_offset)`,
+/// without the GIL: for each entry, the bytes moved or the exception it ended with.
+#[pyfunction]
+#[pyo3(signature = (entries, timeout = None))]
+fn batch<'py>(
+    py: Python<'py>,
+    entries: Vec<(bool, u64, usize, usize, usize, i64, i64)>,
+    timeout: Option<f64>,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut checked = Vec::with_capacity(entries.len());
+    for (i, &(write, handle, addr, extent, size, file_offset, buffer_offset)) in entries.iter().enumerate() {
+        check_extent(extent, size, buffer_offset)?;
+        checked.push(BatchEntry {
+            direction: direction(write),
+            handle: HandleId(handle),
+            buffer_base: addr,
+            buffer_offset,
+            file_offset,
+            size,
+            cookie: i,
+        });
+    }
+    let wait = timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
+    let events = detached(py, move || {
+        let d = driver();
+        let id = d.batch_setup(checked.len().max(1))?;
+        // SAFETY: every entry lies inside its buffer object's memory (checked above), which the
+        // caller keeps alive for this call, and the call waits for every entry to end.
+        let submitted = unsafe { d.batch_submit(id, &checked) };
+        let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; checked.len()];
+        let mut left = if submitted.is_ok() { checked.len() } else { 0 };
+        while left > 0 {
+            match d.batch_status(id, 1, left, wait) {
+                Ok(events) if events.is_empty() => break, // timed out: the rest are cancelled
+                Ok(events) => {
+                    for e in events {
+                        results[e.cookie] = Some(e.result);
+                        left -= 1;
+                    }
+                }
+                Err(e) => {
+                    d.batch_destroy(id);
+                    return Err(e);
+                }
+            }
+        }
+        d.batch_destroy(id);
+        submitted?;
+        Ok(results)
+    })?;
+    let out = PyList::empty(py);
+    for result in events {
+        match result {
+            Some(Ok(n)) => out.append(n)?,
+            Some(Err(e)) => out.append(py_err(py, e).into_value(py))?,
+            None => out.append(pyo3::exceptions::PyTimeoutError::new_err("the batch timed out").into_value(py))?,
+        }
+    }
+    Ok(out)
+}
+
+/// A stream-ordered operation's values, shared with the library until its stream has run it.
+struct StreamValues {
+    size: AtomicUsize,
+    file_offset: AtomicI64,
+    buffer_offset: AtomicI64,
+    result: AtomicI64,
+}
+
+/// The result of an operation still to run.
+const PENDING: i64 = i64::MIN;
+
+impl AsyncParams for StreamValues {
+    fn size(&self) -> usize {
+        self.size.load(Ordering::Acquire)
+    }
+    fn file_offset(&self) -> i64 {
+        self.file_offset.load(Ordering::Acquire)
+    }
+    fn buffer_offset(&self) -> i64 {
+        self.buffer_offset.load(Ordering::Acquire)
+    }
+    fn complete(&self, result: i64) {
+        self.result.store(result, Ordering::Release);
+    }
+}
+
+/// A stream-ordered read or write (`hipFileReadAsync`/`WriteAsync`): its result once the
+/// stream has run it.
+#[pyclass(module = "hipfile._hipfile")]
+struct StreamOp {
+    values: Arc<StreamValues>,
+    keep: Mutex<Option<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl StreamOp {
+    /// Whether the stream has run the operation.
+    fn done(&self) -> bool {
+        self.values.result.load(Ordering::Acquire) != PENDING
+    }
+
+    /// The bytes moved, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), once
+    /// the stream has run it; `None` before.
+    fn result(&self) -> Option<i64> {
+        let r = self.values.result.load(Ordering::Acquire);
+        if r == PENDING {
+            return None;
+        }
+        lock(&self.keep).take();
+        Some(r)
+    }
+}
+
+/// Queues a read or write on `stream` (a stream handle as an int): it runs when the stream gets
+/// there. The operation must lie inside `[addr, addr + extent)`; `keep` stays alive until it
+/// has run.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn stream_submit(
+    py: Python<'_>,
+    write: bool,
+    handle: u64,
+    addr: usize,
+    extent: usize,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+    stream: usize,
+    keep: Py<PyAny>,
+) -> PyResult<StreamOp> {
+    check_extent(extent, size, buf_offset)?;
+    let values = Arc::new(StreamValues {
+        size: AtomicUsize::new(size),
+        file_offset: AtomicI64::new(file_offset),
+        buffer_offset: AtomicI64::new(buf_offset),
+        result: AtomicI64::new(PENDING),
+    });
+    let shared = Arc::clone(&values) as Arc<dyn AsyncParams>;
+    detached(py, move || {
+        let d = driver();
+        d.open_implicitly()?;
+        // SAFETY: the values cannot change after this check (no setter is exposed), so the
+        // range stays inside the buffer object's memory, which `keep` holds until the stream
+        // has run the operation.
+        unsafe { d.submit_async(direction(write), HandleId(handle), addr, shared, Stream(stream)) }
+    })?;
+    Ok(StreamOp { values, keep: Mutex::new(Some(keep)) })
+}
+
+/// `hipFileStreamRegister`.
+#[pyfunction]
+fn stream_register(py: Python<'_>, stream: usize, flags: u32) -> PyResult<()> {
+    detached(py, || driver().stream_register(Stream(stream), flags))
+}
+
+/// `hipFileStreamDeregister`.
+#[pyfunction]
+fn stream_deregister(py: Python<'_>, stream: usize) -> PyResult<()> {
+    detached(py, || driver().stream_deregister(Stream(stream)))
+}
+
+/// A new stream of the runtime the module uses, as an int.
+#[pyfunction]
+fn stream_create(py: Python<'_>) -> PyResult<usize> {
+    detached(py, || Ok(gpu().stream_create()?.0))
+}
+
+/// Waits for the work queued on `stream`.
+#[pyfunction]
+fn stream_synchronize(py: Python<'_>, stream: usize) -> PyResult<()> {
+    detached(py, || Ok(gpu().stream_synchronize(Stream(stream))?))
+}
+
+/// Destroys a stream made by [`stream_create`].
+#[pyfunction]
+fn stream_destroy(py: Python<'_>, stream: usize) -> PyResult<()> {
+    detached(py, || Ok(gpu().stream_destroy(Stream(stream))?))
+}
+
+/// Allocates `size` bytes of device memory on `device` with the runtime the module uses.
+#[pyfunction]
+#[pyo3(signature = (size, device = 0))]
+fn device_alloc(py: Python<'_>, size: usize, device: i32) -> PyResult<usize> {
+    detached(py, || {
+        let gpu = gpu();
+        let previous = gpu.current_device()?;
+        gpu.set_device(device)?;
+        let addr = gpu.device_alloc(size.max(1));
+        gpu.set_device(previous)?;
+        Ok(addr?)
+    })
+}
+
+/// Frees memory of [`device_alloc`].
+///
+/// The package calls it once, when its `DeviceBuffer` is collected.
+#[pyfunction]
+fn device_free(py: Python<'_>, addr: usize) -> PyResult<()> {
+    // SAFETY: the package frees each allocation of `device_alloc` once, when the only object
+    // that hands out its address is collected.
+    detached(py, || Ok(unsafe { gpu().device_free(addr) }?))
+}
+
+/// The device that owns `addr`, per the runtime.
+#[pyfunction]
+fn pointer_device(py: Python<'_>, addr: usize) -> PyResult<i32> {
+    detached(py, || Ok(gpu().pointer_info(addr)?.device))
+}
+
+/// Copies `data` to device memory at `addr + offset` of an allocation of `extent` bytes.
+#[pyfunction]
+fn copy_to_device(py: Python<'_>, addr: usize, extent: usize, offset: i64, data: Vec<u8>) -> PyResult<()> {
+    check_extent(extent, data.len(), offset)?;
+    // SAFETY: inside the allocation (checked above).
+    let span = unsafe { DeviceSpan::new(addr + offset as usize, data.len()) };
+    detached(py, move || Ok(gpu().copy_to_device(span, &data)?))
+}
+
+/// `size` bytes of device memory at `addr + offset` of an allocation of `extent` bytes.
+#[pyfunction]
+fn copy_from_device(py: Python<'_>, addr: usize, extent: usize, offset: i64, size: usize) -> PyResult<Vec<u8>> {
+    check_extent(extent, size, offset)?;
+    // SAFETY: inside the allocation (checked above).
+    let span = unsafe { DeviceSpan::new(addr + offset as usize, size) };
+    detached(py, move || {
+        let mut out = vec![0u8; size];
+        gpu().copy_from_device(&mut out, span)?;
+        Ok(out)
+    })
+}
+
+fn totals<'py>(py: Python<'py>, t: hipfile::stats::Totals) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("ok", t.ok)?;
+    d.set_item("err", t.err)?;
+    d.set_item("bytes", t.bytes)?;
+    d.set_item("micros", t.micros)?;
+    d.set_item("unaligned", t.unaligned)?;
+    d.set_item("bytes_per_second", t.bandwidth())?;
+    d.set_item("latency_avg_us", t.latency_avg_us())?;
+    Ok(d)
+}
+
+/// The driver's statistics (semantics §14): level, per direction (all, and per path `p2p`,
+/// `bounce`, `host`), size classes (level 2), per GPU (level 3), and the other counters.
+#[pyfunction]
+fn stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = driver().stats().snapshot();
+    let out = PyDict::new(py);
+    out.set_item("level", s.level)?;
+    for (name, dir) in [("read", Direction::Read), ("write", Direction::Write)] {
+        let d = totals(py, s.totals(dir, None, None))?;
+        for (path_name, path) in [("p2p", Path::P2p), ("bounce", Path::Bounce), ("host", Path::Host)] {
+            d.set_item(path_name, totals(py, s.totals(dir, Some(path), None))?)?;
+        }
+        d.set_item("size_classes", s.size_histogram(dir).to_vec())?;
+        out.set_item(name, d)?;
+    }
+    let gpus = PyDict::new(py);
+    for g in s.gpus_used() {
+        let d = PyDict::new(py);
+        d.set_item("read", totals(py, s.totals(Direction::Read, None, Some(g)))?)?;
+        d.set_item("write", totals(py, s.totals(Direction::Write, None, Some(g)))?)?;
+        d.set_item("registered_bytes", s.registered_bytes(g))?;
+        gpus.set_item(g, d)?;
+    }
+    out.set_item("gpus", gpus)?;
+    let counters = PyDict::new(py);
+    for c in Counter::ALL {
+        counters.set_item(format!("{c:?}"), s.get(c))?;
+    }
+    out.set_item("counters", counters)?;
+    Ok(out)
+}
+
+/// The capability report: every backend, whether it is p2p, available, and why not.
+#[pyfunction]
+fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let caps = driver().capabilities().map_err(|e| py_err(py, e))?;
+    let out = PyList::empty(py);
+    for c in caps {
+        let d = PyDict::new(py);
+        d.set_item("backend", &c.backend)?;
+        d.set_item("p2p", c.kind == hipfile::BackendKind::P2p)?;
+        d.set_item("available", c.available.is_ok())?;
+        d.set_item("why_not", c.available.err())?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// Whether each open p2p backend would serve the registered file `handle`: `(name, None)` or
+/// `(name, why not)`.
+#[pyfunction]
+fn p2p_verdict(py: Python<'_>, handle: u64) -> PyResult<Vec<(String, Option<String>)>> {
+    let verdicts = detached(py, || driver().p2p_verdict(HandleId(handle)))?;
+    Ok(verdicts.into_iter().map(|(name, v)| (name.to_owned(), v.err().map(|why| why.0.into_owned()))).collect())
+}
+
+/// hipFile's code of an error name (`OpError` variant names, as the C header spells them less
+/// the `hipFile` prefix), for the package's `OpError` enum.
+#[pyfunction]
+fn op_error_codes() -> Vec<(String, i32)> {
+    OpError::ALL.iter().map(|e| (format!("{e:?}"), e.code())).collect()
+}
+
+/// The message hipFile gives for code `code`.
+#[pyfunction]
+fn op_error_message(code: i32) -> PyResult<&'static str> {
+    OpError::from_code(code)
+        .map(OpError::message)
+        .ok_or_else(|| PyTypeError::new_err(format!("no hipFile code {code}")))
+}
+
+/// The native half of the `hipfile` package.
+#[pymodule]
+fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Future>()?;
+    m.add_class::<StreamOp>()?;
+    m.add_function(wrap_pyfunction!(driver_open, m)?)?;
+    m.add_function(wrap_pyfunction!(driver_close, m)?)?;
+    m.add_function(wrap_pyfunction!(use_count, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_info, m)?)?;
+    m.add_function(wrap_pyfunction!(properties, m)?)?;
+    m.add_function(wrap_pyfunction!(parameter_names, m)?)?;
+    m.add_function(wrap_pyfunction!(get_parameter, m)?)?;
+    m.add_function(wrap_pyfunction!(set_parameter, m)?)?;
+    m.add_function(wrap_pyfunction!(handle_register, m)?)?;
+    m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;
+    m.add_function(wrap_pyfunction!(buf_register, m)?)?;
+    m.add_function(wrap_pyfunction!(buf_deregister, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer, m)?)?;
+    m.add_function(wrap_pyfunction!(submit, m)?)?;
+    m.add_function(wrap_pyfunction!(batch, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_submit, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_register, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_deregister, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_create, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(stream_destroy, m)?)?;
+    m.add_function(wrap_pyfunction!(device_alloc, m)?)?;
+    m.add_function(wrap_pyfunction!(device_free, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_device, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_from_device, m)?)?;
+    m.add_function(wrap_pyfunction!(stats, m)?)?;
+    m.add_function(wrap_pyfunction!(capabilities, m)?)?;
+    m.add_function(wrap_pyfunction!(p2p_verdict, m)?)?;
+    m.add_function(wrap_pyfunction!(op_error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(op_error_message, m)?)?;
+    Ok(())
+}
