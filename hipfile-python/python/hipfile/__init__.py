@@ -10,7 +10,7 @@ Two APIs over one library:
   buffer you have (CuPy, PyTorch, anything with ``__cuda_array_interface__`` or DLPack,
   NumPy, ``bytearray``), ``pread``/``pwrite`` futures, batches and stream-ordered calls;
   :class:`DeviceBuffer` for device memory of the runtime in use (the mock GPU where there is
-  none); :func:`stats`, :func:`capabilities`, :func:`properties` and the parameters.
+  none); :func:`stats`, :func:`capabilities`, :func:`driver_properties` and the parameters.
 
 Example::
 
@@ -34,7 +34,7 @@ from hipfile._api import (
     get_parameter,
     open,
     parameter_names,
-    properties,
+    driver_properties,
     runtime,
     set_parameter,
     stats,
@@ -65,7 +65,7 @@ __all__ = [
     "DeviceBuffer",
     "stats",
     "capabilities",
-    "properties",
+    "driver_properties",
     "runtime",
     "parameter_names",
     "get_parameter",

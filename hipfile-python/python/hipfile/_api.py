@@ -354,8 +354,9 @@ def capabilities() -> list:
     return _hipfile.capabilities()
 
 
-def properties() -> dict:
-    """``hipFileDriverGetProperties``, with this library's key names."""
+def driver_properties() -> dict:
+    """``hipFileDriverGetProperties``, with this library's key names (upstream's are
+    :func:`driver_get_properties`'s)."""
     return _hipfile.properties()
 
 

@@ -1,0 +1,255 @@
+"""The Pythonic API: hipfile.open with every kind of buffer, futures, batches, stream-ordered
+calls, errors, threads."""
+
+import asyncio
+import ctypes
+import errno
+import mmap
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import hipfile
+from conftest import device_bytes
+
+
+class CudaArray:
+    """A minimal ``__cuda_array_interface__`` exporter over device memory (what CuPy, Numba and
+    PyTorch give)."""
+
+    def __init__(self, buf, shape, typestr="|u1", strides=None, readonly=False):
+        self._buf = buf
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (buf.ptr, readonly), "version": 3, "strides": strides,
+        }
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class DLPackArray:
+    """A DLPack exporter of device memory (device type CUDA), as PyTorch, JAX and CuPy are."""
+
+    def __init__(self, buf, count, itemsize=4):
+        self._buf = buf
+        self._shape = (ctypes.c_int64 * 1)(count)
+        self._managed = _DLManagedTensor()
+        t = self._managed.dl_tensor
+        t.data, t.device, t.ndim = buf.ptr, _DLDevice(2, 0), 1
+        t.dtype = _DLDataType(1, itemsize * 8, 1)
+        t.shape = self._shape
+        t.byte_offset = 0
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.argtypes, new.restype = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p], ctypes.py_object
+        return new(ctypes.addressof(self._managed), b"dltensor", None)
+
+
+def test_read_into_every_kind_of_buffer(data_file, data, scratch):
+    n = len(data)
+    dev = hipfile.DeviceBuffer(n)
+    with hipfile.open(data_file) as f:
+        assert f.read(dev) == n
+        assert dev.to_bytes() == data.tobytes()
+        for host in [np.zeros(n, np.uint8), bytearray(n), memoryview(bytearray(n)), np.zeros(n // 4, np.float32)]:
+            assert f.read(host) == n
+            assert bytes(memoryview(host).cast("B")) == data.tobytes()
+        with mmap.mmap(-1, n) as m:
+            assert f.read(m) == n
+            assert m[:] == data.tobytes()
+        cai = CudaArray(hipfile.DeviceBuffer(n), (n // 2,), "<u2")
+        assert f.read(cai) == n
+        assert cai._buf.to_bytes() == data.tobytes()
+        dl = DLPackArray(hipfile.DeviceBuffer(n), n // 4)
+        assert f.read(dl) == n
+        assert dl._buf.to_bytes() == data.tobytes()
+
+
+def test_write_from_every_kind_of_buffer(data, scratch):
+    n = len(data)
+    dev = hipfile.DeviceBuffer(n)
+    dev.copy_from(data)
+    for i, src in enumerate([dev, data, data.tobytes(), bytearray(data.tobytes()), CudaArray(dev, (n,), readonly=True)]):
+        path = scratch / f"out{i}.bin"
+        with hipfile.open(path, "w") as f:
+            assert f.write(src) == n
+        assert path.read_bytes() == data.tobytes(), type(src)
+
+
+def test_sizes_and_offsets(data_file, data):
+    dev = hipfile.DeviceBuffer(8192)
+    with hipfile.open(data_file) as f:
+        assert f.read(dev, 4096, file_offset=100, buf_offset=4096) == 4096
+        assert dev.to_bytes(4096, 4096) == data[100:4196].tobytes()
+        size = f.size()
+        assert f.read(dev, 8192, file_offset=size - 10) == 10  # end of file
+        assert f.read(dev, 8192, file_offset=size + 10) == 0
+
+
+def test_a_buffer_too_small_is_refused_before_any_io(data_file):
+    host = np.full(4096 + 64, 0xAB, np.uint8)
+    view = host[:4096]
+    with hipfile.open(data_file) as f:
+        for size, offset in [(4097, 0), (4096, 1), (1, 4096), (1 << 40, 0)]:
+            with pytest.raises(ValueError):
+                f.read(view, size, buf_offset=offset)
+            with pytest.raises(ValueError):
+                f.pread(view, size, buf_offset=offset)
+            with pytest.raises(ValueError):
+                f.read_batch([(view, size, 0, offset)])
+        with pytest.raises(ValueError):
+            f.read(view, -1)
+    assert (host == 0xAB).all(), "nothing was written"
+
+
+def test_buffers_that_cannot_be_used(data_file):
+    with hipfile.open(data_file) as f:
+        with pytest.raises(ValueError):
+            f.read(np.zeros(8192, np.uint8)[::2])  # strided
+        ro = np.zeros(4096, np.uint8)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError):
+            f.read(ro)
+        with pytest.raises(ValueError):
+            f.read(b"immutable")
+        with pytest.raises(TypeError):
+            f.read(object())
+        with pytest.raises(ValueError):
+            f.read(CudaArray(hipfile.DeviceBuffer(64), (64,), readonly=True))
+
+
+def test_errors_and_codes(data_file, scratch):
+    with pytest.raises(FileNotFoundError):
+        hipfile.open(scratch / "missing")
+    with pytest.raises(ValueError):
+        hipfile.open(data_file, "q")
+    with hipfile.open(data_file) as f:
+        with pytest.raises(OSError) as info:
+            f.write(bytearray(16))  # opened read-only
+        assert info.value.errno == errno.EBADF
+        with pytest.raises(OSError) as info:
+            f.read(bytearray(16), file_offset=-1)
+        assert info.value.errno == errno.EINVAL
+    with pytest.raises(hipfile.HipFileException) as info:
+        hipfile._hipfile.transfer(False, 12345, hipfile.DeviceBuffer(16).ptr, 16, 16, 0, 0)
+    assert info.value.hipfile_err in (hipfile.OpError.HANDLE_NOT_REGISTERED, hipfile.OpError.DRIVER_NOT_INITIALIZED)
+
+
+def test_a_closed_file(data_file):
+    f = hipfile.open(data_file)
+    f.close()
+    f.close()
+    assert f.closed
+    with pytest.raises(ValueError):
+        f.read(bytearray(16))
+    with pytest.raises(ValueError):
+        f.pread(bytearray(16))
+
+
+def test_futures_and_asyncio(data_file, data):
+    dev = hipfile.DeviceBuffer(len(data))
+    with hipfile.open(data_file) as f:
+        futures = [f.pread(dev, 65536, i * 65536, i * 65536) for i in range(16)]
+        assert [fu.get() for fu in futures] == [65536] * 16
+        assert all(fu.done() for fu in futures)
+        assert dev.to_bytes() == data.tobytes()
+
+        async def both():
+            return await asyncio.gather(f.pread(dev, 4096), f.pread(dev, 4096, 4096, 4096))
+
+        assert asyncio.run(both()) == [4096, 4096]
+        with pytest.raises(OSError):
+            f.pwrite(dev, 16).get()  # read-only file: the error comes out of get()
+
+
+def test_batches(data_file, data, scratch):
+    dev = hipfile.DeviceBuffer(1 << 20)
+    host = np.zeros(1 << 20, np.uint8)
+    with hipfile.open(data_file) as f:
+        entries = [(dev if i % 2 else host, 4096, i * 4096, i * 4096) for i in range(200)]  # > 128: split
+        assert f.read_batch(entries) == [4096] * 200
+        for i in range(200):
+            got = dev.to_bytes(4096, i * 4096) if i % 2 else host[i * 4096 : (i + 1) * 4096].tobytes()
+            assert got == data[i * 4096 : (i + 1) * 4096].tobytes()
+        with pytest.raises(OSError):
+            f.read_batch([(dev, 16, 0, 0), (dev, 16, -1, 0)])
+    out = scratch / "batch.bin"
+    with hipfile.open(out, "w") as g:
+        assert g.write_batch([(data, 4096, i * 4096, i * 4096) for i in range(4)]) == [4096] * 4
+    assert out.read_bytes() == data[: 4 * 4096].tobytes()
+
+
+def test_stream_ordered_calls(data_file, data):
+    stream = hipfile._hipfile.stream_create()
+    try:
+        dev = hipfile.DeviceBuffer(65536)
+        with hipfile.open(data_file) as f:
+            op = f.read_async(dev, 65536, file_offset=8192, stream=stream)
+            hipfile._hipfile.stream_synchronize(stream)
+            assert op.done() and op.result == 65536
+            assert dev.to_bytes() == data[8192 : 8192 + 65536].tobytes()
+            with pytest.raises(ValueError):
+                f.read_async(dev, 65537, stream=stream)
+    finally:
+        hipfile._hipfile.stream_destroy(stream)
+
+
+def test_sixteen_threads_read_one_file(data_file, data):
+    n = len(data) // 16
+    results = [None] * 16
+
+    def reader(i, f):
+        buf = hipfile.DeviceBuffer(n)
+        for _ in range(8):
+            assert f.read(buf, n, i * n) == n
+        results[i] = buf.to_bytes()
+
+    with hipfile.open(data_file) as f:
+        threads = [threading.Thread(target=reader, args=(i, f)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert b"".join(results) == data.tobytes()
+
+
+def test_statistics_parameters_and_reports(data_file):
+    before = hipfile.stats()["read"]["ok"]
+    with hipfile.open(data_file) as f:
+        f.read(hipfile.DeviceBuffer(4096), 4096)
+        assert f.p2p_verdict() is not None
+        with pytest.raises(hipfile.HipFileException) as info:
+            hipfile.set_parameter("ProfileStats", 3)
+        assert info.value.hipfile_err == hipfile.OpError.DRIVER_ALREADY_OPEN
+    s = hipfile.stats()
+    assert s["read"]["ok"] >= before + 1
+    assert {"p2p", "bounce", "host", "size_classes"} <= set(s["read"])
+    assert "BatchEntries" in s["counters"]
+    names = dict(hipfile.parameter_names())
+    assert names["AllowSystemMemory"] == "bool" and names["ProfileStats"] == "size"
+    assert isinstance(hipfile.get_parameter("ProfileStats"), int)
+    with pytest.raises(ValueError):
+        hipfile.get_parameter("NoSuchParameter")
+    assert any(c["available"] for c in hipfile.capabilities())
+    assert hipfile.driver_properties()["max_batch_io_count"] == 128

@@ -1,0 +1,180 @@
+"""Upstream hipFile's Python API: the names, behaviour and errors its programs rely on."""
+
+import errno
+import hashlib
+import os
+
+import pytest
+
+import hipfile
+from hipfile import (
+    Buffer,
+    Driver,
+    FileHandle,
+    FileHandleType,
+    HipFileException,
+    OpError,
+    Stream,
+    driver_get_properties,
+    get_version,
+    supports_async,
+)
+from hipfile.hipMalloc import hipFree, hipMalloc
+
+
+def test_names_and_version():
+    for name in ["Driver", "FileHandle", "Stream", "supports_async", "Buffer", "HipFileException",
+                 "FileHandleType", "OpError", "driver_get_properties", "get_version", "__version__"]:
+        assert name in hipfile.__all__ and hasattr(hipfile, name)
+    assert get_version() == tuple(int(p) for p in hipfile.__version__.split("."))
+    assert isinstance(get_version(), tuple)
+    assert hipfile._hipfile.__file__.endswith(".so")
+    assert supports_async()
+
+
+def test_op_error_values_are_hipfiles():
+    assert OpError.SUCCESS == 0
+    assert OpError.DRIVER_NOT_INITIALIZED == 5001
+    assert OpError.HIP_DRIVER_ERROR == 5011
+    assert OpError.INVALID_VALUE == 5022
+    assert OpError.HANDLE_NOT_REGISTERED == 5027
+    assert OpError.IO_MAX_ERROR == 5039
+    assert len(OpError) == 38
+    assert [FileHandleType.OPAQUE_FD, FileHandleType.OPAQUE_WIN32, FileHandleType.USERSPACE_FS] == [1, 2, 3]
+
+
+def test_driver_use_count_balances():
+    before = Driver.use_count()
+    with Driver() as driver:
+        assert driver.use_count() == before + 1
+        with Driver():
+            assert Driver.use_count() == before + 2
+    assert Driver.use_count() == before
+
+
+def test_closing_a_closed_driver_is_hipfiles_error():
+    with pytest.raises(HipFileException) as info:
+        Driver().close()
+    assert info.value.hipfile_err == OpError.DRIVER_NOT_INITIALIZED
+    assert info.value.hip_err == 0
+    assert str(info.value).startswith("5001 - ")
+
+
+def test_properties_have_upstreams_keys():
+    props = driver_get_properties()
+    assert set(props) == {
+        "nvfs_major_version", "nvfs_minor_version", "nvfs_poll_thresh_size", "nvfs_max_direct_io_size",
+        "nvfs_driver_status_flags", "nvfs_driver_control_flags", "feature_flags", "max_device_cache_size",
+        "per_buffer_cache_size", "max_device_pinned_mem_size", "max_batch_io_count", "max_batch_io_timeout_msecs",
+    }
+    assert props["max_batch_io_count"] == 128
+
+
+def sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_roundtrip_through_device_memory(scratch, data_file):
+    size = data_file.stat().st_size
+    output = scratch / "out.bin"
+    ptr = hipMalloc(size)
+    try:
+        with Driver():
+            with Buffer.from_ctypes_void_p(ptr, size, 0) as registered:
+                with FileHandle(data_file, os.O_RDONLY, handle_type=FileHandleType.OPAQUE_FD) as source:
+                    assert source.read(registered, size, 0, 0) == size
+                with FileHandle(output, os.O_RDWR | os.O_CREAT | os.O_TRUNC) as destination:
+                    assert destination.write(registered, size, 0, 0) == size
+    finally:
+        hipFree(ptr)
+    assert sha(output) == sha(data_file)
+
+
+def test_buffer_rules(monkeypatch):
+    class Null:
+        value = None
+
+    with pytest.raises(ValueError):
+        Buffer.from_ctypes_void_p(Null(), 16, 0)
+    # Host memory is refused where the environment says so (the package allows it otherwise).
+    monkeypatch.setenv("HIPFILE_ALLOW_SYSTEM_MEMORY", "false")
+    ptr = hipMalloc(4096)
+    try:
+        with Driver():
+            b = Buffer(ptr.value, 4096, 0)
+            b.deregister()  # not registered: nothing
+            b.register()
+            with pytest.raises(HipFileException) as info:
+                b.register()
+            assert info.value.hipfile_err == OpError.MEMORY_ALREADY_REGISTERED
+            b.deregister()
+            b.deregister()
+            host = bytearray(4096)
+            import ctypes
+            address = ctypes.addressof((ctypes.c_char * 4096).from_buffer(host))
+            with pytest.raises(HipFileException) as info:
+                Buffer(address, 4096, 0).register()
+            assert info.value.hipfile_err == OpError.HIP_MEMORY_TYPE_INVALID
+    finally:
+        hipFree(ptr)
+
+
+def test_file_handle_rules(scratch, data_file):
+    fh = FileHandle(data_file, os.O_RDONLY)
+    # A registration opens a closed driver for good (hipFile's rule): hold it open here.
+    held = Driver()
+    held.open()
+    with pytest.raises(RuntimeError):
+        fh.read(Buffer(0x1000, 16, 0), 16, 0, 0)
+    with pytest.raises(ValueError):
+        fh.handle_type = 9999
+    with pytest.raises(NotImplementedError):
+        fh.handle_type = FileHandleType.OPAQUE_WIN32
+    with fh:
+        with pytest.raises(RuntimeError):
+            fh.open()
+        with pytest.raises(RuntimeError):
+            fh.handle_type = FileHandleType.OPAQUE_FD
+        assert isinstance(fh.handle, int)
+    assert fh.handle is None
+    fh.close()
+    with pytest.raises(OSError) as info:
+        FileHandle(scratch / "missing", os.O_RDONLY).open()
+    assert info.value.errno == errno.ENOENT
+    held.close()
+
+
+def test_io_errors_are_oserror_or_hipfileexception(data_file):
+    ptr = hipMalloc(8192)
+    try:
+        with Driver(), FileHandle(data_file, os.O_RDONLY) as fh:
+            buf = Buffer(ptr.value, 8192, 0)
+            with pytest.raises(OSError) as info:
+                fh.read(buf, 4096, -1, 0)
+            assert info.value.errno == errno.EINVAL
+            with Buffer(ptr.value, 4096, 0) as registered:
+                with pytest.raises(HipFileException) as info:
+                    fh.read(registered, 8192, 0, 0)  # past the registered length
+                assert info.value.hipfile_err == OpError.INVALID_VALUE
+            with pytest.raises(OSError) as info:
+                fh.write(buf, 4096, 0, 0)  # opened read-only
+            assert info.value.errno == errno.EBADF
+    finally:
+        hipFree(ptr)
+
+
+def test_stream_ordered_calls_of_upstreams_api(data_file, data):
+    stream_handle = hipfile._hipfile.stream_create()
+    ptr = hipMalloc(65536)
+    try:
+        with Driver(), FileHandle(data_file, os.O_RDONLY) as fh, Stream(stream_handle) as stream:
+            assert stream.registered
+            io = fh.read_async(Buffer(ptr.value, 65536, 0), 65536, 4096, 0, stream.handle)
+            hipfile._hipfile.stream_synchronize(stream_handle)
+            assert io.bytes_done == 65536
+        assert not stream.registered
+        got = hipfile._hipfile.copy_from_device(ptr.value, 65536, 0, 65536)
+        assert bytes(got) == data[4096 : 4096 + 65536].tobytes()
+    finally:
+        hipFree(ptr)
+        hipfile._hipfile.stream_destroy(stream_handle)
