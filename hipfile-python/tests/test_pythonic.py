@@ -253,3 +253,15 @@ def test_statistics_parameters_and_reports(data_file):
         hipfile.get_parameter("NoSuchParameter")
     assert any(c["available"] for c in hipfile.capabilities())
     assert hipfile.driver_properties()["max_batch_io_count"] == 128
+
+
+def test_every_public_name_is_documented_and_typed():
+    import pathlib
+
+    stub = (pathlib.Path(hipfile.__file__).parent / "__init__.pyi").read_text()
+    for name in hipfile.__all__:
+        assert name in stub, f"{name} is missing from __init__.pyi"
+        obj = getattr(hipfile, name)
+        if callable(obj):
+            assert (obj.__doc__ or "").strip(), f"{name} has no docstring"
+    assert (pathlib.Path(hipfile.__file__).parent / "py.typed").exists()

@@ -3,6 +3,7 @@
 //! the GPU benchmark (ours beside the peer baseline) on the H200 machine.
 
 mod dist;
+mod python;
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -14,9 +15,10 @@ fn main() -> ExitCode {
         Some("gpu-bench") => gpu_bench(&args[1..]),
         Some("unsafe") => unsafe_report(args.get(1).map(String::as_str)),
         Some("dist") => dist::dist(&args[1..]),
+        Some("wheel") => python::wheel(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, nextest"
+                "usage: cargo xtask ci         # packages, fmt, clippy -D warnings, docs, doc tests, ABI check, pytest, nextest"
             );
             eprintln!(
                 "       cargo xtask gpu-bench --peer PATH  # the GPU benchmark bundle: hipfile bench beside KvikIO \
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "       cargo xtask dist PREFIX [--debug]  # an install tree: libraries, headers, pkg-config, CMake, the tool"
             );
+            eprintln!("       cargo xtask wheel [--debug]  # the Python package's wheel, in target/wheels");
             return ExitCode::from(2);
         }
     };
@@ -126,6 +129,11 @@ const PACKAGES: [(&str, &str); 5] = [
 fn install_packages() -> Result<(), String> {
     let missing: Vec<&str> =
         PACKAGES.iter().filter(|(_, probe)| !std::path::Path::new(probe).exists()).map(|(p, _)| *p).collect();
+    install_debian(&missing)
+}
+
+/// Installs Debian packages (as root; otherwise says what to install).
+fn install_debian(missing: &[&str]) -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
@@ -136,7 +144,7 @@ fn install_packages() -> Result<(), String> {
     let env = [("DEBIAN_FRONTEND", "noninteractive")];
     run("apt-get", &["update", "-q"], &env)?;
     let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    args.extend(&missing);
+    args.extend(missing);
     run("apt-get", &args, &env)
 }
 
@@ -168,7 +176,14 @@ fn ci() -> Result<(), String> {
     let abi = ["test", "--locked", "-p", "hipfile-runtime", "--features", "hip-abi-check", "--test", "hip_abi"];
     run("cargo", &abi, &[HIP_PATH])?;
     miri()?;
-    run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[])
+    let python = python::tests();
+    let nextest = run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[]);
+    // The closing line: the Python suite's counts beside nextest's summary just above.
+    match &python {
+        Ok(summary) => eprintln!("     Python [pytest] {summary}"),
+        Err(e) => eprintln!("     Python [pytest] {e}"),
+    }
+    nextest.and(python.map(drop))
 }
 
 /// Miri over the core's pure logic (error codes, configuration, I/O arithmetic and the retry

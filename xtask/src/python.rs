@@ -1,0 +1,59 @@
+//! The Python package (`hipfile-python`): its wheel, and its pytest suite in a virtual
+//! environment of its own (`target/python`), with what the suite needs from PyPI.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::{run, succeeds, workspace_root};
+
+/// What the suite installs: the build backend, the test runner, NumPy (host buffers) and
+/// Hypothesis (the model test).
+const TEST_PACKAGES: [&str; 4] = ["maturin>=1.5,<2", "pytest", "numpy", "hypothesis"];
+
+/// The virtual environment's directory and its `python`, made (and filled) where missing.
+fn venv() -> Result<(PathBuf, String), String> {
+    let dir = workspace_root().join("target/python");
+    let python = dir.join("bin/python");
+    if !python.exists() {
+        if !succeeds("python3", &["-m", "venv", "--help"]) {
+            crate::install_debian(&["python3", "python3-venv", "python3-pip"])?;
+        }
+        run("python3", &["-m", "venv", dir.to_str().ok_or("a non-UTF-8 path")?], &[])?;
+    }
+    let python = python.to_str().ok_or("a non-UTF-8 path")?.to_owned();
+    let mut args = vec!["-m", "pip", "install", "-q"];
+    args.extend(TEST_PACKAGES);
+    run(&python, &args, &[])?;
+    Ok((dir, python))
+}
+
+/// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`.
+pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
+    let (_, python) = venv()?;
+    let mut build = vec!["-m", "maturin", "build", "--locked", "-m", "hipfile-python/Cargo.toml", "-o", "target/wheels"];
+    if !args.iter().any(|a| a == "--debug") {
+        build.push("--release");
+    }
+    run(&python, &build, &[])
+}
+
+/// Builds the package into the virtual environment and runs its suite; the line pytest ends
+/// with (the counts).
+pub(crate) fn tests() -> Result<String, String> {
+    let (dir, python) = venv()?;
+    let bin = dir.join("bin");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let env = [("VIRTUAL_ENV", dir.to_str().ok_or("a non-UTF-8 path")?), ("PATH", path.as_str())];
+    run(&python, &["-m", "maturin", "develop", "--locked", "-q", "-m", "hipfile-python/Cargo.toml"], &env)?;
+    eprintln!("==> pytest hipfile-python/tests");
+    let out = Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "hipfile-python/tests"])
+        .envs(env)
+        .current_dir(workspace_root())
+        .output()
+        .map_err(|e| format!("cannot run pytest: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprint!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    let summary = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").trim().to_owned();
+    if out.status.success() { Ok(summary) } else { Err(format!("pytest failed: {summary}")) }
+}
