@@ -30,7 +30,8 @@ fn venv() -> Result<(PathBuf, String), String> {
 /// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`.
 pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
     let (_, python) = venv()?;
-    let mut build = vec!["-m", "maturin", "build", "--locked", "-m", "hipfile-python/Cargo.toml", "-o", "target/wheels"];
+    let mut build =
+        vec!["-m", "maturin", "build", "--locked", "-m", "hipfile-python/Cargo.toml", "-o", "target/wheels"];
     if !args.iter().any(|a| a == "--debug") {
         build.push("--release");
     }

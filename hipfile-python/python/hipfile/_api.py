@@ -16,6 +16,15 @@ MAX_RW_COUNT = 0x7FFFF000
 #: The most entries one batch holds: larger lists are split.
 MAX_BATCH_ENTRIES = 128
 
+#: Host buffer types the native module takes directly (contiguous by construction).
+_HOST_TYPES = {bytearray, bytes}
+try:
+    import numpy as _np
+
+    _HOST_TYPES.add(_np.ndarray)
+except ImportError:
+    pass
+
 
 class DeviceBuffer:
     """``size`` bytes of device memory on ``device``, allocated by the runtime the package uses
@@ -225,7 +234,7 @@ class File:
         return self._handle
 
     def _request(self, buf, size, buf_offset, write):
-        memory = memory_of(buf, writable=not write)
+        memory = memory_of(buf, not write)
         if size is None:
             size = max(memory.nbytes - buf_offset, 0)
         if size < 0 or buf_offset < 0:
@@ -237,7 +246,23 @@ class File:
         return memory, size
 
     def _transfer(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> int:
-        handle = self._check()
+        handle = self._handle
+        if handle is None:
+            raise ValueError("I/O operation on a closed hipfile.File")
+        if type(buf) in _HOST_TYPES:  # host memory: held, checked and moved by the native module
+            if size is not None and size < 0:
+                raise ValueError("size must not be negative")
+            try:
+                return _hipfile.transfer_buffer(write, handle, buf, size, file_offset, buf_offset)
+            except BufferError as exc:  # not contiguous, or read-only for a read
+                raise ValueError(f"hipfile cannot use this {type(buf).__name__}: {exc}") from None
+        addr, nbytes, _ = memory = memory_of(buf, not write)
+        if size is None:
+            size = max(nbytes - buf_offset, 0)
+        elif size < 0:
+            raise ValueError("size must not be negative")
+        if size <= MAX_RW_COUNT:  # one call; the native module checks the extent
+            return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
         memory, size = self._request(buf, size, buf_offset, write)
         done = 0
         while done < size:

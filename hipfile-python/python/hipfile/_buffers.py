@@ -121,11 +121,37 @@ def _from_dlpack(obj: object) -> Memory:
     return Memory(int(tensor.data or 0) + tensor.byte_offset, nbytes, (obj, capsule))
 
 
+_DeviceBuffer = None
+
+
+def _numpy_array(obj: object, writable: bool) -> Memory:
+    flags = obj.flags
+    if not flags.c_contiguous:
+        raise ValueError("hipfile needs contiguous memory (C order); this array is strided")
+    if writable and not flags.writeable:
+        raise ValueError("a read-only array cannot be read into")
+    return Memory(obj.__array_interface__["data"][0], obj.nbytes, obj)
+
+
+#: Buffer types seen before and how to read them, so a call pays for one dict lookup.
+_FAST = {}
+
+
 def memory_of(obj: object, writable: bool) -> Memory:
     """The memory of ``obj``; ``writable``: the library will write into it (a read)."""
-    from hipfile._api import DeviceBuffer
-
-    if isinstance(obj, DeviceBuffer):
+    global _DeviceBuffer
+    fast = _FAST.get(type(obj))
+    if fast is not None:
+        return fast(obj, writable)
+    if _DeviceBuffer is None:
+        from hipfile._api import DeviceBuffer as _DeviceBuffer
+    if type(obj) is _DeviceBuffer:
+        _FAST[_DeviceBuffer] = lambda o, _w: Memory(o._ptr, o._size, o)
+        return _FAST[_DeviceBuffer](obj, writable)
+    if type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
+        _FAST[type(obj)] = _numpy_array
+        return _numpy_array(obj, writable)
+    if isinstance(obj, _DeviceBuffer):
         return Memory(obj.ptr, obj.nbytes, obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:

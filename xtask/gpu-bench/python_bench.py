@@ -1,0 +1,147 @@
+"""hipfile's Python API beside KvikIO's, in one process on one file (GB/s = 1e9 B/s, best of
+RUNS): a warm file read whole into a CuPy array and a PyTorch tensor; 128 random 1 MiB reads
+as futures from one thread, and as one batch; and, with --per-call, the time one 4 KiB read
+costs from Python against the same read from the Rust API (`hipfile bench`, its JSON).
+
+    python3 python_bench.py FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN]
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+
+def best(fn, nbytes, runs):
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return round(nbytes / min(times) / 1e9, 3)
+
+
+def make_file(path, size):
+    if os.path.exists(path) and os.path.getsize(path) >= size:
+        return
+    block = os.urandom(64 << 20)
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            f.write(block[: min(left, len(block))])
+            left -= len(block)
+
+
+def warm(path):
+    with open(path, "rb", buffering=0) as f:
+        while f.read(64 << 20):
+            pass
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("file")
+    p.add_argument("--size-gib", type=float, default=4)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--kvikio", action="store_true")
+    p.add_argument("--per-call", metavar="HIPFILE_BIN")
+    a = p.parse_args()
+    import hipfile
+
+    res = {"runtime": hipfile.runtime()}
+    if a.per_call:
+        per_call(a, res)
+        print(json.dumps(res, indent=1))
+        return
+    import cupy as cp
+    import torch
+
+    size = int(a.size_gib * (1 << 30))
+    make_file(a.file, size)
+    warm(a.file)
+    dev = cp.empty(size, dtype=cp.uint8)
+    tensor = torch.empty(size, dtype=torch.uint8, device="cuda:0")
+    with hipfile.open(a.file) as f:
+        res["hipfile read into cupy"] = best(lambda: f.read(dev), size, a.runs)
+        res["hipfile read into torch"] = best(lambda: f.read(tensor), size, a.runs)
+        ref = cp.asnumpy(dev[: 1 << 20]).tobytes()
+        with open(a.file, "rb") as g:
+            assert ref == g.read(1 << 20), "hipfile read verification failed"
+        assert bytes(tensor[: 1 << 20].cpu().numpy().tobytes()) == ref
+        chunk, n = 1 << 20, 128
+        rng = random.Random(11)
+        offs = [rng.randrange(0, size // chunk) * chunk for _ in range(n)]
+
+        def futures():
+            futs = [f.pread(dev, chunk, o, i * chunk) for i, o in enumerate(offs)]
+            assert all(x.get() == chunk for x in futs)
+
+        def batch():
+            assert f.read_batch([(dev, chunk, o, i * chunk) for i, o in enumerate(offs)]) == [chunk] * n
+
+        res["hipfile 128 random 1MiB futures"] = best(futures, chunk * n, a.runs)
+        res["hipfile 128 random 1MiB batch"] = best(batch, chunk * n, a.runs)
+    if a.kvikio:
+        import kvikio
+        import kvikio.defaults
+
+        for nt in (1, 16):
+            kvikio.defaults.set("num_threads", nt)
+
+            def kv_read():
+                with kvikio.CuFile(a.file, "r") as f:
+                    assert f.read(dev) == size
+
+            def kv_torch():
+                with kvikio.CuFile(a.file, "r") as f:
+                    assert f.read(tensor) == size
+
+            def kv_random():
+                with kvikio.CuFile(a.file, "r") as f:
+                    futs = [f.pread(dev[i * chunk : (i + 1) * chunk], chunk, o) for i, o in enumerate(offs)]
+                    assert all(x.get() == chunk for x in futs)
+
+            res[f"kvikio t={nt} read into cupy"] = best(kv_read, size, a.runs)
+            res[f"kvikio t={nt} read into torch"] = best(kv_torch, size, a.runs)
+            res[f"kvikio t={nt} 128 random 1MiB futures"] = best(kv_random, chunk * n, a.runs)
+    print(json.dumps(res, indent=1))
+
+
+def per_call(a, res):
+    """µs per 4 KiB read: Python (`File.read` into a NumPy array and into device memory) and the
+    Rust API (`hipfile bench`, one thread, same file and size)."""
+    import numpy as np
+
+    import hipfile
+
+    size = 64 << 20
+    make_file(a.file, size)
+    warm(a.file)
+    calls = 20000
+    host = np.zeros(4096, np.uint8)
+    dev = hipfile.DeviceBuffer(4096)
+    rng = random.Random(5)
+    offs = [rng.randrange(0, size // 4096) * 4096 for _ in range(calls)]
+    with hipfile.open(a.file) as f:
+        for name, buf in (("python host", host), ("python device", dev)):
+            for _ in range(3):
+                t = time.perf_counter()
+                for o in offs:
+                    f.read(buf, 4096, o)
+                us = (time.perf_counter() - t) / calls * 1e6
+                res[f"{name} us/call"] = min(us, res.get(f"{name} us/call", us))
+    out = subprocess.run(
+        [a.per_call, "bench", "--file", a.file, "--size", str(size), "--mode", "randread", "--io-size", "4K",
+         "--count", str(calls), "--threads", "1", "--runs", "3", "--json", "--no-verify"],
+        capture_output=True, text=True, check=True,
+    )
+    r = json.loads(out.stdout)["results"][0]
+    res["rust us/call"] = round(4096 / (r["best_gbps"] * 1e9) * 1e6, 3)
+    res["rust bench"] = r
+
+
+if __name__ == "__main__":
+    sys.exit(main())
