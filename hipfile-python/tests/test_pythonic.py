@@ -47,14 +47,17 @@ class _DLManagedTensor(ctypes.Structure):
 class DLPackArray:
     """A DLPack exporter of device memory (device type CUDA), as PyTorch, JAX and CuPy are."""
 
-    def __init__(self, buf, count, itemsize=4):
+    def __init__(self, buf, count, itemsize=4, strides=None):
         self._buf = buf
         self._shape = (ctypes.c_int64 * 1)(count)
+        self._strides = None if strides is None else (ctypes.c_int64 * 1)(*strides)
         self._managed = _DLManagedTensor()
         t = self._managed.dl_tensor
         t.data, t.device, t.ndim = buf.ptr, _DLDevice(2, 0), 1
         t.dtype = _DLDataType(1, itemsize * 8, 1)
         t.shape = self._shape
+        if self._strides is not None:
+            t.strides = self._strides  # in elements, as DLPack counts them
         t.byte_offset = 0
 
     def __dlpack_device__(self):
@@ -84,6 +87,10 @@ def test_read_into_every_kind_of_buffer(data_file, data, scratch):
         dl = DLPackArray(hipfile.DeviceBuffer(n), n // 4)
         assert f.read(dl) == n
         assert dl._buf.to_bytes() == data.tobytes()
+        strided = DLPackArray(hipfile.DeviceBuffer(n), n // 4, strides=[1])  # contiguous, strides given
+        assert f.read(strided) == n
+        with pytest.raises(ValueError):
+            f.read(DLPackArray(hipfile.DeviceBuffer(n), n // 8, strides=[2]))
 
 
 def test_write_from_every_kind_of_buffer(data, scratch):

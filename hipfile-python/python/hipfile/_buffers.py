@@ -113,8 +113,9 @@ def _from_dlpack(obj: object) -> Memory:
     capsule = obj.__dlpack__()
     tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     shape = [tensor.shape[i] for i in range(tensor.ndim)]
-    strides = None if not tensor.strides else [tensor.strides[i] for i in range(tensor.ndim)]
     itemsize = (tensor.dtype.bits * tensor.dtype.lanes + 7) // 8
+    # DLPack counts strides in elements (the CUDA array interface, in bytes).
+    strides = None if not tensor.strides else [tensor.strides[i] * itemsize for i in range(tensor.ndim)]
     nbytes = _contiguous_bytes(shape, strides, itemsize)
     # The capsule, kept with the memory, keeps the tensor alive (its producer frees it when the
     # capsule goes, since it was never consumed).
