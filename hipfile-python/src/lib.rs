@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use hipfile::boundary::pool::WorkerPool;
 use hipfile::boundary::sync::lock;
 use hipfile::stats::{Counter, Path};
 use hipfile::{
@@ -347,19 +346,113 @@ fn transfer_buffer(
     Ok(done)
 }
 
-/// The threads futures run on (one per core, at least 4, at most 32).
-fn pool() -> &'static WorkerPool {
-    static POOL: OnceLock<WorkerPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let n = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(4, 32);
-        WorkerPool::new(n, "hipfile-py".into(), Arc::new(|| {}))
-    })
+/// Where a future's result arrives.
+type Slot = Arc<(Mutex<Option<hipfile::Result<usize>>>, Condvar)>;
+
+/// A future's request, waiting for the coalescer.
+struct Pending {
+    entry: BatchEntry,
+    slot: Slot,
+}
+
+/// Futures go to the driver together: one thread takes every request queued since its last
+/// round and runs them as one batch (up to the batch limit), where the bounce path pipelines
+/// them across its workers (`Backend::transfer_many`); a lone request is a batch of one. While
+/// a round runs, the next one fills.
+struct Coalescer {
+    queue: Mutex<(Vec<Pending>, u32)>,
+    ready: Condvar,
+}
+
+fn coalescer() -> &'static Coalescer {
+    static COALESCER: OnceLock<Coalescer> = OnceLock::new();
+    COALESCER.get_or_init(|| Coalescer { queue: Mutex::new((Vec::new(), 0)), ready: Condvar::new() })
+}
+
+impl Coalescer {
+    /// Queues a request; starts the thread in this process if it has none (a forked child
+    /// does not have its parent's).
+    fn push(&'static self, entry: BatchEntry, slot: Slot) {
+        let mut queue = lock(&self.queue);
+        queue.0.push(Pending { entry, slot });
+        let pid = std::process::id();
+        if queue.1 != pid {
+            queue.1 = pid;
+            let started = std::thread::Builder::new().name("hipfile-py-futures".into()).spawn(move || self.run());
+            if started.is_err() {
+                queue.1 = 0;
+                let pending = std::mem::take(&mut queue.0);
+                drop(queue);
+                for p in pending {
+                    finish(&p.slot, Err(OpError::InternalError.into()));
+                }
+                return;
+            }
+        }
+        self.ready.notify_one();
+    }
+
+    fn run(&self) {
+        loop {
+            let round: Vec<Pending> = {
+                let mut queue = lock(&self.queue);
+                while queue.0.is_empty() {
+                    queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
+                }
+                let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
+                let take = queue.0.len().min(limit);
+                queue.0.drain(..take).collect()
+            };
+            let entries: Vec<BatchEntry> =
+                round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
+            let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; round.len()];
+            if let Err(e) = run_batch(&entries, &mut results) {
+                results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone())));
+            }
+            for (p, r) in round.iter().zip(results) {
+                finish(&p.slot, r.unwrap_or(Err(OpError::InternalError.into())));
+            }
+        }
+    }
+}
+
+fn finish(slot: &Slot, result: hipfile::Result<usize>) {
+    *lock(&slot.0) = Some(result);
+    slot.1.notify_all();
+}
+
+/// One batch of `entries` (cookies their indices) run to its end: each entry's result in
+/// `results`.
+fn run_batch(entries: &[BatchEntry], results: &mut [Option<hipfile::Result<usize>>]) -> hipfile::Result<()> {
+    let d = driver();
+    let id = d.batch_setup(entries.len().max(1))?;
+    // SAFETY: each entry lies inside its buffer object's memory (checked when it was made),
+    // which its future keeps alive until its result is stored; this waits for every entry.
+    let submitted = unsafe { d.batch_submit(id, entries) };
+    let mut left = if submitted.is_ok() { entries.len() } else { 0 };
+    while left > 0 {
+        match d.batch_status(id, left, left, None) {
+            Ok(events) if events.is_empty() => break,
+            Ok(events) => {
+                for e in events {
+                    results[e.cookie] = Some(e.result);
+                    left -= 1;
+                }
+            }
+            Err(e) => {
+                d.batch_destroy(id);
+                return Err(e);
+            }
+        }
+    }
+    d.batch_destroy(id);
+    submitted
 }
 
 /// A read or write running on the library's threads (`pread`/`pwrite`).
 #[pyclass(module = "hipfile._hipfile")]
 struct Future {
-    state: Arc<(Mutex<Option<hipfile::Result<usize>>>, Condvar)>,
+    state: Slot,
     /// The buffer object, kept alive until the transfer has ended.
     keep: Mutex<Option<Py<PyAny>>>,
 }
@@ -404,8 +497,8 @@ impl Future {
     }
 }
 
-/// [`transfer`] on the library's threads: a [`Future`] at once. `keep` (the buffer object)
-/// stays alive until the transfer has ended.
+/// [`transfer`] on the library's threads (through the coalescer, as part of a batch): a
+/// [`Future`] at once. `keep` (the buffer object) stays alive until the transfer has ended.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn submit(
@@ -419,16 +512,17 @@ fn submit(
     keep: Py<PyAny>,
 ) -> PyResult<Future> {
     check_extent(extent, size, buf_offset)?;
-    let state = Arc::new((Mutex::new(None), Condvar::new()));
-    let done = Arc::clone(&state);
-    pool().submit(Box::new(move || {
-        // SAFETY: the range lies inside the buffer object's memory (checked above), which the
-        // future keeps alive until this has stored its result.
-        let result =
-            unsafe { driver().transfer(direction(write), HandleId(handle), addr, size, file_offset, buf_offset) };
-        *lock(&done.0) = Some(result);
-        done.1.notify_all();
-    }));
+    let state: Slot = Arc::new((Mutex::new(None), Condvar::new()));
+    let entry = BatchEntry {
+        direction: direction(write),
+        handle: HandleId(handle),
+        buffer_base: addr,
+        buffer_offset: buf_offset,
+        file_offset,
+        size,
+        cookie: 0,
+    };
+    coalescer().push(entry, Arc::clone(&state));
     Ok(Future { state, keep: Mutex::new(Some(keep)) })
 }
 
@@ -465,7 +559,7 @@ fn batch<'py>(
         let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; checked.len()];
         let mut left = if submitted.is_ok() { checked.len() } else { 0 };
         while left > 0 {
-            match d.batch_status(id, 1, left, wait) {
+            match d.batch_status(id, left, left, wait) {
                 Ok(events) if events.is_empty() => break, // timed out: the rest are cancelled
                 Ok(events) => {
                     for e in events {
