@@ -827,6 +827,129 @@ fn p2p_verdict(py: Python<'_>, handle: u64) -> PyResult<Vec<(String, Option<Stri
     Ok(verdicts.into_iter().map(|(name, v)| (name.to_owned(), v.err().map(|why| why.0.into_owned()))).collect())
 }
 
+/// DLPack's ABI (dlpack.h, version 0.8's `DLManagedTensor`, which every consumer takes), for
+/// exporting device memory of the package's `DeviceBuffer`.
+mod dlpack_abi {
+    use std::ffi::{c_char, c_void};
+
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+
+    #[repr(C)]
+    struct Device {
+        device_type: i32,
+        device_id: i32,
+    }
+
+    #[repr(C)]
+    struct DataType {
+        code: u8,
+        bits: u8,
+        lanes: u16,
+    }
+
+    #[repr(C)]
+    struct Tensor {
+        data: *mut c_void,
+        device: Device,
+        ndim: i32,
+        dtype: DataType,
+        shape: *mut i64,
+        strides: *mut i64,
+        byte_offset: u64,
+    }
+
+    #[repr(C)]
+    struct Managed {
+        tensor: Tensor,
+        manager_ctx: *mut c_void,
+        deleter: Option<unsafe extern "C" fn(*mut Managed)>,
+    }
+
+    /// What a managed tensor owns: its shape, and the object whose memory it shows.
+    struct Context {
+        shape: [i64; 1],
+        _owner: Py<PyAny>,
+    }
+
+    const NAME: &std::ffi::CStr = c"dltensor";
+
+    /// The tensor's deleter: frees it and lets go of its owner (taking the GIL, which a
+    /// consumer may not hold when it calls this).
+    unsafe extern "C" fn delete(managed: *mut Managed) {
+        if managed.is_null() {
+            return;
+        }
+        // SAFETY: `managed` was made by `Box::into_raw` in `capsule`, and DLPack calls the
+        // deleter once.
+        let managed = unsafe { Box::from_raw(managed) };
+        // SAFETY: `manager_ctx` was made by `Box::into_raw` in `capsule`, owned by this tensor.
+        let context = unsafe { Box::from_raw(managed.manager_ctx.cast::<Context>()) };
+        Python::attach(|_| drop(context));
+    }
+
+    /// The capsule's destructor: a capsule never consumed (still named "dltensor") deletes its
+    /// tensor; a consumer renames it and deletes the tensor itself.
+    unsafe extern "C" fn destruct(capsule: *mut ffi::PyObject) {
+        // SAFETY: called by CPython on a live capsule, with the GIL held.
+        if unsafe { ffi::PyCapsule_IsValid(capsule, NAME.as_ptr()) } == 1 {
+            // SAFETY: as above; the name matches, so the pointer is our `Managed`.
+            let managed = unsafe { ffi::PyCapsule_GetPointer(capsule, NAME.as_ptr()) }.cast::<Managed>();
+            // SAFETY: never consumed, so never deleted: deleted here, once.
+            unsafe { delete(managed) };
+        }
+    }
+
+    /// A DLPack capsule of `size` bytes (a 1-D `uint8` tensor) at `addr` on
+    /// (`device_type`, `device_id`), keeping `owner` alive until the tensor is deleted.
+    pub(crate) fn capsule(
+        py: Python<'_>,
+        addr: usize,
+        size: usize,
+        device_type: i32,
+        device_id: i32,
+        owner: Py<PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let context = Box::into_raw(Box::new(Context { shape: [size as i64], _owner: owner }));
+        let managed = Box::into_raw(Box::new(Managed {
+            tensor: Tensor {
+                data: addr as *mut c_void,
+                device: Device { device_type, device_id },
+                ndim: 1,
+                dtype: DataType { code: 1, bits: 8, lanes: 1 }, // kDLUInt, 8 bits
+                // SAFETY: `context` is a live allocation, freed only with this tensor.
+                shape: unsafe { (*context).shape.as_mut_ptr() },
+                strides: std::ptr::null_mut(), // compact, row-major
+                byte_offset: 0,
+            },
+            manager_ctx: context.cast(),
+            deleter: Some(delete),
+        }));
+        // SAFETY: a valid pointer, a static name and a destructor that matches the name.
+        let capsule = unsafe { ffi::PyCapsule_New(managed.cast(), NAME.as_ptr() as *const c_char, Some(destruct)) };
+        if capsule.is_null() {
+            // SAFETY: the capsule was not made, so nothing else owns the tensor.
+            unsafe { delete(managed) };
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a new reference just returned by CPython.
+        Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+    }
+}
+
+/// A DLPack capsule (`uint8`, 1-D) of `size` bytes of device memory at `addr` on device
+/// `device`, keeping `owner` alive until the consumer deletes it. The device type is the
+/// runtime's: CUDA (2) or ROCm (10).
+#[pyfunction]
+fn dlpack(py: Python<'_>, addr: usize, size: usize, device: i32, owner: Py<PyAny>) -> PyResult<Py<PyAny>> {
+    let platform = driver().platform();
+    if !std::ptr::eq(driver(), hipfile_capi::driver()) || platform.description().contains("mock") {
+        return Err(pyo3::exceptions::PyBufferError::new_err("the mock GPU's memory is host memory: no DLPack export"));
+    }
+    let device_type = if platform.description().starts_with("CUDA") { 2 } else { 10 };
+    dlpack_abi::capsule(py, addr, size, device_type, device, owner)
+}
+
 /// hipFile's code of an error name (`OpError` variant names, as the C header spells them less
 /// the `hipFile` prefix), for the package's `OpError` enum.
 #[pyfunction]
@@ -879,6 +1002,7 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capabilities, m)?)?;
     m.add_function(wrap_pyfunction!(p2p_verdict, m)?)?;
     m.add_function(wrap_pyfunction!(op_error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(op_error_message, m)?)?;
     Ok(())
 }

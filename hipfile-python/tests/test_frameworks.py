@@ -74,3 +74,18 @@ def test_device_buffer_exports_the_cuda_array_interface(data_file, data):
         f.read(buf)
     assert cp.asnumpy(cp.asarray(buf)).tobytes() == data.tobytes()
     assert torch.as_tensor(buf, device="cuda").cpu().numpy().tobytes() == data.tobytes()
+
+
+def test_device_buffer_exports_dlpack(data_file, data):
+    buf = hipfile.DeviceBuffer(len(data))
+    with hipfile.open(data_file) as f:
+        f.read(buf)
+    t = torch.from_dlpack(buf)
+    assert t.dtype == torch.uint8 and t.numel() == len(data) and t.is_cuda
+    assert t.cpu().numpy().tobytes() == data.tobytes()
+    c = cp.from_dlpack(buf)
+    del buf  # the tensors keep the memory alive
+    assert cp.asnumpy(c).tobytes() == data.tobytes()
+    assert t.cpu().numpy().tobytes() == data.tobytes()
+    capsule = hipfile.DeviceBuffer(64).__dlpack__()
+    del capsule  # never consumed: freed with its capsule

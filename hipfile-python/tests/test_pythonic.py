@@ -262,6 +262,17 @@ def test_statistics_parameters_and_reports(data_file):
     assert hipfile.driver_properties()["max_batch_io_count"] == 128
 
 
+def test_the_mock_gpus_memory_is_not_exported_as_device_memory():
+    if not hipfile.runtime()["mock"]:
+        pytest.skip("a real GPU exports its memory")
+    buf = hipfile.DeviceBuffer(64)
+    assert not hasattr(buf, "__cuda_array_interface__")
+    with pytest.raises(BufferError):
+        buf.__dlpack__()
+    with pytest.raises(BufferError):
+        buf.__dlpack_device__()
+
+
 def test_every_public_name_is_documented_and_typed():
     import pathlib
 

@@ -31,8 +31,9 @@ class DeviceBuffer:
     (HIP, CUDA's runtime, or the mock GPU) and freed when the object is collected.
 
     Where the runtime is real it exports ``__cuda_array_interface__`` (``cupy.asarray``,
-    ``torch.as_tensor`` take it). On the mock GPU, :meth:`copy_from` and :meth:`to_bytes`
-    move its bytes.
+    ``torch.as_tensor`` take it) and DLPack (``torch.from_dlpack``, ``cupy.from_dlpack``,
+    ``jax.dlpack.from_dlpack``), as one-dimensional ``uint8`` memory that keeps the buffer alive.
+    On the mock GPU, :meth:`copy_from` and :meth:`to_bytes` move its bytes.
     """
 
     def __init__(self, size: int, device: int = 0) -> None:
@@ -77,6 +78,19 @@ class DeviceBuffer:
         if runtime()["mock"]:
             raise AttributeError("the mock GPU's memory is host memory: no CUDA array interface")
         return {"shape": (self._size,), "typestr": "|u1", "data": (self._ptr, False), "version": 3, "strides": None}
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the buffer (device memory of the runtime in use)."""
+        if copy:
+            raise BufferError("hipfile.DeviceBuffer exports its memory, not a copy")
+        return _hipfile.dlpack(self._ptr, self._size, self._device, self)
+
+    def __dlpack_device__(self) -> tuple:
+        """``(device type, device)``: CUDA (2) or ROCm (10)."""
+        info = runtime()
+        if info["mock"]:
+            raise BufferError("the mock GPU's memory is host memory: no DLPack export")
+        return (2 if info["description"].startswith("CUDA") else 10, self._device)
 
     def copy_from(self, data, offset: int = 0) -> None:
         """Copies the bytes of ``data`` (any buffer) to the device, at ``offset``."""
