@@ -353,6 +353,8 @@ type Slot = Arc<(Mutex<Option<hipfile::Result<usize>>>, Condvar)>;
 struct Pending {
     entry: BatchEntry,
     slot: Slot,
+    /// The buffer object, held until the request has ended whatever becomes of its future.
+    _keep: Py<PyAny>,
 }
 
 /// Futures go to the driver together: one thread takes every request queued since its last
@@ -372,9 +374,9 @@ fn coalescer() -> &'static Coalescer {
 impl Coalescer {
     /// Queues a request; starts the thread in this process if it has none (a forked child
     /// does not have its parent's).
-    fn push(&'static self, entry: BatchEntry, slot: Slot) {
+    fn push(&'static self, entry: BatchEntry, slot: Slot, keep: Py<PyAny>) {
         let mut queue = lock(&self.queue);
-        queue.0.push(Pending { entry, slot });
+        queue.0.push(Pending { entry, slot, _keep: keep });
         let pid = std::process::id();
         if queue.1 != pid {
             queue.1 = pid;
@@ -383,9 +385,10 @@ impl Coalescer {
                 queue.1 = 0;
                 let pending = std::mem::take(&mut queue.0);
                 drop(queue);
-                for p in pending {
+                for p in &pending {
                     finish(&p.slot, Err(OpError::InternalError.into()));
                 }
+                release(pending);
                 return;
             }
         }
@@ -412,8 +415,14 @@ impl Coalescer {
             for (p, r) in round.iter().zip(results) {
                 finish(&p.slot, r.unwrap_or(Err(OpError::InternalError.into())));
             }
+            release(round);
         }
     }
+}
+
+/// Lets go of the buffer objects of ended requests, with the GIL.
+fn release(ended: Vec<Pending>) {
+    Python::attach(|_| drop(ended));
 }
 
 fn finish(slot: &Slot, result: hipfile::Result<usize>) {
@@ -453,8 +462,6 @@ fn run_batch(entries: &[BatchEntry], results: &mut [Option<hipfile::Result<usize
 #[pyclass(module = "hipfile._hipfile")]
 struct Future {
     state: Slot,
-    /// The buffer object, kept alive until the transfer has ended.
-    keep: Mutex<Option<Py<PyAny>>>,
 }
 
 #[pymethods]
@@ -489,10 +496,7 @@ impl Future {
         });
         match result {
             None => Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet")),
-            Some(result) => {
-                lock(&self.keep).take();
-                result.map_err(|e| py_err(py, e))
-            }
+            Some(result) => result.map_err(|e| py_err(py, e)),
         }
     }
 }
@@ -522,8 +526,8 @@ fn submit(
         size,
         cookie: 0,
     };
-    coalescer().push(entry, Arc::clone(&state));
-    Ok(Future { state, keep: Mutex::new(Some(keep)) })
+    coalescer().push(entry, Arc::clone(&state), keep);
+    Ok(Future { state })
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
@@ -594,6 +598,9 @@ struct StreamValues {
     file_offset: AtomicI64,
     buffer_offset: AtomicI64,
     result: AtomicI64,
+    /// The buffer object, held until the stream has run the operation, whatever becomes of
+    /// the Python object that returned.
+    keep: Mutex<Option<Py<PyAny>>>,
 }
 
 /// The result of an operation still to run.
@@ -611,6 +618,9 @@ impl AsyncParams for StreamValues {
     }
     fn complete(&self, result: i64) {
         self.result.store(result, Ordering::Release);
+        if let Some(keep) = lock(&self.keep).take() {
+            Python::attach(|_| drop(keep));
+        }
     }
 }
 
@@ -619,7 +629,6 @@ impl AsyncParams for StreamValues {
 #[pyclass(module = "hipfile._hipfile")]
 struct StreamOp {
     values: Arc<StreamValues>,
-    keep: Mutex<Option<Py<PyAny>>>,
 }
 
 #[pymethods]
@@ -633,11 +642,7 @@ impl StreamOp {
     /// the stream has run it; `None` before.
     fn result(&self) -> Option<i64> {
         let r = self.values.result.load(Ordering::Acquire);
-        if r == PENDING {
-            return None;
-        }
-        lock(&self.keep).take();
-        Some(r)
+        (r != PENDING).then_some(r)
     }
 }
 
@@ -664,6 +669,7 @@ fn stream_submit(
         file_offset: AtomicI64::new(file_offset),
         buffer_offset: AtomicI64::new(buf_offset),
         result: AtomicI64::new(PENDING),
+        keep: Mutex::new(Some(keep)),
     });
     let shared = Arc::clone(&values) as Arc<dyn AsyncParams>;
     detached(py, move || {
@@ -674,7 +680,7 @@ fn stream_submit(
         // has run the operation.
         unsafe { d.submit_async(direction(write), HandleId(handle), addr, shared, Stream(stream)) }
     })?;
-    Ok(StreamOp { values, keep: Mutex::new(Some(keep)) })
+    Ok(StreamOp { values })
 }
 
 /// `hipFileStreamRegister`.

@@ -283,3 +283,24 @@ def test_every_public_name_is_documented_and_typed():
         if callable(obj):
             assert (obj.__doc__ or "").strip(), f"{name} has no docstring"
     assert (pathlib.Path(hipfile.__file__).parent / "py.typed").exists()
+
+
+def test_a_buffer_lives_until_its_request_ends(data_file, data):
+    import gc
+
+    with hipfile.open(data_file) as f:
+        futures = [f.pread(np.zeros(65536, np.uint8), 65536, i * 65536) for i in range(8)]
+        gc.collect()  # the arrays are referenced only by the requests now
+        assert [x.get() for x in futures] == [65536] * 8
+        del futures
+        fut = f.pread(bytearray(4096), 4096)
+        del fut  # dropped before it ends: the request still holds its buffer
+        gc.collect()
+        stream = hipfile._hipfile.stream_create()
+        try:
+            op = f.read_async(hipfile.DeviceBuffer(4096), 4096, stream=stream)
+            gc.collect()
+            hipfile._hipfile.stream_synchronize(stream)
+            assert op.result == 4096
+        finally:
+            hipfile._hipfile.stream_destroy(stream)
