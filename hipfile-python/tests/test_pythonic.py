@@ -304,3 +304,18 @@ def test_a_buffer_lives_until_its_request_ends(data_file, data):
             assert op.result == 4096
         finally:
             hipfile._hipfile.stream_destroy(stream)
+
+
+def test_registration_is_optional_and_scoped(data_file, data):
+    dev = hipfile.DeviceBuffer(1 << 20)
+    with hipfile.register(dev):
+        with pytest.raises(hipfile.HipFileException) as info:
+            hipfile.register(dev)
+        assert info.value.hipfile_err == hipfile.OpError.MEMORY_ALREADY_REGISTERED
+        with hipfile.open(data_file) as f:
+            assert f.read(dev) == len(data)
+            assert f.read_batch([(dev, 4096, 0, 4096)]) == [4096]
+            assert f.read(hipfile.DeviceBuffer(16), 16) == 16  # unregistered buffers still work
+    assert dev.to_bytes(4096) == data[:4096].tobytes()
+    r = hipfile.register(dev)  # registered again after the block ended
+    r.close()

@@ -84,6 +84,9 @@ def main():
 
         res["hipfile 128 random 1MiB futures"] = best(futures, chunk * n, a.runs)
         res["hipfile 128 random 1MiB batch"] = best(batch, chunk * n, a.runs)
+        with hipfile.register(dev):  # no pointer query per request
+            res["hipfile 128 random 1MiB futures, registered"] = best(futures, chunk * n, a.runs)
+            res["hipfile 128 random 1MiB batch, registered"] = best(batch, chunk * n, a.runs)
     if a.kvikio:
         import kvikio
         import kvikio.defaults

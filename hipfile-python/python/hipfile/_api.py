@@ -369,6 +369,52 @@ class File:
         return dict(_hipfile.p2p_verdict(self._check()))
 
 
+class Registration:
+    """A buffer registered with the library (``hipFileBufRegister``) until :meth:`close` or the
+    end of a ``with`` block: requests into it skip the runtime's pointer query (see
+    :func:`register`)."""
+
+    def __init__(self, buf) -> None:
+        memory = memory_of(buf, False)
+        self._addr, self._keep = memory.addr, memory.keep
+        open_driver()
+        try:
+            _hipfile.buf_register(memory.addr, memory.nbytes, 0)
+        except BaseException:
+            _hipfile.driver_close()
+            raise
+        self._open = True
+
+    def close(self) -> None:
+        """Deregisters the buffer and lets go of the driver."""
+        if getattr(self, "_open", False):
+            self._open = False
+            try:
+                _hipfile.buf_deregister(self._addr)
+            finally:
+                _hipfile.driver_close()
+
+    def __enter__(self) -> "Registration":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def register(buf) -> Registration:
+    """Registers ``buf`` (device memory, or host memory where allowed) for as long as the
+    returned object lives or its ``with`` block runs. Optional: unregistered buffers work too,
+    each request asking the runtime what its memory is; registered ones save that query, which
+    counts where many small requests go to one buffer."""
+    return Registration(buf)
+
+
 def open(path, mode: str = "r", *, direct: bool = True) -> File:  # noqa: A001
     """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
     ``O_DIRECT`` where the file system allows it, and registers it; a context manager."""
