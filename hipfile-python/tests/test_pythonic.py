@@ -319,3 +319,21 @@ def test_registration_is_optional_and_scoped(data_file, data):
     assert dev.to_bytes(4096) == data[:4096].tobytes()
     r = hipfile.register(dev)  # registered again after the block ended
     r.close()
+
+
+def test_remembered_arrays_are_not_kept_alive(data_file):
+    import gc
+    import weakref
+
+    with hipfile.open(data_file) as f:
+        arr = CudaArray(hipfile.DeviceBuffer(4096), (4096,))
+        assert f.read(arr, 4096) == 4096
+        assert f.read(arr, 4096) == 4096  # remembered
+        gone = weakref.ref(arr)
+        del arr
+        gc.collect()
+        assert gone() is None
+        ro = CudaArray(hipfile.DeviceBuffer(4096), (4096,), readonly=True)
+        assert f.write is not None
+        with pytest.raises(ValueError):
+            f.read(ro, 16)  # remembered or not, a read-only array is never read into
