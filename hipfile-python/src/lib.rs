@@ -420,9 +420,11 @@ impl Coalescer {
     }
 }
 
-/// Lets go of the buffer objects of ended requests, with the GIL.
+/// Lets go of the buffer objects of ended requests. Without taking the GIL (a thread holding
+/// it may be waiting for this one): PyO3 queues the references and drops them at the module's
+/// next call.
 fn release(ended: Vec<Pending>) {
-    Python::attach(|_| drop(ended));
+    drop(ended);
 }
 
 fn finish(slot: &Slot, result: hipfile::Result<usize>) {
@@ -618,9 +620,10 @@ impl AsyncParams for StreamValues {
     }
     fn complete(&self, result: i64) {
         self.result.store(result, Ordering::Release);
-        if let Some(keep) = lock(&self.keep).take() {
-            Python::attach(|_| drop(keep));
-        }
+        // Never the GIL here: this may run in the runtime's callback thread while a Python
+        // thread holding the GIL waits for the stream (`cupy.cuda.Stream.synchronize`); PyO3
+        // queues the reference and drops it at the module's next call.
+        drop(lock(&self.keep).take());
     }
 }
 
@@ -880,8 +883,7 @@ mod dlpack_abi {
 
     const NAME: &std::ffi::CStr = c"dltensor";
 
-    /// The tensor's deleter: frees it and lets go of its owner (taking the GIL, which a
-    /// consumer may not hold when it calls this).
+    /// The tensor's deleter: frees it and lets go of its owner.
     unsafe extern "C" fn delete(managed: *mut Managed) {
         if managed.is_null() {
             return;
@@ -891,7 +893,9 @@ mod dlpack_abi {
         let managed = unsafe { Box::from_raw(managed) };
         // SAFETY: `manager_ctx` was made by `Box::into_raw` in `capsule`, owned by this tensor.
         let context = unsafe { Box::from_raw(managed.manager_ctx.cast::<Context>()) };
-        Python::attach(|_| drop(context));
+        // Without taking the GIL (a consumer may delete from a thread that another, holding the
+        // GIL, waits for): PyO3 queues the owner's reference when the GIL is not held.
+        drop(context);
     }
 
     /// The capsule's destructor: a capsule never consumed (still named "dltensor") deletes its
