@@ -10,7 +10,8 @@
 //! PREFIX/lib/libhipfile.so -> libhipfile.so.0         (what -lhipfile links)
 //! PREFIX/lib/libhipfile.a                         the C library, static
 //! PREFIX/lib/libhipfile_cxx.a                     the C++ and C APIs, static
-//! PREFIX/lib/libhipfile_mockhip.so                the mock HIP runtime (no GPU)
+//! PREFIX/lib/libhipfile_mockhip.so.0.5.0          the mock HIP runtime (no GPU), SONAME
+//!                                                 libhipfile_mockhip.so.0, with .so.0 and .so links
 //! PREFIX/lib/pkgconfig/hipfile.pc                 pkg-config
 //! PREFIX/lib/cmake/hipfile/hipfile-config.cmake   find_package(hipfile): hip::hipfile, ...
 //! ```
@@ -48,12 +49,13 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
     let root = workspace_root();
     let (lib, include, bin) = (prefix.join("lib"), prefix.join("include"), prefix.join("bin"));
     let so = format!("libhipfile.so.{VERSION}");
+    let mock_so = format!("libhipfile_mockhip.so.{VERSION}");
     let bridge = target_dir().join("cxxbridge");
     let copies: [(PathBuf, PathBuf); 10] = [
         (built.join("libhipfile_capi.so"), lib.join(&so)),
         (built.join("libhipfile_capi.a"), lib.join("libhipfile.a")),
         (built.join("libhipfile_cxx.a"), lib.join("libhipfile_cxx.a")),
-        (built.join("libhipfile_mockhip.so"), lib.join("libhipfile_mockhip.so")),
+        (built.join("libhipfile_mockhip.so"), lib.join(&mock_so)),
         (built.join("hipfile"), bin.join("hipfile")),
         (root.join("include/hipfile.h"), include.join("hipfile.h")),
         (root.join("include/hipfile.hpp"), include.join("hipfile.hpp")),
@@ -67,7 +69,12 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
         // Copies the contents (the bridge headers are links into the build directory).
         std::fs::copy(from, to).map_err(|e| format!("copy {} to {}: {e}", from.display(), to.display()))?;
     }
-    for (link, target) in [("libhipfile.so.0", so.as_str()), ("libhipfile.so", "libhipfile.so.0")] {
+    for (link, target) in [
+        ("libhipfile.so.0", so.as_str()),
+        ("libhipfile.so", "libhipfile.so.0"),
+        ("libhipfile_mockhip.so.0", mock_so.as_str()),
+        ("libhipfile_mockhip.so", "libhipfile_mockhip.so.0"),
+    ] {
         let path = lib.join(link);
         let _ = std::fs::remove_file(&path);
         std::os::unix::fs::symlink(target, &path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -126,7 +133,8 @@ if(NOT TARGET hip::hipfile)
     INTERFACE_COMPILE_FEATURES cxx_std_17)
   add_library(hip::hipfile_mockhip SHARED IMPORTED)
   set_target_properties(hip::hipfile_mockhip PROPERTIES
-    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so")
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so.0.5.0"
+    IMPORTED_SONAME "libhipfile_mockhip.so.0")
 endif()
 set(hipfile_VERSION 0.5.0)
 unset(_hipfile_prefix)

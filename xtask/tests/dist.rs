@@ -39,8 +39,16 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
         .args(["dist", prefix.to_str().unwrap(), "--debug"])
         .current_dir(root())
         .env("CARGO_TARGET_DIR", root().join("target/dist-test")));
-    for link in ["lib/libhipfile.so", "lib/libhipfile.so.0"] {
+    for link in ["lib/libhipfile.so", "lib/libhipfile.so.0", "lib/libhipfile_mockhip.so", "lib/libhipfile_mockhip.so.0"]
+    {
         assert!(prefix.join(link).is_symlink() && prefix.join(link).exists(), "{link}");
+    }
+    // Both shared libraries carry the SONAME their links name.
+    for (file, soname) in
+        [("lib/libhipfile.so.0.5.0", "libhipfile.so.0"), ("lib/libhipfile_mockhip.so.0.5.0", "libhipfile_mockhip.so.0")]
+    {
+        let dynamic = run(Command::new("readelf").arg("-d").arg(prefix.join(file)));
+        assert!(dynamic.contains(&format!("Library soname: [{soname}]")), "{file}: {dynamic}");
     }
     let data = scratch.join("data");
     std::fs::write(&data, (0..1u32 << 20).map(|i| (i * 31 + i / 4096) as u8).collect::<Vec<u8>>()).unwrap();
@@ -61,6 +69,8 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
         .arg(&exe));
     let out = run(clean(&mut Command::new(&exe)));
     assert_eq!(out, "", "the example prints nothing when it works");
+    let needed = run(Command::new("readelf").arg("-d").arg(&exe));
+    assert!(needed.contains("Shared library: [libhipfile_mockhip.so.0]"), "{needed}");
 
     // CMake.
     let project = scratch.join("cmake-project");

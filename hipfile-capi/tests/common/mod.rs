@@ -29,6 +29,7 @@ pub fn lib_dir() -> PathBuf {
         ("libhipfile.so", "libhipfile_capi.so"),
         ("libhipfile.so.0", "libhipfile_capi.so"),
         ("libhipfile_mockhip.so", "libhipfile_mockhip.so"),
+        ("libhipfile_mockhip.so.0", "libhipfile_mockhip.so"),
     ] {
         let (target, link) = (deps.join(target), lib.join(link));
         // A link left by an older layout of the build would run the tests on a stale
