@@ -270,6 +270,17 @@ impl MockGpu {
         count
     }
 
+    /// Device memory allocated on `device` now (bytes): what `hipMemGetInfo` counts as used.
+    pub fn device_bytes(&self, device: i32) -> usize {
+        lock(&self.allocs).values().filter(|a| a.kind == Kind::Device && a.device == device).map(|a| a.size).sum()
+    }
+
+    /// `hipStreamQuery`: whether the work queued on `stream` has all run (the null stream's
+    /// always has: it runs at once).
+    pub fn stream_idle(&self, stream: Stream) -> Result<bool, HipError> {
+        Ok(self.stream(stream)?.is_none_or(|w| lock(&w.progress.0).pending == 0))
+    }
+
     /// `hipDeviceSynchronize`: waits for every stream; reports the first failure.
     pub fn synchronize_all(&self) -> Result<(), HipError> {
         let workers: Vec<_> = lock(&self.streams).values().cloned().collect();

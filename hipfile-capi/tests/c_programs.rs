@@ -118,6 +118,14 @@ fn params(flavour: Flavour) {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
 
+/// `hipcalls`: the HIP calls programs around file I/O make, over the mock HIP runtime, with
+/// HIP's codes for each misuse (tests/c/hipcalls.c).
+fn hip_calls(flavour: Flavour) {
+    let exe = build("hipcalls", flavour, &[]);
+    let out = run_ok(&mut program(&exe, &[], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
 /// `host`: host memory as the buffer, once the parameter allows it (tests/c/host.c).
 fn host_memory(flavour: Flavour, backend: &str) {
     let exe = build("host", flavour, &[]);
@@ -574,6 +582,8 @@ runs! {
     stream_ordered_io_inline => stream_ordered(Flavour::Plain, "bounce", "inline"),
     stream_ordered_io_under_sanitizers => stream_ordered(Flavour::Sanitized, "auto", "hostfn"),
     parameters_as_upstreams_tests_have_them => params(Flavour::Plain),
+    hip_calls_of_file_io_programs => hip_calls(Flavour::Plain),
+    hip_calls_under_sanitizers => hip_calls(Flavour::Sanitized),
     parameters_under_sanitizers => params(Flavour::Sanitized),
     host_memory_buffers_when_allowed_auto => host_memory(Flavour::Plain, "auto"),
     host_memory_buffers_when_allowed_bounce => host_memory(Flavour::Plain, "bounce"),

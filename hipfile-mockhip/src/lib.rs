@@ -21,6 +21,8 @@ use hipfile_backend_mock::MockGpu;
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, MemoryType, Stream};
 use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memory_type_v5};
 
+pub mod common_calls;
+
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
 pub const MOCK_HIP_VERSION: c_int = 50_221_153;
 

@@ -1,0 +1,138 @@
+/* hipcalls: the HIP calls programs around file I/O make besides hipFile's, over the mock HIP
+ * runtime, with HIP's codes for each misuse: the memset forms, the memcpy forms, memory
+ * information and prefetching, stream queries, waits and priorities, and hipGetLastError's
+ * per-thread rule. Prints "ok". */
+#include "common.h"
+
+#include <hip/hip_runtime_api.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define EXPECT_HIP(call, code) CHECK((call) == (code))
+
+static void sleep_50ms(void *arg)
+{
+    (void)arg;
+    usleep(50 * 1000);
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    /* Another thread's error is not this one's. */
+    CHECK(hipGetLastError() == hipSuccess);
+    return NULL;
+}
+
+int main(void)
+{
+    enum { N = 1 << 20 };
+    unsigned char *host = malloc(N);
+    CHECK(host != NULL);
+    void *dev = NULL, *dev2 = NULL;
+
+    size_t free0 = 0, total = 0;
+    HIP_OK(hipMemGetInfo(&free0, &total));
+    CHECK(total == (size_t)64 << 30 && free0 <= total);
+    HIP_OK(hipMalloc(&dev, N));
+    HIP_OK(hipMalloc(&dev2, N));
+    size_t free1 = 0;
+    HIP_OK(hipMemGetInfo(&free1, &total));
+    CHECK(free0 - free1 == 2 * (size_t)N);
+    EXPECT_HIP(hipMemGetInfo(NULL, &total), hipErrorInvalidValue);
+
+    /* The memset forms. */
+    HIP_OK(hipMemsetD32(dev, 0x01020304, N / 4));
+    HIP_OK(hipMemcpyDtoH(host, dev, N));
+    for (size_t i = 0; i < N / 4; i++) {
+        uint32_t v;
+        memcpy(&v, host + 4 * i, 4);
+        CHECK(v == 0x01020304u);
+    }
+    HIP_OK(hipMemsetD16(dev, 0xabcd, 8));
+    HIP_OK(hipMemsetD8((char *)dev + 16, 0x5a, 4));
+    HIP_OK(hipMemcpyDtoH(host, dev, 32));
+    uint16_t h16;
+    memcpy(&h16, host + 14, 2);
+    CHECK(h16 == 0xabcd && host[16] == 0x5a && host[19] == 0x5a && host[20] == 0x04);
+    EXPECT_HIP(hipMemsetD32(dev, 0, N / 4 + 1), hipErrorInvalidValue);            /* past the end */
+    EXPECT_HIP(hipMemsetD8(host, 0, 16), hipErrorInvalidValue);                   /* host memory */
+    EXPECT_HIP(hipMemsetD8(NULL, 0, 16), hipErrorInvalidValue);
+    HIP_OK(hipMemsetD8(NULL, 0, 0));                                              /* nothing to do */
+
+    hipStream_t s, t;
+    HIP_OK(hipStreamCreate(&s));
+    HIP_OK(hipStreamCreate(&t));
+    HIP_OK(hipMemsetAsync(dev, 0x11, N, s));
+    HIP_OK(hipMemsetD32Async(dev2, 7, N / 4, s));
+    HIP_OK(hipMemsetD16Async(dev2, 9, 2, s));
+    HIP_OK(hipMemsetD8Async(dev2, 3, 1, s));
+    HIP_OK(hipStreamSynchronize(s));
+    HIP_OK(hipMemcpyDtoH(host, dev, N));
+    CHECK(host[0] == 0x11 && host[N - 1] == 0x11);
+
+    /* The memcpy forms, in order on a stream. */
+    for (size_t i = 0; i < N; i++) {
+        host[i] = (unsigned char)(i * 7);
+    }
+    HIP_OK(hipMemcpyHtoD(dev, host, N));
+    HIP_OK(hipMemcpyDtoD(dev2, dev, N));
+    memset(host, 0, N);
+    HIP_OK(hipMemcpyDtoH(host, dev2, N));
+    CHECK(host[1] == 7 && host[N - 1] == (unsigned char)((N - 1) * 7));
+    HIP_OK(hipMemcpyHtoDAsync(dev, host, N / 2, s));
+    HIP_OK(hipMemcpyDtoDAsync(dev2, dev, N / 2, s));
+    HIP_OK(hipMemcpyDtoHAsync(host + N / 2, dev2, N / 2, s));
+    HIP_OK(hipStreamSynchronize(s));
+    CHECK(memcmp(host, host + N / 2, N / 2) == 0);
+    EXPECT_HIP(hipMemcpyDtoD(dev2, host, 16), hipErrorInvalidValue);              /* host as device */
+    EXPECT_HIP(hipMemcpyHtoD(dev, host, N + 1), hipErrorInvalidValue);            /* past the end */
+
+    /* Prefetching: a no-op on device memory, checked. */
+    HIP_OK(hipMemPrefetchAsync(dev, N, 0, s));
+    EXPECT_HIP(hipMemPrefetchAsync(dev, N + 1, 0, s), hipErrorInvalidValue);
+    EXPECT_HIP(hipMemPrefetchAsync(host, 16, 0, s), hipErrorInvalidValue);
+    EXPECT_HIP(hipMemPrefetchAsync(dev, N, 99, s), hipErrorInvalidDevice);
+
+    /* Stream queries and waits. */
+    HIP_OK(hipStreamQuery(s));
+    HIP_OK(hipLaunchHostFunc(s, sleep_50ms, NULL));
+    EXPECT_HIP(hipStreamQuery(s), hipErrorNotReady);
+    hipEvent_t e;
+    HIP_OK(hipEventCreate(&e));
+    HIP_OK(hipEventRecord(e, s));
+    HIP_OK(hipStreamWaitEvent(t, e, 0));
+    HIP_OK(hipEventQuery(e)); /* the wait lets t's later work follow s's */
+    EXPECT_HIP(hipStreamWaitEvent(t, e, 1), hipErrorInvalidValue);
+    HIP_OK(hipStreamSynchronize(s));
+    HIP_OK(hipStreamQuery(s));
+    HIP_OK(hipEventDestroy(e));
+
+    /* Priorities. */
+    int least = 1, greatest = 1;
+    HIP_OK(hipDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK(least == 0 && greatest == -1);
+    HIP_OK(hipDeviceGetStreamPriorityRange(NULL, NULL));
+    hipStream_t p;
+    HIP_OK(hipStreamCreateWithPriority(&p, hipStreamNonBlocking, greatest));
+    EXPECT_HIP(hipStreamCreateWithPriority(&p, 0, 5), hipErrorInvalidValue);
+    HIP_OK(hipStreamDestroy(p));
+
+    /* hipGetLastError: the last error of this thread, then reset. */
+    EXPECT_HIP(hipMemsetD8(NULL, 0, 1), hipErrorInvalidValue);
+    pthread_t other;
+    CHECK(pthread_create(&other, NULL, other_thread, NULL) == 0);
+    CHECK(pthread_join(other, NULL) == 0);
+    CHECK(hipPeekAtLastError() == hipErrorInvalidValue);
+    CHECK(hipGetLastError() == hipErrorInvalidValue);
+    CHECK(hipGetLastError() == hipSuccess);
+
+    HIP_OK(hipDeviceReset());
+    HIP_OK(hipStreamDestroy(s));
+    HIP_OK(hipStreamDestroy(t));
+    HIP_OK(hipFree(dev));
+    HIP_OK(hipFree(dev2));
+    free(host);
+    printf("ok\n");
+    return 0;
+}

@@ -1,0 +1,249 @@
+//! HIP calls that programs around file I/O make besides the library's own (upstream hipFile's
+//! system tests and their helpers, fio's engine, AMD's examples): the `hipMemset` and
+//! `hipMemcpy` forms, memory information and prefetching, stream queries and waits, priorities.
+//! Each follows HIP's codes; docs/mockhip.md lists every call with its status.
+//!
+//! Asynchronous forms here are ordered by their stream the simple way: the call waits for the
+//! work queued before it on the stream, then does its own part at once. Work queued after it
+//! therefore runs after it, which is what stream order promises.
+
+use std::ffi::{c_int, c_uint, c_void};
+
+use hipfile_core::{CopyKind, Event, GpuRuntime, HipError};
+
+use crate::{call, gpu, put, stream};
+
+/// The device memory the mock reports per device (`hipMemGetInfo`'s total).
+pub const DEVICE_MEMORY: usize = 64 << 30;
+
+/// Waits for the work queued on `s` before this call (nothing for the null stream, whose work
+/// runs at once).
+fn after_queued(s: *mut c_void) -> Result<(), HipError> {
+    gpu().stream_synchronize(stream(s))
+}
+
+/// Fills `count` elements of `value`'s width at `dest`, checked against a device allocation.
+fn fill(dest: *mut c_void, value: &[u8], count: usize) -> Result<(), HipError> {
+    let len = count.checked_mul(value.len()).ok_or(HipError::INVALID_VALUE)?;
+    if len == 0 {
+        return Ok(());
+    }
+    let pattern: Vec<u8> = value.iter().copied().cycle().take(len).collect();
+    gpu().write_device(dest as usize, &pattern)
+}
+
+/// `hipMemsetAsync`: as `hipMemset`, in `s`'s order.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetAsync(dst: *mut c_void, value: c_int, size: usize, s: *mut c_void) -> c_int {
+    call(|| {
+        after_queued(s)?;
+        gpu().memset(dst as usize, value as u8, size)
+    })
+}
+
+/// `hipMemsetD8`: `count` bytes of `value`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD8(dest: *mut c_void, value: u8, count: usize) -> c_int {
+    call(|| fill(dest, &[value], count))
+}
+
+/// `hipMemsetD8Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD8Async(dest: *mut c_void, value: u8, count: usize, s: *mut c_void) -> c_int {
+    call(|| after_queued(s).and_then(|()| fill(dest, &[value], count)))
+}
+
+/// `hipMemsetD16`: `count` 16-bit words of `value`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD16(dest: *mut c_void, value: u16, count: usize) -> c_int {
+    call(|| fill(dest, &value.to_ne_bytes(), count))
+}
+
+/// `hipMemsetD16Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD16Async(dest: *mut c_void, value: u16, count: usize, s: *mut c_void) -> c_int {
+    call(|| after_queued(s).and_then(|()| fill(dest, &value.to_ne_bytes(), count)))
+}
+
+/// `hipMemsetD32`: `count` 32-bit words of `value`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD32(dest: *mut c_void, value: c_int, count: usize) -> c_int {
+    call(|| fill(dest, &value.to_ne_bytes(), count))
+}
+
+/// `hipMemsetD32Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemsetD32Async(dest: *mut c_void, value: c_int, count: usize, s: *mut c_void) -> c_int {
+    call(|| after_queued(s).and_then(|()| fill(dest, &value.to_ne_bytes(), count)))
+}
+
+/// One of the `hipMemcpy{HtoD,DtoH,DtoD}[Async]` forms.
+///
+/// # Safety
+/// Host sides must be valid for `size` bytes until the copy has run.
+unsafe fn copy(dst: *mut c_void, src: *const c_void, size: usize, kind: CopyKind, s: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract; `hip_memcpy` checks the device sides.
+    call(|| unsafe { gpu().hip_memcpy(dst as usize, src as usize, size, kind, stream(s)) })
+}
+
+/// `hipMemcpyHtoD`.
+///
+/// # Safety
+/// `src` must be valid for `size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyHtoD(dst: *mut c_void, src: *mut c_void, size: usize) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy(dst, src, size, CopyKind::HostToDevice, std::ptr::null_mut()) }
+}
+
+/// `hipMemcpyDtoH`.
+///
+/// # Safety
+/// `dst` must be valid for `size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyDtoH(dst: *mut c_void, src: *mut c_void, size: usize) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy(dst, src, size, CopyKind::DeviceToHost, std::ptr::null_mut()) }
+}
+
+/// `hipMemcpyDtoD`: both sides checked against device allocations.
+///
+/// # Safety
+/// None beyond C's: both sides are checked to be device memory, and no host memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyDtoD(dst: *mut c_void, src: *mut c_void, size: usize) -> c_int {
+    // SAFETY: no host side.
+    unsafe { copy(dst, src, size, CopyKind::DeviceToDevice, std::ptr::null_mut()) }
+}
+
+/// `hipMemcpyHtoDAsync`.
+///
+/// # Safety
+/// `src` must be valid for `size` bytes until the stream has run the copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyHtoDAsync(dst: *mut c_void, src: *mut c_void, size: usize, s: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy(dst, src, size, CopyKind::HostToDevice, s) }
+}
+
+/// `hipMemcpyDtoHAsync`.
+///
+/// # Safety
+/// `dst` must be valid for `size` bytes until the stream has run the copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyDtoHAsync(dst: *mut c_void, src: *mut c_void, size: usize, s: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy(dst, src, size, CopyKind::DeviceToHost, s) }
+}
+
+/// `hipMemcpyDtoDAsync`.
+///
+/// # Safety
+/// As [`hipMemcpyDtoD`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpyDtoDAsync(dst: *mut c_void, src: *mut c_void, size: usize, s: *mut c_void) -> c_int {
+    // SAFETY: no host side.
+    unsafe { copy(dst, src, size, CopyKind::DeviceToDevice, s) }
+}
+
+/// `hipMemGetInfo`: the current device's memory, [`DEVICE_MEMORY`] in all, less what is
+/// allocated on it.
+///
+/// # Safety
+/// `free` and `total` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> c_int {
+    call(|| {
+        let used = gpu().device_bytes(gpu().current_device()?);
+        // SAFETY: the caller's contract.
+        unsafe { put(free, DEVICE_MEMORY.saturating_sub(used)) }?;
+        // SAFETY: as above.
+        unsafe { put(total, DEVICE_MEMORY) }
+    })
+}
+
+/// `hipMemPrefetchAsync`: nothing to move (the mock's memory is in one place), but the range
+/// must be device memory and the device must exist (`hipErrorInvalidValue`,
+/// `hipErrorInvalidDevice`).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, device: c_int, s: *mut c_void) -> c_int {
+    call(|| {
+        if device < 0 || device >= gpu().device_count()? {
+            return Err(HipError(101)); // hipErrorInvalidDevice
+        }
+        let info = gpu().pointer_info(dev_ptr as usize)?;
+        let inside = (dev_ptr as usize).checked_add(count).is_some_and(|end| end <= info.base + info.size);
+        if info.memory_type != hipfile_core::MemoryType::Device || !inside {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let _ = stream(s);
+        Ok(())
+    })
+}
+
+/// `hipDeviceReset`: waits for every stream. Allocations stay (the mock has one device memory
+/// for the whole process; a program that resets does not touch them after).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipDeviceReset() -> c_int {
+    call(|| gpu().synchronize_all())
+}
+
+/// `hipStreamQuery`: `hipErrorNotReady` while work queued on `s` is still to run.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipStreamQuery(s: *mut c_void) -> c_int {
+    call(|| if gpu().stream_idle(stream(s))? { Ok(()) } else { Err(HipError::NOT_READY) })
+}
+
+/// `hipStreamWaitEvent`: work queued on `s` after this call runs after the work `event`
+/// recorded (the call waits for it; `flags` must be 0).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipStreamWaitEvent(s: *mut c_void, event: *mut c_void, flags: c_uint) -> c_int {
+    call(|| {
+        if flags != 0 {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let _ = stream(s);
+        while !gpu().event_query(Event(event as usize))? {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+        Ok(())
+    })
+}
+
+/// `hipStreamCreateWithPriority`: a stream; priorities are accepted in
+/// [`hipDeviceGetStreamPriorityRange`]'s range and have no effect (one worker a stream).
+///
+/// # Safety
+/// `s` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreateWithPriority(s: *mut *mut c_void, flags: c_uint, priority: c_int) -> c_int {
+    if !(GREATEST_PRIORITY..=LEAST_PRIORITY).contains(&priority) {
+        return call(|| Err(HipError::INVALID_VALUE));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { crate::hipStreamCreateWithFlags(s, flags) }
+}
+
+/// The least (lowest) stream priority, as AMD's HIP reports it.
+const LEAST_PRIORITY: c_int = 0;
+/// The greatest (highest) stream priority, as AMD's HIP reports it.
+const GREATEST_PRIORITY: c_int = -1;
+
+/// `hipDeviceGetStreamPriorityRange`.
+///
+/// # Safety
+/// The pointers must be null or writable (null ones are skipped, as HIP does).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int) -> c_int {
+    call(|| {
+        if !least.is_null() {
+            // SAFETY: non-null, and the caller's contract.
+            unsafe { put(least, LEAST_PRIORITY) }?;
+        }
+        if !greatest.is_null() {
+            // SAFETY: as above.
+            unsafe { put(greatest, GREATEST_PRIORITY) }?;
+        }
+        Ok(())
+    })
+}
