@@ -119,6 +119,8 @@ pub struct MockGpu {
 struct EventState {
     recorded: AtomicU64,
     reached: AtomicU64,
+    /// When the stream last reached the event (`hipEventElapsedTime`).
+    when: Mutex<Option<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for MockGpu {
@@ -275,6 +277,28 @@ impl MockGpu {
         lock(&self.allocs).values().filter(|a| a.kind == Kind::Device && a.device == device).map(|a| a.size).sum()
     }
 
+    /// `hipEventElapsedTime`: milliseconds between the times the streams reached `start` and
+    /// `stop`; `hipErrorInvalidHandle` for an event never recorded (or unknown),
+    /// `hipErrorNotReady` while either is still to be reached.
+    pub fn event_elapsed_ms(&self, start: Event, stop: Event) -> Result<f32, HipError> {
+        let times = [start, stop].map(|e| {
+            let state = lock(&self.events).get(&e.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+            if state.recorded.load(Ordering::Acquire) == 0 {
+                return Err(HipError::INVALID_HANDLE);
+            }
+            if state.reached.load(Ordering::Acquire) < state.recorded.load(Ordering::Acquire) {
+                return Err(HipError::NOT_READY);
+            }
+            lock(&state.when).ok_or(HipError::NOT_READY)
+        });
+        let [start, stop] = times;
+        let (start, stop) = (start?, stop?);
+        let ms = |later: std::time::Instant, earlier: std::time::Instant| {
+            later.saturating_duration_since(earlier).as_secs_f64() as f32 * 1000.0
+        };
+        Ok(if stop >= start { ms(stop, start) } else { -ms(start, stop) })
+    }
+
     /// `hipStreamQuery`: whether the work queued on `stream` has all run (the null stream's
     /// always has: it runs at once).
     pub fn stream_idle(&self, stream: Stream) -> Result<bool, HipError> {
@@ -421,6 +445,7 @@ impl GpuRuntime for MockGpu {
         self.enqueue(
             stream,
             Box::new(move || {
+                *lock(&state.when) = Some(std::time::Instant::now());
                 state.reached.fetch_max(n, Ordering::AcqRel);
                 Ok(())
             }),

@@ -247,3 +247,36 @@ pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(least: *mut c_int, grea
         Ok(())
     })
 }
+
+/// `hipEventElapsedTime`: the milliseconds between the moments the streams reached `start` and
+/// `stop` (`hipErrorInvalidHandle` for one never recorded, `hipErrorNotReady` while either is
+/// still to be reached).
+///
+/// # Safety
+/// `ms` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: *mut c_void, stop: *mut c_void) -> c_int {
+    call(|| {
+        let elapsed = gpu().event_elapsed_ms(Event(start as usize), Event(stop as usize))?;
+        // SAFETY: the caller's contract.
+        unsafe { put(ms, elapsed) }
+    })
+}
+
+/// `hipMemAttachGlobal` and `hipMemAttachHost`, the flags `hipMallocManaged` takes.
+const ATTACH_FLAGS: [c_uint; 2] = [1, 2];
+
+/// `hipMallocManaged`: memory the host and the device both reach. The mock's device memory is
+/// host memory already, so this is a device allocation (zero-filled, on the current device),
+/// which `hipPointerGetAttributes` reports as device memory.
+///
+/// # Safety
+/// `ptr` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMallocManaged(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> c_int {
+    if !ATTACH_FLAGS.contains(&flags) {
+        return call(|| Err(HipError::INVALID_VALUE));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { crate::hipMalloc(ptr, size) }
+}

@@ -108,6 +108,34 @@ int main(void)
     HIP_OK(hipStreamQuery(s));
     HIP_OK(hipEventDestroy(e));
 
+    /* Elapsed time between two events around 50 ms of work. */
+    hipEvent_t a, b;
+    HIP_OK(hipEventCreate(&a));
+    HIP_OK(hipEventCreate(&b));
+    float ms = -1;
+    EXPECT_HIP(hipEventElapsedTime(&ms, a, b), hipErrorInvalidHandle); /* never recorded */
+    HIP_OK(hipEventRecord(a, s));
+    HIP_OK(hipLaunchHostFunc(s, sleep_50ms, NULL));
+    HIP_OK(hipEventRecord(b, s));
+    EXPECT_HIP(hipEventElapsedTime(&ms, a, b), hipErrorNotReady);
+    HIP_OK(hipEventSynchronize(b));
+    HIP_OK(hipEventElapsedTime(&ms, a, b));
+    CHECK(ms >= 45.0f && ms < 5000.0f);
+    EXPECT_HIP(hipEventElapsedTime(NULL, a, b), hipErrorInvalidValue);
+    HIP_OK(hipEventDestroy(a));
+    HIP_OK(hipEventDestroy(b));
+
+    /* Managed memory: reachable from the host and the device. */
+    int *managed = NULL;
+    HIP_OK(hipMallocManaged((void **)&managed, 4096, hipMemAttachGlobal));
+    HIP_OK(hipMemsetD32(managed, 42, 1024));
+    CHECK(managed[1023] == 42);
+    managed[0] = 7;
+    HIP_OK(hipMemcpyDtoH(host, managed, 4));
+    CHECK(host[0] == 7);
+    EXPECT_HIP(hipMallocManaged((void **)&managed, 4096, 4), hipErrorInvalidValue);
+    HIP_OK(hipFree(managed));
+
     /* Priorities. */
     int least = 1, greatest = 1;
     HIP_OK(hipDeviceGetStreamPriorityRange(&least, &greatest));
