@@ -280,3 +280,72 @@ pub unsafe extern "C" fn hipMallocManaged(ptr: *mut *mut c_void, size: usize, fl
     // SAFETY: the caller's contract.
     unsafe { crate::hipMalloc(ptr, size) }
 }
+
+/// `hipMemcpy2D[Async]`: `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart
+/// (`hipErrorInvalidPitchValue` where a pitch is narrower than a row), each row checked as
+/// `hipMemcpy` checks it. Rows are copied in order on `s`.
+///
+/// # Safety
+/// Host sides must be valid for every row until the stream has run the copy.
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_2d(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: c_int,
+    s: *mut c_void,
+) -> c_int {
+    call(|| {
+        let kind = CopyKind::from_hip(kind).ok_or(HipError(21))?; // hipErrorInvalidMemcpyDirection
+        if width > dpitch || width > spitch {
+            return Err(HipError(12)); // hipErrorInvalidPitchValue
+        }
+        for row in 0..height {
+            let (d, from) = (dst as usize + row * dpitch, src as usize + row * spitch);
+            // SAFETY: the caller's contract; device sides are checked by `hip_memcpy`.
+            unsafe { gpu().hip_memcpy(d, from, width, kind, stream(s)) }?;
+        }
+        Ok(())
+    })
+}
+
+/// `hipMemcpy2D`.
+///
+/// # Safety
+/// Host sides must be valid for every row.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpy2D(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy_2d(dst, dpitch, src, spitch, width, height, kind, std::ptr::null_mut()) }
+}
+
+/// `hipMemcpy2DAsync`.
+///
+/// # Safety
+/// Host sides must be valid for every row until the stream has run the copy.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn hipMemcpy2DAsync(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: c_int,
+    s: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { copy_2d(dst, dpitch, src, spitch, width, height, kind, s) }
+}

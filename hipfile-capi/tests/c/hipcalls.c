@@ -88,6 +88,21 @@ int main(void)
     EXPECT_HIP(hipMemcpyDtoD(dev2, host, 16), hipErrorInvalidValue);              /* host as device */
     EXPECT_HIP(hipMemcpyHtoD(dev, host, N + 1), hipErrorInvalidValue);            /* past the end */
 
+    /* 2D copies: 4 rows of 100 bytes, pitches 128 on the device and 100 on the host. */
+    for (size_t i = 0; i < 400; i++) {
+        host[i] = (unsigned char)(i + 1);
+    }
+    HIP_OK(hipMemset(dev, 0, 512));
+    HIP_OK(hipMemcpy2D(dev, 128, host, 100, 100, 4, hipMemcpyHostToDevice));
+    HIP_OK(hipMemcpy2DAsync(host + 1000, 100, dev, 128, 100, 4, hipMemcpyDeviceToHost, s));
+    HIP_OK(hipStreamSynchronize(s));
+    CHECK(memcmp(host, host + 1000, 400) == 0);
+    HIP_OK(hipMemcpyDtoH(host + 2000, dev, 512));
+    CHECK(host[2000 + 128] == 101 && host[2000 + 100] == 0); /* the pitch's gap is untouched */
+    EXPECT_HIP(hipMemcpy2D(dev, 64, host, 100, 100, 4, hipMemcpyHostToDevice), hipErrorInvalidPitchValue);
+    EXPECT_HIP(hipMemcpy2D(dev, 128, host, 100, 100, 8193, hipMemcpyHostToDevice), hipErrorInvalidValue);
+    EXPECT_HIP(hipMemcpy2D(dev, 128, host, 100, 100, 4, (hipMemcpyKind)77), hipErrorInvalidMemcpyDirection);
+
     /* Prefetching: a no-op on device memory, checked. */
     HIP_OK(hipMemPrefetchAsync(dev, N, 0, s));
     EXPECT_HIP(hipMemPrefetchAsync(dev, N + 1, 0, s), hipErrorInvalidValue);
