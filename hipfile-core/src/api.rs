@@ -229,12 +229,7 @@ impl<P: Platform> RegisteredFile<'_, P> {
         buffer_offset: u64,
         stream: Stream,
     ) -> Result<Arc<StreamIo>> {
-        let io = Arc::new(StreamIo {
-            size: AtomicUsize::new(size),
-            file_offset: AtomicI64::new(offset(file_offset)?),
-            buffer_offset: AtomicI64::new(offset(buffer_offset)?),
-            result: AtomicI64::new(PENDING),
-        });
+        let io = Arc::new(StreamIo::new(size, offset(file_offset)?, offset(buffer_offset)?));
         // SAFETY: device memory (a `RegisteredBuffer`), no host memory involved.
         unsafe { self.driver.submit_async(direction, self.id, buffer.addr, io.clone(), stream)? };
         Ok(io)
@@ -267,6 +262,16 @@ pub struct StreamIo {
 }
 
 impl StreamIo {
+    /// The values of an operation still to run.
+    pub fn new(size: usize, file_offset: i64, buffer_offset: i64) -> StreamIo {
+        StreamIo {
+            size: AtomicUsize::new(size),
+            file_offset: AtomicI64::new(file_offset),
+            buffer_offset: AtomicI64::new(buffer_offset),
+            result: AtomicI64::new(PENDING),
+        }
+    }
+
     /// The bytes moved, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), once
     /// the stream has run the operation; `None` before.
     pub fn result(&self) -> Option<i64> {

@@ -13,15 +13,15 @@
 //! Every call that can block releases the GIL; errors are `OSError` (with `errno`) or the
 //! package's `HipFileException` (with hipFile's code and the HIP error).
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+use hipfile::boundary::Vendor;
 use hipfile::boundary::sync::lock;
 use hipfile::stats::{Counter, Path};
 use hipfile::{
     AsyncParams, BatchEntry, BoolParam, DeviceCopy, DeviceSpan, Direction, Driver, Error, GpuRuntime, HandleId,
-    OpError, SizeParam, Stream, StringParam, SystemPlatform,
+    OpError, SizeParam, Stream, StreamIo, StringParam, SystemPlatform,
 };
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -81,6 +81,31 @@ fn check_extent(extent: usize, size: usize, offset: i64) -> PyResult<()> {
     )))
 }
 
+/// A batch entry for `size` bytes at `buf_offset` of a buffer of `extent` bytes at `addr`,
+/// checked against the extent.
+#[allow(clippy::too_many_arguments)]
+fn batch_entry(
+    write: bool,
+    handle: u64,
+    addr: usize,
+    extent: usize,
+    size: usize,
+    file_offset: i64,
+    buffer_offset: i64,
+    cookie: usize,
+) -> PyResult<BatchEntry> {
+    check_extent(extent, size, buffer_offset)?;
+    Ok(BatchEntry {
+        direction: direction(write),
+        handle: HandleId(handle),
+        buffer_base: addr,
+        buffer_offset,
+        file_offset,
+        size,
+        cookie,
+    })
+}
+
 fn direction(write: bool) -> Direction {
     if write { Direction::Write } else { Direction::Read }
 }
@@ -117,7 +142,9 @@ fn runtime_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let platform = driver().platform();
     d.set_item("description", platform.description())?;
     d.set_item("shared_with_c", std::ptr::eq(driver(), hipfile_capi::driver()))?;
-    d.set_item("mock", !std::ptr::eq(driver(), hipfile_capi::driver()) || platform.description().contains("mock"))?;
+    d.set_item("mock", platform.is_mock())?;
+    let vendor = platform.vendor().map(|v| if v == Vendor::Cuda { "cuda" } else { "hip" });
+    d.set_item("vendor", vendor)?;
     d.set_item("devices", gpu().device_count().unwrap_or(0))?;
     Ok(d)
 }
@@ -409,7 +436,9 @@ impl Coalescer {
             let entries: Vec<BatchEntry> =
                 round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
             let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; round.len()];
-            if let Err(e) = run_batch(&entries, &mut results) {
+            // SAFETY: each entry lies inside its buffer object's memory (checked when it was
+            // made), which `round` holds until after the batch has ended.
+            if let Err(e) = unsafe { run_batch(&entries, &mut results, None) } {
                 results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone())));
             }
             for (p, r) in round.iter().zip(results) {
@@ -432,18 +461,25 @@ fn finish(slot: &Slot, result: hipfile::Result<usize>) {
     slot.1.notify_all();
 }
 
-/// One batch of `entries` (cookies their indices) run to its end: each entry's result in
-/// `results`.
-fn run_batch(entries: &[BatchEntry], results: &mut [Option<hipfile::Result<usize>>]) -> hipfile::Result<()> {
+/// One batch of `entries` (cookies their indices) run to its end, or until `wait` has passed
+/// (what has not run then is cancelled): each entry's result in `results`.
+///
+/// # Safety
+/// Each entry lies inside memory that stays valid until this returns (it waits for every
+/// entry, or cancels it).
+unsafe fn run_batch(
+    entries: &[BatchEntry],
+    results: &mut [Option<hipfile::Result<usize>>],
+    wait: Option<Duration>,
+) -> hipfile::Result<()> {
     let d = driver();
     let id = d.batch_setup(entries.len().max(1))?;
-    // SAFETY: each entry lies inside its buffer object's memory (checked when it was made),
-    // which its future keeps alive until its result is stored; this waits for every entry.
+    // SAFETY: the caller's contract.
     let submitted = unsafe { d.batch_submit(id, entries) };
     let mut left = if submitted.is_ok() { entries.len() } else { 0 };
     while left > 0 {
-        match d.batch_status(id, left, left, None) {
-            Ok(events) if events.is_empty() => break,
+        match d.batch_status(id, left, left, wait) {
+            Ok(events) if events.is_empty() => break, // timed out: the rest are cancelled
             Ok(events) => {
                 for e in events {
                     results[e.cookie] = Some(e.result);
@@ -517,17 +553,8 @@ fn submit(
     buf_offset: i64,
     keep: Py<PyAny>,
 ) -> PyResult<Future> {
-    check_extent(extent, size, buf_offset)?;
+    let entry = batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, 0)?;
     let state: Slot = Arc::new((Mutex::new(None), Condvar::new()));
-    let entry = BatchEntry {
-        direction: direction(write),
-        handle: HandleId(handle),
-        buffer_base: addr,
-        buffer_offset: buf_offset,
-        file_offset,
-        size,
-        cookie: 0,
-    };
     coalescer().push(entry, Arc::clone(&state), keep);
     Ok(Future { state })
 }
@@ -542,45 +569,19 @@ fn batch<'py>(
     entries: Vec<(bool, u64, usize, usize, usize, i64, i64)>,
     timeout: Option<f64>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut checked = Vec::with_capacity(entries.len());
-    for (i, &(write, handle, addr, extent, size, file_offset, buffer_offset)) in entries.iter().enumerate() {
-        check_extent(extent, size, buffer_offset)?;
-        checked.push(BatchEntry {
-            direction: direction(write),
-            handle: HandleId(handle),
-            buffer_base: addr,
-            buffer_offset,
-            file_offset,
-            size,
-            cookie: i,
-        });
-    }
+    let checked: Vec<BatchEntry> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, &(write, handle, addr, extent, size, file_offset, buf_offset))| {
+            batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, i)
+        })
+        .collect::<PyResult<_>>()?;
     let wait = timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
     let events = detached(py, move || {
-        let d = driver();
-        let id = d.batch_setup(checked.len().max(1))?;
+        let mut results = vec![None; checked.len()];
         // SAFETY: every entry lies inside its buffer object's memory (checked above), which the
-        // caller keeps alive for this call, and the call waits for every entry to end.
-        let submitted = unsafe { d.batch_submit(id, &checked) };
-        let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; checked.len()];
-        let mut left = if submitted.is_ok() { checked.len() } else { 0 };
-        while left > 0 {
-            match d.batch_status(id, left, left, wait) {
-                Ok(events) if events.is_empty() => break, // timed out: the rest are cancelled
-                Ok(events) => {
-                    for e in events {
-                        results[e.cookie] = Some(e.result);
-                        left -= 1;
-                    }
-                }
-                Err(e) => {
-                    d.batch_destroy(id);
-                    return Err(e);
-                }
-            }
-        }
-        d.batch_destroy(id);
-        submitted?;
+        // caller keeps alive for this call, and the call waits for (or cancels) every entry.
+        unsafe { run_batch(&checked, &mut results, wait) }?;
         Ok(results)
     })?;
     let out = PyList::empty(py);
@@ -594,32 +595,25 @@ fn batch<'py>(
     Ok(out)
 }
 
-/// A stream-ordered operation's values, shared with the library until its stream has run it.
+/// A stream-ordered operation's values and result (core's [`StreamIo`]), with the buffer
+/// object held until the stream has run it, whatever becomes of the Python object returned.
 struct StreamValues {
-    size: AtomicUsize,
-    file_offset: AtomicI64,
-    buffer_offset: AtomicI64,
-    result: AtomicI64,
-    /// The buffer object, held until the stream has run the operation, whatever becomes of
-    /// the Python object that returned.
+    io: StreamIo,
     keep: Mutex<Option<Py<PyAny>>>,
 }
 
-/// The result of an operation still to run.
-const PENDING: i64 = i64::MIN;
-
 impl AsyncParams for StreamValues {
     fn size(&self) -> usize {
-        self.size.load(Ordering::Acquire)
+        self.io.size()
     }
     fn file_offset(&self) -> i64 {
-        self.file_offset.load(Ordering::Acquire)
+        self.io.file_offset()
     }
     fn buffer_offset(&self) -> i64 {
-        self.buffer_offset.load(Ordering::Acquire)
+        self.io.buffer_offset()
     }
     fn complete(&self, result: i64) {
-        self.result.store(result, Ordering::Release);
+        self.io.complete(result);
         // Never the GIL here: this may run in the runtime's callback thread while a Python
         // thread holding the GIL waits for the stream (`cupy.cuda.Stream.synchronize`); PyO3
         // queues the reference and drops it at the module's next call.
@@ -638,14 +632,13 @@ struct StreamOp {
 impl StreamOp {
     /// Whether the stream has run the operation.
     fn done(&self) -> bool {
-        self.values.result.load(Ordering::Acquire) != PENDING
+        self.values.io.result().is_some()
     }
 
     /// The bytes moved, or a negative error (`-errno`, `-hipFileOpError`, `-hipError_t`), once
     /// the stream has run it; `None` before.
     fn result(&self) -> Option<i64> {
-        let r = self.values.result.load(Ordering::Acquire);
-        (r != PENDING).then_some(r)
+        self.values.io.result()
     }
 }
 
@@ -667,13 +660,8 @@ fn stream_submit(
     keep: Py<PyAny>,
 ) -> PyResult<StreamOp> {
     check_extent(extent, size, buf_offset)?;
-    let values = Arc::new(StreamValues {
-        size: AtomicUsize::new(size),
-        file_offset: AtomicI64::new(file_offset),
-        buffer_offset: AtomicI64::new(buf_offset),
-        result: AtomicI64::new(PENDING),
-        keep: Mutex::new(Some(keep)),
-    });
+    let values =
+        Arc::new(StreamValues { io: StreamIo::new(size, file_offset, buf_offset), keep: Mutex::new(Some(keep)) });
     let shared = Arc::clone(&values) as Arc<dyn AsyncParams>;
     detached(py, move || {
         let d = driver();
@@ -953,10 +941,10 @@ mod dlpack_abi {
 #[pyfunction]
 fn dlpack(py: Python<'_>, addr: usize, size: usize, device: i32, owner: Py<PyAny>) -> PyResult<Py<PyAny>> {
     let platform = driver().platform();
-    if !std::ptr::eq(driver(), hipfile_capi::driver()) || platform.description().contains("mock") {
+    if platform.is_mock() {
         return Err(pyo3::exceptions::PyBufferError::new_err("the mock GPU's memory is host memory: no DLPack export"));
     }
-    let device_type = if platform.description().starts_with("CUDA") { 2 } else { 10 };
+    let device_type = if platform.vendor() == Some(Vendor::Cuda) { 2 } else { 10 };
     dlpack_abi::capsule(py, addr, size, device_type, device, owner)
 }
 

@@ -178,3 +178,23 @@ def test_stream_ordered_calls_of_upstreams_api(data_file, data):
     finally:
         hipFree(ptr)
         hipfile._hipfile.stream_destroy(stream_handle)
+
+
+def test_the_extension_answers_for_libhipfile_so_0():
+    """The extension carries the C library under its SONAME: a library or program loaded after
+    `import hipfile` that asks for libhipfile.so.0 gets the extension's C API (docs/python.md)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes, hipfile\n"
+        "lib = ctypes.CDLL('libhipfile.so.0')\n"
+        "assert hasattr(lib, 'PyInit__hipfile'), 'another libhipfile.so.0 was loaded'\n"
+        "major, minor, patch = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()\n"
+        "lib.hipFileGetVersion.restype = ctypes.c_longlong\n"
+        "lib.hipFileGetVersion(ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))\n"
+        "print(major.value, minor.value, patch.value)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert tuple(int(p) for p in out.stdout.split()) == get_version()

@@ -228,8 +228,8 @@ pub mod boundary {
     pub use hipfile_core::driver::ForkHold;
     /// Reports a message once per process, at a level.
     pub use hipfile_core::log::{Level, log_once_at};
-    pub use hipfile_core::{error, io, pool, sync};
-    pub use hipfile_runtime::LoadedRuntime;
+    pub use hipfile_core::{error, io, sync};
+    pub use hipfile_runtime::{LoadedRuntime, Vendor};
 
     pub use crate::log::{ProcessLog, Sink, install};
     pub use crate::platform::SystemBackend;

@@ -132,8 +132,14 @@ impl SystemPlatform {
         self.absent.as_deref()
     }
 
+    /// Which runtime's API the loaded runtime has (HIP or CUDA's); `None` for the in-process
+    /// mock GPU and a platform with no runtime.
+    pub fn vendor(&self) -> Option<Vendor> {
+        self.loaded.as_ref().map(|rt| rt.vendor())
+    }
+
     /// Whether the GPU is emulated (the in-process mock GPU or the mock HIP runtime).
-    fn is_mock(&self) -> bool {
+    pub fn is_mock(&self) -> bool {
         self.loaded.as_ref().is_none_or(|rt| rt.is_mock())
     }
 

@@ -326,10 +326,13 @@ impl Remote {
             _ => return Err(Error::new(ErrorKind::InvalidData, "the process answered with no statistics")),
         };
         let remote = Remote { pid, file: std::fs::File::from(fd), pidfd };
-        if remote.file.metadata()?.len() < hipfile_core::stats::REGION_BYTES as u64 {
+        let mut head = [0u8; 16];
+        remote.file.read_exact_at(&mut head, 0)?;
+        let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let size = remote.file.metadata()?.len();
+        if !Snapshot::is_region([word(0), word(1)]) || size < hipfile_core::stats::REGION_BYTES as u64 {
             return Err(Error::new(ErrorKind::InvalidData, "statistics of another layout or version"));
         }
-        remote.snapshot()?; // another layout or version fails here
         Ok(remote)
     }
 

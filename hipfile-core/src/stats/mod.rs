@@ -685,6 +685,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Whether a region's first two words (magic number, version) are this layout's.
+    pub fn is_region(first_words: [u64; 2]) -> bool {
+        first_words == [MAGIC, VERSION]
+    }
+
     /// The counters of a region read through `read(bytes, offset)`, which fills `bytes` from
     /// the region's byte `offset`: the header, then only the slots in use (reading a shared
     /// memory file's unused pages would give it memory for them). Another process's region is

@@ -26,6 +26,25 @@ except ImportError:
     pass
 
 
+class _Closing:
+    """``with`` blocks and collection end the object's :meth:`close`."""
+
+    def close(self) -> None:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class DeviceBuffer:
     """``size`` bytes of device memory on ``device``, allocated by the runtime the package uses
     (HIP, CUDA's runtime, or the mock GPU) and freed when the object is collected.
@@ -90,7 +109,7 @@ class DeviceBuffer:
         info = runtime()
         if info["mock"]:
             raise BufferError("the mock GPU's memory is host memory: no DLPack export")
-        return (2 if info["description"].startswith("CUDA") else 10, self._device)
+        return (2 if info["vendor"] == "cuda" else 10, self._device)
 
     def copy_from(self, data, offset: int = 0) -> None:
         """Copies the bytes of ``data`` (any buffer) to the device, at ``offset``."""
@@ -162,8 +181,20 @@ _MODES = {
 }
 
 
-class File:
-    """A file registered with the library (see :func:`open`)."""
+def _fitted(nbytes: int, size, buf_offset: int) -> int:
+    """The request's size (``None``: what the buffer holds past ``buf_offset``), checked to lie
+    inside a buffer of ``nbytes``."""
+    if size is None:
+        size = max(nbytes - buf_offset, 0)
+    if size < 0 or buf_offset < 0:
+        raise ValueError("size and offsets must not be negative")
+    if buf_offset + size > nbytes:
+        raise ValueError(f"{size} bytes at buffer offset {buf_offset} do not fit in a buffer of {nbytes} bytes")
+    return size
+
+
+class File(_Closing):
+    """A file registered with the library (see :func:`open`); a context manager."""
 
     def __init__(self, path, mode: str = "r", *, direct: bool = True, file_mode: int = 0o644) -> None:
         flags = _MODES.get(mode.replace("b", ""))
@@ -195,18 +226,6 @@ class File:
             os.close(fd)
             self._fd = None
             raise
-
-    def __enter__(self) -> "File":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"<hipfile.File {self._path!r}{' closed' if self.closed else ''}>"
@@ -249,15 +268,7 @@ class File:
 
     def _request(self, buf, size, buf_offset, write):
         memory = memory_of(buf, not write)
-        if size is None:
-            size = max(memory.nbytes - buf_offset, 0)
-        if size < 0 or buf_offset < 0:
-            raise ValueError("size and offsets must not be negative")
-        if buf_offset + size > memory.nbytes:
-            raise ValueError(
-                f"{size} bytes at buffer offset {buf_offset} do not fit in a buffer of {memory.nbytes} bytes"
-            )
-        return memory, size
+        return memory, _fitted(memory.nbytes, size, buf_offset)
 
     def _transfer(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> int:
         handle = self._handle
@@ -270,19 +281,18 @@ class File:
                 return _hipfile.transfer_buffer(write, handle, buf, size, file_offset, buf_offset)
             except BufferError as exc:  # not contiguous, or read-only for a read
                 raise ValueError(f"hipfile cannot use this {type(buf).__name__}: {exc}") from None
-        addr, nbytes, _ = memory = memory_of(buf, not write)
+        addr, nbytes, _ = memory_of(buf, not write)
         if size is None:
             size = max(nbytes - buf_offset, 0)
         elif size < 0:
             raise ValueError("size must not be negative")
         if size <= MAX_RW_COUNT:  # one call; the native module checks the extent
             return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
-        memory, size = self._request(buf, size, buf_offset, write)
+        size = _fitted(nbytes, size, buf_offset)  # all of it, before any part moves
         done = 0
         while done < size:
             n = _hipfile.transfer(
-                write, handle, memory.addr, memory.nbytes, min(size - done, MAX_RW_COUNT),
-                file_offset + done, buf_offset + done,
+                write, handle, addr, nbytes, min(size - done, MAX_RW_COUNT), file_offset + done, buf_offset + done
             )
             if n == 0:
                 break
@@ -323,15 +333,15 @@ class File:
 
     def _batch(self, write: bool, entries: Iterable[Tuple], timeout: Optional[float]) -> List[int]:
         handle = self._check()
-        native = []
+        native, held = [], []  # `held` keeps each buffer's memory for the call
         for entry in entries:
             buf, size, file_offset, buf_offset = (tuple(entry) + (None, 0, 0))[:4]
             memory, size = self._request(buf, size, buf_offset, write)
-            native.append((write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset, memory.keep))
+            native.append((write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset))
+            held.append(memory.keep)
         results: List[Any] = []
         for start in range(0, len(native), MAX_BATCH_ENTRIES):
-            chunk = native[start : start + MAX_BATCH_ENTRIES]
-            results.extend(_hipfile.batch([e[:7] for e in chunk], timeout))
+            results.extend(_hipfile.batch(native[start : start + MAX_BATCH_ENTRIES], timeout))
         for r in results:
             if isinstance(r, BaseException):
                 raise r
@@ -369,7 +379,7 @@ class File:
         return dict(_hipfile.p2p_verdict(self._check()))
 
 
-class Registration:
+class Registration(_Closing):
     """A buffer registered with the library (``hipFileBufRegister``) until :meth:`close` or the
     end of a ``with`` block: requests into it skip the runtime's pointer query (see
     :func:`register`)."""
@@ -394,18 +404,6 @@ class Registration:
             finally:
                 _hipfile.driver_close()
 
-    def __enter__(self) -> "Registration":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def register(buf) -> Registration:
     """Registers ``buf`` (device memory, or host memory where allowed) for as long as the
@@ -422,8 +420,9 @@ def open(path, mode: str = "r", *, direct: bool = True) -> File:  # noqa: A001
 
 
 def runtime() -> dict:
-    """What the package runs on: ``description``, ``mock`` (an emulated GPU), ``shared_with_c``
-    (the driver is the C API's), ``devices``."""
+    """What the package runs on: ``description``, ``mock`` (an emulated GPU), ``vendor``
+    (``"hip"``, ``"cuda"``, or ``None`` for the in-process mock GPU), ``shared_with_c`` (the
+    driver is the C API's), ``devices``."""
     return _hipfile.runtime_info()
 
 

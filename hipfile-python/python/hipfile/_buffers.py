@@ -10,6 +10,7 @@ checks every request against.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from typing import NamedTuple
 
 
@@ -109,7 +110,7 @@ def _from_cuda_array_interface(obj: object, cai: dict, writable: bool) -> Memory
     return Memory(int(ptr or 0), nbytes, obj)
 
 
-def _from_dlpack(obj: object) -> Memory:  # noqa: D401
+def _from_dlpack(obj: object) -> Memory:
     capsule = obj.__dlpack__()
     tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     shape = [tensor.shape[i] for i in range(tensor.ndim)]
@@ -138,41 +139,34 @@ def _numpy_array(obj: object, writable: bool) -> Memory:
 _FAST = {}
 
 
-import weakref
-
 #: Device arrays seen lately (CUDA array interface or DLPack exporters, whose memory never moves
-#: while they live): id -> (a weak reference, address, size, checked writable). Asking CuPy or PyTorch for the
-#: interface again costs microseconds a call; a hit is checked against the live object.
+#: while they live): id -> (a weak reference, address, size, checked writable). Asking CuPy or
+#: PyTorch for the interface again costs microseconds a call; a hit is checked against the live
+#: object, and the cache never keeps an array (or its memory) alive.
 _SEEN: dict = {}
 _SEEN_MAX = 64
 
 
-def memory_of(obj: object, writable: bool) -> Memory:
-    """The memory of ``obj``; ``writable``: the library will write into it (a read)."""
-    seen = _SEEN.get(id(obj))
-    if seen is not None and seen[0]() is obj and (not writable or seen[3]):
-        return Memory(seen[1], seen[2], obj)  # the object itself keeps its memory
-    memory = _memory_of(obj, writable)
-    if isinstance(memory.keep, tuple) and len(memory.keep) == 2 and isinstance(memory.keep[1], _HostView):
-        return memory  # host memory: held per call, never remembered
-    if type(obj) in _FAST:
-        return memory
+def _remember(obj: object, memory: Memory, writable: bool) -> Memory:
     try:
         ref = weakref.ref(obj)
     except TypeError:
         return memory
     if len(_SEEN) >= _SEEN_MAX:
         _SEEN.clear()
-    # Only a weak reference and the numbers: the cache never keeps an array (or its memory) alive.
     _SEEN[id(obj)] = (ref, memory.addr, memory.nbytes, writable)
     return memory
 
 
-def _memory_of(obj: object, writable: bool) -> Memory:
+def memory_of(obj: object, writable: bool) -> Memory:
+    """The memory of ``obj``; ``writable``: the library will write into it (a read)."""
     global _DeviceBuffer
     fast = _FAST.get(type(obj))
     if fast is not None:
         return fast(obj, writable)
+    seen = _SEEN.get(id(obj))
+    if seen is not None and seen[0]() is obj and (not writable or seen[3]):
+        return Memory(seen[1], seen[2], obj)  # the object itself keeps its memory
     if _DeviceBuffer is None:
         from hipfile._api import DeviceBuffer as _DeviceBuffer
     if type(obj) is _DeviceBuffer:
@@ -185,11 +179,11 @@ def _memory_of(obj: object, writable: bool) -> Memory:
         return Memory(obj.ptr, obj.nbytes, obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
-        return _from_cuda_array_interface(obj, cai, writable)
+        return _remember(obj, _from_cuda_array_interface(obj, cai, writable), writable)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         device_type, _ = obj.__dlpack_device__()
         if int(device_type) in _DLPACK_DEVICE:
-            return _from_dlpack(obj)
+            return _remember(obj, _from_dlpack(obj), writable)
     try:
         view = memoryview(obj)
     except TypeError:
