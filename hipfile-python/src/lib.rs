@@ -13,8 +13,9 @@
 //! Every call that can block releases the GIL; errors are `OSError` (with `errno`) or the
 //! package's `HipFileException` (with hipFile's code and the HIP error).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hipfile::boundary::Vendor;
 use hipfile::boundary::sync::lock;
@@ -374,7 +375,14 @@ fn transfer_buffer(
 }
 
 /// Where a future's result arrives.
-type Slot = Arc<(Mutex<Option<hipfile::Result<usize>>>, Condvar)>;
+struct FutureState {
+    result: Mutex<Option<hipfile::Result<usize>>>,
+    ready: Condvar,
+    /// Still in the coalescer's queue (not yet part of a round).
+    queued: AtomicBool,
+}
+
+type Slot = Arc<FutureState>;
 
 /// A future's request, waiting for the coalescer.
 struct Pending {
@@ -384,33 +392,51 @@ struct Pending {
     _keep: Py<PyAny>,
 }
 
-/// Futures go to the driver together: one thread takes every request queued since its last
-/// round and runs them as one batch (up to the batch limit), where the bounce path pipelines
-/// them across its workers (`Backend::transfer_many`); a lone request is a batch of one. While
-/// a round runs, the next one fills.
+/// Futures go to the driver together: one thread gathers the requests of a burst (`pread` after
+/// `pread` from a loop) and runs them as one batch (up to the batch limit), where the bounce path
+/// pipelines them across its workers (`Backend::transfer_many`). A round starts once the queue
+/// has not grown for [`Coalescer::GAP`], has reached the batch limit, has waited
+/// [`Coalescer::LINGER`], or someone waits for one of its requests (`get`, `done`, `await`):
+/// a future waited for at once starts at once. While a round runs, the next one fills.
 struct Coalescer {
-    queue: Mutex<(Vec<Pending>, u32)>,
+    queue: Mutex<Queue>,
     ready: Condvar,
+}
+
+struct Queue {
+    pending: Vec<Pending>,
+    /// The process whose thread serves the queue (a forked child has none of its parent's).
+    pid: u32,
+    /// Someone waits for a queued request: start the round now.
+    flush: bool,
 }
 
 fn coalescer() -> &'static Coalescer {
     static COALESCER: OnceLock<Coalescer> = OnceLock::new();
-    COALESCER.get_or_init(|| Coalescer { queue: Mutex::new((Vec::new(), 0)), ready: Condvar::new() })
+    COALESCER.get_or_init(|| Coalescer {
+        queue: Mutex::new(Queue { pending: Vec::new(), pid: 0, flush: false }),
+        ready: Condvar::new(),
+    })
 }
 
 impl Coalescer {
-    /// Queues a request; starts the thread in this process if it has none (a forked child
-    /// does not have its parent's).
+    /// How long a quiet queue waits for the next request of a burst. One `pread` costs
+    /// 1-4 µs of Python; the gap leaves room for a collector or a scheduler's hiccup.
+    const GAP: Duration = Duration::from_micros(50);
+    /// The longest a request waits for others.
+    const LINGER: Duration = Duration::from_millis(1);
+
+    /// Queues a request; starts the thread in this process if it has none.
     fn push(&'static self, entry: BatchEntry, slot: Slot, keep: Py<PyAny>) {
         let mut queue = lock(&self.queue);
-        queue.0.push(Pending { entry, slot, _keep: keep });
+        queue.pending.push(Pending { entry, slot, _keep: keep });
         let pid = std::process::id();
-        if queue.1 != pid {
-            queue.1 = pid;
+        if queue.pid != pid {
+            queue.pid = pid;
             let started = std::thread::Builder::new().name("hipfile-py-futures".into()).spawn(move || self.run());
             if started.is_err() {
-                queue.1 = 0;
-                let pending = std::mem::take(&mut queue.0);
+                queue.pid = 0;
+                let pending = std::mem::take(&mut queue.pending);
                 drop(queue);
                 for p in &pending {
                     finish(&p.slot, Err(OpError::InternalError.into()));
@@ -419,19 +445,41 @@ impl Coalescer {
                 return;
             }
         }
-        self.ready.notify_one();
+        // The first request of a round wakes the thread; the others it finds when it looks.
+        if queue.pending.len() == 1 {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Someone waits for `slot`: if it is still queued, its round starts now.
+    fn hurry(&self, slot: &FutureState) {
+        if slot.queued.load(Ordering::Acquire) {
+            lock(&self.queue).flush = true;
+            self.ready.notify_one();
+        }
     }
 
     fn run(&self) {
+        let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
         loop {
             let round: Vec<Pending> = {
                 let mut queue = lock(&self.queue);
-                while queue.0.is_empty() {
+                while queue.pending.is_empty() {
                     queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
                 }
-                let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
-                let take = queue.0.len().min(limit);
-                queue.0.drain(..take).collect()
+                let since = Instant::now();
+                while !queue.flush && queue.pending.len() < limit && since.elapsed() < Self::LINGER {
+                    let before = queue.pending.len();
+                    queue = self.ready.wait_timeout(queue, Self::GAP).unwrap_or_else(|p| p.into_inner()).0;
+                    if queue.pending.len() == before {
+                        break;
+                    }
+                }
+                queue.flush = false;
+                let take = queue.pending.len().min(limit);
+                let round: Vec<Pending> = queue.pending.drain(..take).collect();
+                round.iter().for_each(|p| p.slot.queued.store(false, Ordering::Release));
+                round
             };
             let entries: Vec<BatchEntry> =
                 round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
@@ -456,9 +504,9 @@ fn release(ended: Vec<Pending>) {
     drop(ended);
 }
 
-fn finish(slot: &Slot, result: hipfile::Result<usize>) {
-    *lock(&slot.0) = Some(result);
-    slot.1.notify_all();
+fn finish(slot: &FutureState, result: hipfile::Result<usize>) {
+    *lock(&slot.result) = Some(result);
+    slot.ready.notify_all();
 }
 
 /// One batch of `entries` (cookies their indices) run to its end, or until `wait` has passed
@@ -504,34 +552,44 @@ struct Future {
 
 #[pymethods]
 impl Future {
-    /// Whether the transfer has ended.
+    /// Whether the transfer has ended. Asking starts its round if it is still gathering.
     fn done(&self) -> bool {
-        lock(&self.state.0).is_some()
+        let done = lock(&self.state.result).is_some();
+        if !done {
+            coalescer().hurry(&self.state);
+        }
+        done
     }
 
     /// Waits (without the GIL) for the transfer, up to `timeout` seconds (`None`: as long as it
     /// takes); the bytes moved, or its error. `TimeoutError` when the time ran out.
     #[pyo3(signature = (timeout = None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
-        let state = Arc::clone(&self.state);
-        let result = py.detach(move || {
-            let (slot, ready) = &*state;
-            let mut done = lock(slot);
-            let deadline = timeout.map(|t| std::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
-            while done.is_none() {
-                match deadline {
-                    None => done = ready.wait(done).unwrap_or_else(|p| p.into_inner()),
-                    Some(at) => {
-                        let left = at.saturating_duration_since(std::time::Instant::now());
-                        if left.is_zero() {
-                            return None;
+        let ended = lock(&self.state.result).clone();
+        let result = match ended {
+            Some(result) => Some(result),
+            None => {
+                coalescer().hurry(&self.state);
+                let state = Arc::clone(&self.state);
+                py.detach(move || {
+                    let mut done = lock(&state.result);
+                    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+                    while done.is_none() {
+                        match deadline {
+                            None => done = state.ready.wait(done).unwrap_or_else(|p| p.into_inner()),
+                            Some(at) => {
+                                let left = at.saturating_duration_since(Instant::now());
+                                if left.is_zero() {
+                                    return None;
+                                }
+                                done = state.ready.wait_timeout(done, left).unwrap_or_else(|p| p.into_inner()).0;
+                            }
                         }
-                        done = ready.wait_timeout(done, left).unwrap_or_else(|p| p.into_inner()).0;
                     }
-                }
+                    done.clone()
+                })
             }
-            done.clone()
-        });
+        };
         match result {
             None => Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet")),
             Some(result) => result.map_err(|e| py_err(py, e)),
@@ -554,7 +612,8 @@ fn submit(
     keep: Py<PyAny>,
 ) -> PyResult<Future> {
     let entry = batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, 0)?;
-    let state: Slot = Arc::new((Mutex::new(None), Condvar::new()));
+    let state: Slot =
+        Arc::new(FutureState { result: Mutex::new(None), ready: Condvar::new(), queued: AtomicBool::new(true) });
     coalescer().push(entry, Arc::clone(&state), keep);
     Ok(Future { state })
 }

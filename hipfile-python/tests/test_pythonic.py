@@ -7,6 +7,7 @@ import errno
 import mmap
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -188,6 +189,37 @@ def test_futures_and_asyncio(data_file, data):
         assert asyncio.run(both()) == [4096, 4096]
         with pytest.raises(OSError):
             f.pwrite(dev, 16).get()  # read-only file: the error comes out of get()
+
+
+def _counter(name):
+    return hipfile.stats()["counters"][name]
+
+
+def test_a_burst_of_futures_runs_as_one_batch(data_file, data):
+    dev = hipfile.DeviceBuffer(64 * 4096)
+    with hipfile.open(data_file) as f:
+        rounds = []
+        for _ in range(5):  # a pause of the interpreter longer than the gap cuts a burst
+            dev.copy_from(bytes(64 * 4096))
+            before = _counter("BatchSubmitOk")
+            futures = [f.pread(dev, 4096, i * 4096, i * 4096) for i in range(64)]
+            assert [fu.get() for fu in futures] == [4096] * 64
+            assert dev.to_bytes() == data[: 64 * 4096].tobytes()
+            rounds.append(_counter("BatchSubmitOk") - before)
+        # Started at the first request, a burst would be a batch of one and then the rest.
+        assert min(rounds) == 1, rounds
+
+
+def test_a_future_nobody_waits_for_still_runs(data_file):
+    dev = hipfile.DeviceBuffer(4096)
+    with hipfile.open(data_file) as f:
+        before = _counter("BatchCompleteOk")
+        future = f.pread(dev, 4096)
+        deadline = time.monotonic() + 10
+        while _counter("BatchCompleteOk") == before and time.monotonic() < deadline:
+            time.sleep(0.001)  # neither get() nor done(): the request starts on its own
+        assert _counter("BatchCompleteOk") == before + 1
+        assert future.get() == 4096
 
 
 def test_batches(data_file, data, scratch):
