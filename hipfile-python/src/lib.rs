@@ -13,6 +13,7 @@
 //! Every call that can block releases the GIL; errors are `OSError` (with `errno`) or the
 //! package's `HipFileException` (with hipFile's code and the HIP error).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ use hipfile::{
     AsyncParams, BatchEntry, BoolParam, DeviceCopy, DeviceSpan, Direction, Driver, Error, GpuRuntime, HandleId,
     OpError, SizeParam, Stream, StreamIo, StringParam, SystemPlatform,
 };
+use hipfile_safetensors::Header;
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -1023,6 +1025,25 @@ fn op_error_message(code: i32) -> PyResult<&'static str> {
 }
 
 /// The native half of the `hipfile` package.
+/// The checked header of the safetensors file at `path` (hipfile-safetensors): `(data_start,
+/// data_len, [(name, dtype, shape, begin, end)], metadata or None)`, tensors in offset order.
+/// A bad header is a `ValueError` naming the problem; a file that cannot be read an `OSError`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn safetensors_header(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+) -> PyResult<(u64, u64, Vec<(String, &'static str, Vec<u64>, u64, u64)>, Option<BTreeMap<String, String>>)> {
+    let read =
+        py.detach(|| std::fs::File::open(&path).map_err(hipfile_safetensors::Error::Io).and_then(|f| Header::read(&f)));
+    let header = read.map_err(|e| match e {
+        hipfile_safetensors::Error::Io(io) => PyErr::from(io),
+        other => PyValueError::new_err(format!("{}: {other}", path.display())),
+    })?;
+    let tensors = header.tensors.into_iter().map(|t| (t.name, t.dtype.name(), t.shape, t.begin, t.end)).collect();
+    Ok((header.data_start, header.data_len, tensors, header.metadata))
+}
+
 #[pymodule]
 fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Future>()?;
@@ -1061,5 +1082,6 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(op_error_codes, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(op_error_message, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors_header, m)?)?;
     Ok(())
 }

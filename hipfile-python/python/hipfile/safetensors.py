@@ -1,0 +1,503 @@
+"""safetensors checkpoints straight into device memory, the way the ``safetensors`` package's
+``load_file`` and ``safe_open`` read them, at the speed of the page cache or the disk.
+
+Each file's header is checked before a byte moves (hipfile-safetensors: its length against the
+file and a 100 MB limit, the JSON, names, dtypes, shapes against their byte counts, every range
+inside the data area, no overlaps); a bad one raises :class:`SafetensorError` naming the
+problem. Then one plan reads the file: all of its data area into one allocation in one call (the
+bounce path pipelines it over its threads and staging buffers; the direct path where it serves),
+or each tensor's (or shard's) bytes into its own memory as one batch.
+
+Example::
+
+    from hipfile.safetensors import load_file, safe_open, load_model_dir
+    weights = load_file("model.safetensors", device="cuda:0")            # dict of torch tensors
+    with safe_open("model.safetensors", framework="pt", device="cuda:0") as f:
+        w = f.get_slice("lm_head.weight")[rank * rows : (rank + 1) * rows]
+    model = load_model_dir("Llama-3-8B/", device="cuda:0")               # sharded: files in parallel
+
+Frameworks: ``"pt"`` (PyTorch), ``"cupy"``, ``"np"`` (host memory). Tensors are views into one
+allocation per file by default (freed when the last of them goes); ``copy=True`` gives each
+tensor its own memory.
+"""
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from hipfile import _hipfile
+from hipfile._api import MAX_BATCH_ENTRIES, open as _open
+
+__all__ = ["SafetensorError", "load_file", "load", "safe_open", "load_model_dir", "read_header"]
+
+Progress = Callable[[int, int], None]
+
+#: Bytes per read when a progress callback asks to be told along the way.
+PROGRESS_STEP = 256 << 20
+
+
+class SafetensorError(ValueError):
+    """A file that is not a safetensors file this loader will read (the message names why)."""
+
+
+class Header:
+    """A checked header: ``data_start``, ``data_len``, ``tensors`` (name -> ``(dtype, shape,
+    begin, end)``, offsets within the data area, in offset order) and ``metadata``."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            start, length, tensors, metadata = _hipfile.safetensors_header(os.fspath(path))
+        except ValueError as exc:
+            raise SafetensorError(str(exc)) from None
+        self.path = os.fspath(path)
+        self.data_start: int = start
+        self.data_len: int = length
+        self.tensors: Dict[str, Tuple[str, List[int], int, int]] = {
+            name: (dtype, shape, begin, end) for name, dtype, shape, begin, end in tensors
+        }
+        self.metadata: Optional[Dict[str, str]] = metadata
+
+    def names(self) -> List[str]:
+        """The tensors' names, sorted (the order ``safetensors`` gives)."""
+        return sorted(self.tensors)
+
+
+def read_header(path) -> Header:
+    """The checked header of ``path`` (raises :class:`SafetensorError` or ``OSError``)."""
+    return Header(path)
+
+
+def _rows(shape: Sequence[int], dtype: str, name: str) -> int:
+    """Bytes per row along the first dimension."""
+    bits = _BITS[dtype]
+    for d in shape[1:]:
+        bits *= d
+    if bits % 8:
+        raise SafetensorError(f"tensor {name!r}: a row of {dtype} does not end on a byte boundary")
+    return bits // 8
+
+
+_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
+         "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+         "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
+
+
+class _Framework:
+    """Allocation and views for one framework on one device."""
+
+    def __init__(self, framework: str, device) -> None:
+        self.name = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np", "cupy": "cupy", "cp": "cupy"}.get(
+            framework
+        )
+        if self.name is None:
+            raise ValueError(f"framework must be 'pt', 'cupy' or 'np', not {framework!r}")
+        if self.name == "pt":
+            import torch
+
+            self.mod = torch
+            self.device = torch.device(f"cuda:{device}" if isinstance(device, int) else (device or "cuda:0"))
+            self.host = self.device.type == "cpu"
+        elif self.name == "cupy":
+            import cupy
+
+            self.mod = cupy
+            self.device = _device_index(device)
+            self.host = False
+        else:
+            import numpy
+
+            self.mod = numpy
+            if device not in (None, "cpu"):  # "cpu" is safe_open's default
+                raise ValueError("framework 'np' loads into host memory: device must be 'cpu' or None")
+            self.host = True
+            self.device = None
+
+    def empty(self, nbytes: int):
+        """``nbytes`` of uninitialised memory (uint8) on the device."""
+        if self.name == "pt" and self.host:
+            import numpy  # a CPU tensor has no memory hipfile can take: NumPy's, shared
+
+            return self.mod.from_numpy(numpy.empty(nbytes, dtype=numpy.uint8))
+        if self.name == "pt":
+            return self.mod.empty(nbytes, dtype=self.mod.uint8, device=self.device)
+        if self.name == "cupy":
+            with self.mod.cuda.Device(self.device):
+                return self.mod.empty(nbytes, dtype=self.mod.uint8)
+        return self.mod.empty(nbytes, dtype=self.mod.uint8)
+
+    def target(self, flat):
+        """What hipfile reads into for ``flat`` (a CPU tensor's NumPy view)."""
+        return flat.numpy() if self.name == "pt" and self.host else flat
+
+    def dtype(self, name: str, tensor: str):
+        """The framework's dtype for a header's, and the factor its last dimension shrinks by
+        (2 for F4, which PyTorch packs two to a byte)."""
+        if self.name == "pt":
+            attr, pack = _TORCH.get(name, (None, 1))
+            dt = getattr(self.mod, attr, None) if attr else None
+        else:
+            attr, pack = _NUMPY.get(name), 1
+            dt = self.mod.dtype(attr) if attr else None
+        if dt is None:
+            raise SafetensorError(f"tensor {tensor!r}: dtype {name} has no {_NAMES[self.name]} type")
+        return dt, pack
+
+    def view(self, flat, begin: int, end: int, dtype: str, shape: Sequence[int], tensor: str):
+        """The tensor at ``flat[begin:end]``: a view where the framework allows it (aligned),
+        else a copy."""
+        dt, pack = self.dtype(dtype, tensor)
+        shape = list(shape)
+        if pack > 1:
+            if not shape or shape[-1] % pack:
+                raise SafetensorError(f"tensor {tensor!r}: {dtype}'s last dimension must be even")
+            shape[-1] //= pack
+        part = flat[begin:end]
+        size = _itemsize(self, dt)
+        if begin % size == 0:
+            return part.view(dt).reshape(shape)
+        # Not aligned for its dtype (the format allows it): copied into memory of its own.
+        if self.name == "pt":
+            out = self.mod.empty(shape, dtype=dt, device=flat.device)
+            out.reshape(-1).view(self.mod.uint8).copy_(part)
+        else:
+            out = self.mod.empty(shape, dtype=dt) if self.name == "np" else _cupy_empty(self, shape, dt)
+            out.reshape(-1).view(self.mod.uint8)[...] = part
+        return out
+
+
+def _cupy_empty(fw: _Framework, shape, dt):
+    with fw.mod.cuda.Device(fw.device):
+        return fw.mod.empty(shape, dtype=dt)
+
+
+def _itemsize(fw: _Framework, dt) -> int:
+    if fw.name == "pt":
+        return fw.mod.empty((), dtype=dt).element_size()
+    return dt.itemsize
+
+
+def _device_index(device) -> int:
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        return device
+    text = str(device)
+    if text in ("cuda", "hip", "gpu"):
+        return 0
+    for prefix in ("cuda:", "hip:", "gpu:"):
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return int(text[len(prefix):])
+    raise ValueError(f"device must be an index or 'cuda:N', not {device!r}")
+
+
+_NAMES = {"pt": "PyTorch", "cupy": "CuPy", "np": "NumPy"}
+_TORCH = {
+    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "I16": ("int16", 1), "U16": ("uint16", 1),
+    "F16": ("float16", 1), "BF16": ("bfloat16", 1), "I32": ("int32", 1), "U32": ("uint32", 1),
+    "F32": ("float32", 1), "C64": ("complex64", 1), "F64": ("float64", 1), "I64": ("int64", 1),
+    "U64": ("uint64", 1), "F8_E4M3": ("float8_e4m3fn", 1), "F8_E5M2": ("float8_e5m2", 1),
+    "F8_E4M3FNUZ": ("float8_e4m3fnuz", 1), "F8_E5M2FNUZ": ("float8_e5m2fnuz", 1),
+    "F8_E8M0": ("float8_e8m0fnu", 1), "F4": ("float4_e2m1fn_x2", 2),
+}
+_NUMPY = {
+    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16", "F16": "float16",
+    "I32": "int32", "U32": "uint32", "F32": "float32", "C64": "complex64", "F64": "float64",
+    "I64": "int64", "U64": "uint64",
+}
+
+
+def _read_all(f, target, header: Header, progress: Optional[Progress], done: List[int], total: int) -> None:
+    """The whole data area into ``target``: one call, or steps of PROGRESS_STEP when someone
+    listens."""
+    step = header.data_len if progress is None else PROGRESS_STEP
+    at = 0
+    while at < header.data_len:
+        n = min(step, header.data_len - at)
+        got = f.read(target, n, header.data_start + at, at)
+        if got != n:
+            raise SafetensorError(f"{header.path}: the file ended {header.data_len - at - got} bytes early")
+        at += n
+        _tell(progress, done, n, total)
+
+
+def _tell(progress: Optional[Progress], done: List[int], n: int, total: int) -> None:
+    if progress is not None:
+        done[0] += n
+        progress(done[0], total)
+
+
+def _read_ranges(f, path: str, ranges: List[Tuple[Any, int, int, int]], progress, done, total) -> None:
+    """``(buffer, size, file_offset, buf_offset)`` reads as batches; every one must be whole."""
+    todo = [r for r in ranges if r[1] > 0]
+    for start in range(0, len(todo), MAX_BATCH_ENTRIES):
+        part = todo[start : start + MAX_BATCH_ENTRIES]
+        got = f.read_batch(part)
+        for (_, size, _, _), n in zip(part, got):
+            if n != size:
+                raise SafetensorError(f"{path}: the file ended early ({n} of {size} bytes of a tensor)")
+        _tell(progress, done, sum(r[1] for r in part), total)
+
+
+def _plan(header: Header, shard: Optional[Tuple[int, int]]):
+    """Per tensor: ``(name, dtype, shape, begin, end)`` of what is loaded (the rank's rows of
+    each tensor with a first dimension when ``shard`` is ``(rank, world)``)."""
+    out = []
+    for name, (dtype, shape, begin, end) in header.tensors.items():
+        if shard is not None and shape:
+            rank, world = shard
+            part = -(-shape[0] // world)
+            lo, hi = min(rank * part, shape[0]), min((rank + 1) * part, shape[0])
+            row = _rows(shape, dtype, name)
+            shape = [hi - lo] + list(shape[1:])
+            begin, end = begin + lo * row, begin + hi * row
+        out.append((name, dtype, shape, begin, end))
+    return out
+
+
+def _check_shard(shard) -> Optional[Tuple[int, int]]:
+    if shard is None:
+        return None
+    rank, world = shard
+    if not (isinstance(rank, int) and isinstance(world, int) and world >= 1 and 0 <= rank < world):
+        raise ValueError(f"shard must be (rank, world_size) with 0 <= rank < world_size, not {shard!r}")
+    return rank, world
+
+
+def _load(path, fw: _Framework, copy: bool, shard, progress, done, total) -> Dict[str, Any]:
+    header = path if isinstance(path, Header) else Header(path)
+    plan = _plan(header, shard)
+    out: Dict[str, Any] = {}
+    with _open(header.path) as f:
+        if copy:
+            ranges, made = [], []
+            for name, dtype, shape, begin, end in plan:
+                flat = fw.empty(end - begin)
+                made.append((name, flat, dtype, shape, end - begin))
+                ranges.append((fw.target(flat), end - begin, header.data_start + begin, 0))
+            _read_ranges(f, header.path, ranges, progress, done, total)
+            for name, flat, dtype, shape, n in made:
+                out[name] = fw.view(flat, 0, n, dtype, shape, name)
+        elif shard is None:
+            flat = fw.empty(header.data_len)
+            _read_all(f, fw.target(flat), header, progress, done, total)
+            for name, dtype, shape, begin, end in plan:
+                out[name] = fw.view(flat, begin, end, dtype, shape, name)
+        else:
+            # The rank's rows of every tensor, packed into one allocation in plan order.
+            at, ranges, places = 0, [], []
+            for name, dtype, shape, begin, end in plan:
+                ranges.append((None, end - begin, header.data_start + begin, at))
+                places.append((name, dtype, shape, at, at + end - begin))
+                at += end - begin
+            flat = fw.empty(at)
+            target = fw.target(flat)
+            _read_ranges(f, header.path, [(target,) + r[1:] for r in ranges], progress, done, total)
+            for name, dtype, shape, begin, end in places:
+                out[name] = fw.view(flat, begin, end, dtype, shape, name)
+    return out
+
+
+def load_file(
+    path,
+    device=None,
+    framework: str = "pt",
+    *,
+    copy: bool = False,
+    shard: Optional[Tuple[int, int]] = None,
+    progress: Optional[Progress] = None,
+) -> Dict[str, Any]:
+    """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
+    (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
+    safetensors 0.8 gives them), in ``framework``'s memory on ``device``
+    (``None``: ``"cuda:0"``, or host memory for ``"np"``; ``"cpu"`` for host memory).
+
+    ``copy=False`` (default): views into one allocation per file, freed when the last tensor is
+    gone. ``copy=True``: each tensor owns its memory. ``shard=(rank, world_size)``: only the
+    rank's part of each tensor's first dimension (``torch.chunk``'s split; scalars whole), the
+    way tensor-parallel ranks load. ``progress(done_bytes, total_bytes)`` is called as the
+    data arrives."""
+    fw = _Framework(framework, device)
+    shard = _check_shard(shard)
+    header = Header(path)
+    total = sum(e - b for _, _, _, b, e in _plan(header, shard)) if (copy or shard) else header.data_len
+    return _load(header, fw, copy, shard, progress, [0], total)
+
+
+def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
+    """Tensors from the bytes of a safetensors file in memory (host memory; as
+    ``safetensors.numpy.load``): written to a temporary file and loaded."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as tmp:
+        tmp.write(data)
+        tmp.flush()
+        return load_file(tmp.name, device=None, framework=framework)
+
+
+def _model_files(path) -> Tuple[List[str], Dict[str, str]]:
+    """The files of a checkpoint directory (its ``model.safetensors.index.json``'s, or every
+    ``*.safetensors``) and the index's weight map (empty without one)."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return [path], {}
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, "rb") as fh:
+            try:
+                weight_map = json.load(fh)["weight_map"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SafetensorError(f"{index}: not a safetensors index ({exc})") from None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise SafetensorError(f"{index}: weight_map is not an object of file names")
+        files = []
+        for name in sorted(set(weight_map.values())):
+            if os.path.basename(name) != name:
+                raise SafetensorError(f"{index}: {name!r} is not a file of this directory")
+            files.append(os.path.join(path, name))
+        return files, weight_map
+    files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".safetensors"))
+    if not files:
+        raise SafetensorError(f"{path}: no model.safetensors.index.json and no .safetensors files")
+    return files, {}
+
+
+def load_model_dir(
+    path,
+    device=None,
+    framework: str = "pt",
+    *,
+    copy: bool = False,
+    shard: Optional[Tuple[int, int]] = None,
+    progress: Optional[Progress] = None,
+    max_workers: int = 4,
+) -> Dict[str, Any]:
+    """Every tensor of a checkpoint directory (``model.safetensors.index.json`` and its files,
+    or every ``*.safetensors`` in it; keys file by file, each file's in offset order), files
+    read in parallel (``max_workers`` at a time); the
+    options are :func:`load_file`'s. A tensor the index maps to a file that lacks it, or a name
+    in two files, is a :class:`SafetensorError`."""
+    files, weight_map = _model_files(path)
+    fw = _Framework(framework, device)
+    shard = _check_shard(shard)
+    headers = [Header(f) for f in files]
+    total = sum(sum(e - b for _, _, _, b, e in _plan(h, shard)) if (copy or shard) else h.data_len for h in headers)
+    done = [0]
+    with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
+        parts = list(pool.map(lambda h: _load(h, fw, copy, shard, progress, done, total), headers))
+    out: Dict[str, Any] = {}
+    for h, part in zip(headers, parts):
+        for name, tensor in part.items():
+            if name in out:
+                raise SafetensorError(f"tensor {name!r} is in more than one file ({h.path})")
+            out[name] = tensor
+    for name, file in weight_map.items():
+        if name not in out:
+            raise SafetensorError(f"the index maps {name!r} to {file}, which does not hold it")
+    return out
+
+
+class safe_open:  # noqa: N801 - the safetensors package's name
+    """A safetensors file opened for reading single tensors, as ``safetensors.safe_open``:
+    ``keys()``, ``metadata()``, ``get_tensor(name)``, ``get_slice(name)[rows]``; each reads
+    only what is asked for."""
+
+    def __init__(self, path, framework: str = "pt", device="cpu") -> None:
+        if framework in ("np", "numpy") and device == "cpu":
+            device = None
+        self._fw = _Framework(framework, device)
+        self._header = Header(path)
+        self._file = _open(self._header.path)
+
+    def __enter__(self) -> "safe_open":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the file (tensors already read stay)."""
+        self._file.close()
+
+    def keys(self) -> List[str]:
+        """The tensors' names, sorted."""
+        return self._header.names()
+
+    def offset_keys(self) -> List[str]:
+        """The tensors' names in the order of their bytes in the file."""
+        return list(self._header.tensors)
+
+    def metadata(self) -> Optional[Dict[str, str]]:
+        """``__metadata__``, or ``None``."""
+        return self._header.metadata
+
+    def _entry(self, name: str):
+        try:
+            return self._header.tensors[name]
+        except KeyError:
+            raise SafetensorError(f"{self._header.path}: no tensor {name!r}") from None
+
+    def _read(self, name: str, dtype: str, shape, begin: int, end: int):
+        flat = self._fw.empty(end - begin)
+        if end > begin:
+            got = self._file.read(self._fw.target(flat), end - begin, self._header.data_start + begin, 0)
+            if got != end - begin:
+                raise SafetensorError(f"{self._header.path}: the file ended early in tensor {name!r}")
+        return self._fw.view(flat, 0, end - begin, dtype, shape, name)
+
+    def get_tensor(self, name: str):
+        """The tensor ``name`` (its own memory)."""
+        dtype, shape, begin, end = self._entry(name)
+        return self._read(name, dtype, shape, begin, end)
+
+    def get_slice(self, name: str) -> "TensorSlice":
+        """A handle that reads part of ``name`` when indexed: ``[a:b]`` (rows of the first
+        dimension), ``[i]``, or ``[a:b, ...]`` with more indices applied after the rows arrive."""
+        return TensorSlice(self, name, *self._entry(name))
+
+
+class TensorSlice:
+    """Part of one tensor, read when indexed (``safe_open.get_slice``)."""
+
+    def __init__(self, owner: safe_open, name: str, dtype: str, shape, begin: int, end: int) -> None:
+        self._owner, self._name, self._dtype, self._shape, self._begin, self._end = owner, name, dtype, shape, begin, end
+
+    def get_shape(self) -> List[int]:
+        """The whole tensor's shape."""
+        return list(self._shape)
+
+    def get_dtype(self) -> str:
+        """The header's dtype name (``"BF16"``)."""
+        return self._dtype
+
+    def __getitem__(self, index):
+        rest = ()
+        if isinstance(index, tuple):
+            index, rest = (index[0], index[1:]) if index else (slice(None), ())
+        if index is Ellipsis:
+            index, rest = slice(None), (Ellipsis,) + tuple(rest)
+        if not self._shape:
+            raise SafetensorError(f"tensor {self._name!r}: a scalar cannot be sliced")
+        rows = self._shape[0]
+        drop = False
+        if isinstance(index, int):
+            i = index + rows if index < 0 else index
+            if not 0 <= i < rows:
+                raise IndexError(f"row {index} of tensor {self._name!r} with {rows} rows")
+            lo, hi, drop = i, i + 1, True
+        elif isinstance(index, slice):
+            lo, hi, step = index.indices(rows)
+            if step != 1:
+                raise SafetensorError(f"tensor {self._name!r}: only slices with step 1 are read in part")
+            hi = max(hi, lo)
+        else:
+            raise TypeError(f"cannot index tensor {self._name!r} with {index!r}")
+        row = _rows(self._shape, self._dtype, self._name)
+        shape = [hi - lo] + list(self._shape[1:])
+        out = self._owner._read(self._name, self._dtype, shape, self._begin + lo * row, self._begin + hi * row)
+        if drop:
+            out = out[0]
+        if rest and any(r != slice(None) for r in rest):
+            out = out[(slice(None),) + tuple(rest)] if not drop else out[tuple(rest)]
+            out = out.copy() if self._owner._fw.name in ("np", "cupy") else out.contiguous()
+        return out

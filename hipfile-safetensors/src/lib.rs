@@ -1,0 +1,444 @@
+//! safetensors headers, read as untrusted input (docs/safetensors.md).
+//!
+//! A safetensors file is an 8-byte little-endian length `n`, `n` bytes of JSON (an object: per
+//! tensor its `dtype`, `shape` and `data_offsets` `[begin, end)` within the data area, and an
+//! optional `__metadata__` object of strings), then the data area. [`Header::read`] and
+//! [`Header::parse`] check everything a loader trusts before it moves a byte: the length against
+//! the file and a limit, the JSON, every name once, known dtypes, shapes whose bytes match their
+//! offsets (without overflow), every range inside the data area, no two ranges overlapping.
+//! What they return can be read into one allocation of `data_len` bytes, range by range, without
+//! a check of its own.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::ops::Range;
+
+use serde::de::{self, Deserializer as _, MapAccess, Visitor};
+use serde_json::Value;
+
+/// The longest header accepted (the safetensors package's own limit).
+pub const MAX_HEADER: u64 = 100_000_000;
+
+/// The element types safetensors knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Dtype {
+    Bool,
+    F4,
+    F6E2M3,
+    F6E3M2,
+    U8,
+    I8,
+    F8E5M2,
+    F8E4M3,
+    F8E8M0,
+    F8E4M3Fnuz,
+    F8E5M2Fnuz,
+    I16,
+    U16,
+    F16,
+    BF16,
+    I32,
+    U32,
+    F32,
+    C64,
+    F64,
+    I64,
+    U64,
+}
+
+impl Dtype {
+    /// Every dtype, with its name in headers and its size in bits.
+    pub const ALL: [(Dtype, &'static str, u32); 22] = [
+        (Dtype::Bool, "BOOL", 8),
+        (Dtype::F4, "F4", 4),
+        (Dtype::F6E2M3, "F6_E2M3", 6),
+        (Dtype::F6E3M2, "F6_E3M2", 6),
+        (Dtype::U8, "U8", 8),
+        (Dtype::I8, "I8", 8),
+        (Dtype::F8E5M2, "F8_E5M2", 8),
+        (Dtype::F8E4M3, "F8_E4M3", 8),
+        (Dtype::F8E8M0, "F8_E8M0", 8),
+        (Dtype::F8E4M3Fnuz, "F8_E4M3FNUZ", 8),
+        (Dtype::F8E5M2Fnuz, "F8_E5M2FNUZ", 8),
+        (Dtype::I16, "I16", 16),
+        (Dtype::U16, "U16", 16),
+        (Dtype::F16, "F16", 16),
+        (Dtype::BF16, "BF16", 16),
+        (Dtype::I32, "I32", 32),
+        (Dtype::U32, "U32", 32),
+        (Dtype::F32, "F32", 32),
+        (Dtype::C64, "C64", 64),
+        (Dtype::F64, "F64", 64),
+        (Dtype::I64, "I64", 64),
+        (Dtype::U64, "U64", 64),
+    ];
+
+    /// The dtype a header calls `name`.
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Self::ALL.iter().find(|(_, n, _)| *n == name).map(|(d, _, _)| *d)
+    }
+
+    /// Its name in headers (`"BF16"`).
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(d, _, _)| *d == self).map_or("?", |(_, n, _)| n)
+    }
+
+    /// Bits per element (4 and 6 for the packed float kinds).
+    pub fn bits(self) -> u32 {
+        Self::ALL.iter().find(|(d, _, _)| *d == self).map_or(8, |(_, _, b)| *b)
+    }
+}
+
+/// One tensor of a header: its bytes are `begin..end` of the data area.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tensor {
+    /// Its name (a JSON string, so valid UTF-8).
+    pub name: String,
+    /// Its element type.
+    pub dtype: Dtype,
+    /// Its shape (empty for a scalar).
+    pub shape: Vec<u64>,
+    /// Its first byte, from the start of the data area.
+    pub begin: u64,
+    /// One past its last byte, from the start of the data area.
+    pub end: u64,
+}
+
+impl Tensor {
+    /// Its size in bytes.
+    pub fn len(&self) -> u64 {
+        self.end - self.begin
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.begin == self.end
+    }
+
+    /// The bytes (within the data area) of rows `rows` along its first dimension, the shape
+    /// tensor-parallel loading reads. A scalar has no rows; rows past the first dimension are an
+    /// error, as is a row of a packed dtype that does not end on a byte.
+    pub fn rows(&self, rows: Range<u64>) -> Result<Range<u64>, Error> {
+        let problem = |p: String| Error::Tensor { name: self.name.clone(), problem: p };
+        let Some((&first, rest)) = self.shape.split_first() else {
+            return Err(problem("a scalar has no rows to slice".into()));
+        };
+        if rows.start > rows.end || rows.end > first {
+            return Err(problem(format!("rows {}..{} are not within its {first} rows", rows.start, rows.end)));
+        }
+        // The shape's bytes were checked against its offsets, so these products do not overflow.
+        let bits = rest.iter().product::<u64>() * u64::from(self.dtype.bits());
+        if bits % 8 != 0 {
+            return Err(problem(format!("a row of {} does not end on a byte boundary", self.dtype.name())));
+        }
+        let row = bits / 8;
+        Ok(self.begin + rows.start * row..self.begin + rows.end * row)
+    }
+}
+
+/// The rows `rank` of `world` gets of a first dimension of `rows`: equal parts of
+/// `ceil(rows / world)`, the last ones shorter or empty (`torch.chunk`'s split).
+pub fn shard_rows(rows: u64, rank: u64, world: u64) -> Range<u64> {
+    let part = rows.div_ceil(world.max(1));
+    let start = (rank * part).min(rows);
+    start..(start + part).min(rows)
+}
+
+/// A checked header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Where the data area starts in the file (`8 + n`).
+    pub data_start: u64,
+    /// The data area's size: from `data_start` to the end of the file.
+    pub data_len: u64,
+    /// The tensors, in the order of their offsets.
+    pub tensors: Vec<Tensor>,
+    /// `__metadata__`, where the header has it.
+    pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// Why a file is not a safetensors file this crate will load.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading the file failed.
+    Io(std::io::Error),
+    /// Shorter than the 8 bytes of the header's length.
+    TooShort {
+        /// The file's size.
+        file_size: u64,
+    },
+    /// The header's length is past [`MAX_HEADER`].
+    HeaderTooLarge {
+        /// The length the file gives.
+        len: u64,
+    },
+    /// The header's length is past the end of the file.
+    HeaderPastEnd {
+        /// The length the file gives.
+        len: u64,
+        /// The file's size.
+        file_size: u64,
+    },
+    /// Not a JSON object (serde_json's reason, with line and column).
+    Json(String),
+    /// `__metadata__` is not an object of strings.
+    Metadata(String),
+    /// A name appears twice.
+    Duplicate(String),
+    /// A tensor's entry is wrong.
+    Tensor {
+        /// The tensor.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Two tensors' bytes overlap.
+    Overlap {
+        /// The one that starts first.
+        first: String,
+        /// The one that starts inside it.
+        second: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "cannot read the file: {e}"),
+            Error::TooShort { file_size } => {
+                write!(f, "{file_size} bytes: too short for a safetensors file (8 bytes of header length first)")
+            }
+            Error::HeaderTooLarge { len } => {
+                write!(f, "the header length {len} is past the limit of {MAX_HEADER} bytes")
+            }
+            Error::HeaderPastEnd { len, file_size } => {
+                write!(f, "the header length {len} runs past the end of the {file_size}-byte file (truncated?)")
+            }
+            Error::Json(e) => write!(f, "the header is not a JSON object: {e}"),
+            Error::Metadata(e) => write!(f, "__metadata__ {e}"),
+            Error::Duplicate(name) => write!(f, "tensor {name:?} appears twice in the header"),
+            Error::Tensor { name, problem } => write!(f, "tensor {name:?}: {problem}"),
+            Error::Overlap { first, second } => write!(f, "tensors {first:?} and {second:?} overlap"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// The header's length, from the first 8 bytes of a file of `file_size` bytes, checked.
+fn header_len(prefix: [u8; 8], file_size: u64) -> Result<u64, Error> {
+    let len = u64::from_le_bytes(prefix);
+    if len > MAX_HEADER {
+        return Err(Error::HeaderTooLarge { len });
+    }
+    if len > file_size - 8 {
+        return Err(Error::HeaderPastEnd { len, file_size });
+    }
+    Ok(len)
+}
+
+impl Header {
+    /// Reads and checks the header of `file` (from its start; the file's position moves).
+    pub fn read(mut file: &File) -> Result<Header, Error> {
+        let file_size = file.metadata()?.len();
+        if file_size < 8 {
+            return Err(Error::TooShort { file_size });
+        }
+        let mut prefix = [0u8; 8];
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+        file.read_exact(&mut prefix)?;
+        let len = header_len(prefix, file_size)?;
+        let mut json = Vec::new();
+        file.take(len).read_to_end(&mut json)?;
+        if (json.len() as u64) < len {
+            // The file shrank since its size was read.
+            return Err(Error::HeaderPastEnd { len, file_size: 8 + json.len() as u64 });
+        }
+        Self::from_json(&json, file_size)
+    }
+
+    /// Checks the header of a file of `file_size` bytes that starts with `bytes` (at least its
+    /// length and its header).
+    pub fn parse(bytes: &[u8], file_size: u64) -> Result<Header, Error> {
+        let Some(prefix) = bytes.first_chunk::<8>() else {
+            return Err(Error::TooShort { file_size: bytes.len() as u64 });
+        };
+        if file_size < 8 {
+            return Err(Error::TooShort { file_size });
+        }
+        let len = header_len(*prefix, file_size)?;
+        let json = bytes.get(8..8 + len as usize).ok_or(Error::HeaderPastEnd { len, file_size: bytes.len() as u64 })?;
+        Self::from_json(json, file_size)
+    }
+
+    fn from_json(json: &[u8], file_size: u64) -> Result<Header, Error> {
+        let data_start = 8 + json.len() as u64;
+        let data_len = file_size - data_start;
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let entries = de.deserialize_map(Entries).map_err(|e| Error::Json(e.to_string()))?;
+        de.end().map_err(|e| Error::Json(e.to_string()))?;
+        let mut seen = HashSet::new();
+        let mut metadata = None;
+        let mut tensors = Vec::new();
+        for (name, value) in entries {
+            if !seen.insert(name.clone()) {
+                return Err(Error::Duplicate(name));
+            }
+            if name == "__metadata__" {
+                metadata = Some(parse_metadata(value)?);
+            } else {
+                tensors.push(parse_tensor(name, &value, data_len)?);
+            }
+        }
+        tensors.sort_by_key(|t| (t.begin, t.end));
+        for pair in tensors.windows(2) {
+            if pair[1].begin < pair[0].end {
+                return Err(Error::Overlap { first: pair[0].name.clone(), second: pair[1].name.clone() });
+            }
+        }
+        Ok(Header { data_start, data_len, tensors, metadata })
+    }
+
+    /// The tensor called `name`.
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
+
+/// The top-level object's entries, in order, duplicates kept (for the check above).
+struct Entries;
+
+impl<'de> Visitor<'de> for Entries {
+    type Value = Vec<(String, Value)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of tensors")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(name) = map.next_key::<String>()? {
+            let value: Value = map.next_value()?;
+            entries.push((name, value));
+        }
+        Ok(entries)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Err(E::custom("null is not an object of tensors"))
+    }
+}
+
+fn parse_metadata(value: Value) -> Result<BTreeMap<String, String>, Error> {
+    let Value::Object(map) = value else {
+        return Err(Error::Metadata(format!("is {}, not an object", kind(&value))));
+    };
+    map.into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k, s)),
+            other => Err(Error::Metadata(format!("entry {k:?} is {}, not a string", kind(&other)))),
+        })
+        .collect()
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse_tensor(name: String, value: &Value, data_len: u64) -> Result<Tensor, Error> {
+    let fail = |problem: String| Error::Tensor { name: name.clone(), problem };
+    let Value::Object(fields) = value else {
+        return Err(fail(format!("is {}, not an object with dtype, shape and data_offsets", kind(value))));
+    };
+    let field = |key: &str| fields.get(key).ok_or_else(|| fail(format!("has no {key}")));
+    let dtype = match field("dtype")? {
+        Value::String(s) => Dtype::from_name(s).ok_or_else(|| fail(format!("unknown dtype {s:?}")))?,
+        other => return Err(fail(format!("dtype is {}, not a string", kind(other)))),
+    };
+    let integers = |key: &str| -> Result<Vec<u64>, Error> {
+        let Value::Array(items) = field(key)? else {
+            return Err(fail(format!("{key} is not an array")));
+        };
+        items
+            .iter()
+            .map(|v| v.as_u64().ok_or_else(|| fail(format!("{key} holds {v}, not a non-negative integer"))))
+            .collect()
+    };
+    let shape = integers("shape")?;
+    let offsets = integers("data_offsets")?;
+    let &[begin, end] = offsets.as_slice() else {
+        return Err(fail(format!("data_offsets has {} numbers, not 2", offsets.len())));
+    };
+    if begin > end {
+        return Err(fail(format!("data_offsets [{begin}, {end}] run backwards")));
+    }
+    if end > data_len {
+        return Err(fail(format!("data_offsets [{begin}, {end}] end past the {data_len}-byte data area")));
+    }
+    let bits = shape
+        .iter()
+        .try_fold(u64::from(dtype.bits()), |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| fail(format!("shape {shape:?} of {} overflows", dtype.name())))?;
+    if bits % 8 != 0 {
+        return Err(fail(format!("shape {shape:?} of {} does not fill whole bytes", dtype.name())));
+    }
+    if bits / 8 != end - begin {
+        return Err(fail(format!(
+            "shape {shape:?} of {} is {} bytes, but data_offsets [{begin}, {end}] hold {}",
+            dtype.name(),
+            bits / 8,
+            end - begin
+        )));
+    }
+    Ok(Tensor { name, dtype, shape, begin, end })
+}
+
+/// The fuzz target's body (hipfile-safetensors/fuzz): any bytes as a whole file. What parses
+/// must hold every promise of [`Header`]; nothing may panic.
+#[doc(hidden)]
+pub fn fuzz_one(data: &[u8]) {
+    let Ok(header) = Header::parse(data, data.len() as u64) else {
+        return;
+    };
+    assert_eq!(header.data_start + header.data_len, data.len() as u64);
+    let mut last_end = 0;
+    for t in &header.tensors {
+        assert!(t.begin <= t.end && t.end <= header.data_len, "{t:?} outside the data area");
+        assert!(t.begin >= last_end, "{t:?} overlaps the tensor before it");
+        last_end = t.end;
+        let bits = t.shape.iter().fold(u128::from(t.dtype.bits()), |a, &d| a * u128::from(d));
+        assert_eq!(bits, u128::from(t.len()) * 8);
+        if let Some(&rows) = t.shape.first()
+            && let Ok(range) = t.rows(0..rows)
+        {
+            assert_eq!(range, t.begin..t.end);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
