@@ -23,6 +23,8 @@ pub(crate) enum Command {
     Check(CheckArgs),
     /// Copy a file through GPU memory, in pipelined chunks (like AMD's aiscp)
     Cp(CpArgs),
+    /// Load safetensors files (or checkpoint directories) into GPU memory and report GB/s
+    Load(LoadArgs),
     /// Another process's hipfile statistics, live, or a command's at its exit
     Stats(StatsArgs),
 }
@@ -59,6 +61,26 @@ pub(crate) struct CpArgs {
     /// Replace DST if it exists
     #[arg(long, short)]
     pub(crate) force: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `hipfile load`.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct LoadArgs {
+    /// safetensors files, or directories of them (with or without model.safetensors.index.json)
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// The GPU to load into (default: the current one)
+    #[arg(long)]
+    pub(crate) device: Option<i32>,
+    /// Compare every tensor in GPU memory with the file's bytes afterwards
+    #[arg(long)]
+    pub(crate) verify: bool,
+    /// The backend: auto, p2p, bounce, mock
+    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
+    pub(crate) backend: Option<String>,
     /// Print the result as JSON
     #[arg(long)]
     pub(crate) json: bool,

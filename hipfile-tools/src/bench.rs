@@ -189,13 +189,13 @@ fn growth(
 type Target<'a> = (i32, DeviceSpan, &'a RegisteredBuffer<'a, Sys>);
 
 /// Device memory for the benchmark, freed on drop.
-struct DeviceBuffer<'a> {
+pub(crate) struct DeviceBuffer<'a> {
     gpu: &'a Arc<dyn GpuRuntime>,
-    memory: DeviceSpan,
+    pub(crate) memory: DeviceSpan,
 }
 
 impl<'a> DeviceBuffer<'a> {
-    fn new(gpu: &'a Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
+    pub(crate) fn new(gpu: &'a Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
         let addr = gpu.device_alloc(len).map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
         // SAFETY: the allocation just made, freed only when this buffer drops.
         Ok(DeviceBuffer { gpu, memory: unsafe { DeviceSpan::new(addr, len) } })

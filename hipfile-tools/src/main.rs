@@ -11,6 +11,7 @@ mod args;
 mod bench;
 mod check;
 mod cp;
+mod load;
 mod stats;
 
 use std::process::ExitCode;
@@ -59,6 +60,24 @@ fn main() -> ExitCode {
                     c.gbps(),
                     c.platform,
                     if c.backends.is_empty() { "no request".into() } else { c.backends.join(", ") }
+                );
+            }
+        }),
+        Command::Load(args) => load::run(&args).map(|l| {
+            if args.json {
+                println!("{}", l.json());
+            } else {
+                let verified = l.verified.map_or(String::new(), |n| format!(", {n} tensors verified"));
+                println!(
+                    "loaded {} tensors of {} file{} ({} bytes) into GPU {} in {:.3} s: {:.2} GB/s through {}{verified}",
+                    l.tensors,
+                    l.files,
+                    if l.files == 1 { "" } else { "s" },
+                    l.bytes,
+                    l.device,
+                    l.seconds,
+                    l.gbps(),
+                    l.platform
                 );
             }
         }),

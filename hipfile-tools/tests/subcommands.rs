@@ -1,4 +1,4 @@
-//! `hipfile check`, `hipfile cp` and `hipfile stats` on the mock GPU.
+//! `hipfile check`, `hipfile cp`, `hipfile load` and `hipfile stats` on the mock GPU.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -451,4 +451,55 @@ fn stats_watches_a_running_process() {
     assert_eq!(report["pid"].as_u64().unwrap().to_string(), pid);
     let status = child.wait().unwrap();
     assert!(status.success());
+}
+
+/// A safetensors file of `tensors` (name, dtype, shape, bytes), laid out in order.
+fn safetensors(path: &Path, tensors: &[(&str, &str, &[u64], Vec<u8>)]) {
+    let mut at = 0;
+    let mut entries = Vec::new();
+    let mut body = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        entries.push(format!(
+            r#""{name}":{{"dtype":"{dtype}","shape":{shape:?},"data_offsets":[{at},{}]}}"#,
+            at + bytes.len()
+        ));
+        at += bytes.len();
+        body.extend_from_slice(bytes);
+    }
+    let header = format!("{{{}}}", entries.join(","));
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&body);
+    std::fs::write(path, file).unwrap();
+}
+
+#[test]
+fn load_reads_checkpoints_into_gpu_memory_and_refuses_lying_files() {
+    let dir = fresh_dir("load");
+    safetensors(
+        &dir.join("a.safetensors"),
+        &[("w", "F32", &[64, 1024], data(256 << 10, 3)), ("b", "BF16", &[7], data(14, 4))],
+    );
+    safetensors(&dir.join("b.safetensors"), &[("e", "U8", &[0], vec![]), ("v", "I64", &[3, 3], data(72, 5))]);
+    let (ok, out, err) = hipfile(&["load", "--backend", "mock", "--verify", "--json", dir.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let report = json(&out);
+    assert_eq!((report["files"].as_u64(), report["tensors"].as_u64()), (Some(2), Some(4)));
+    assert_eq!(report["bytes"].as_u64(), Some((256 << 10) + 14 + 72));
+    assert_eq!(report["verified_tensors"].as_u64(), Some(4));
+
+    let index = r#"{"weight_map":{"w":"a.safetensors","b":"a.safetensors"}}"#;
+    std::fs::write(dir.join("model.safetensors.index.json"), index).unwrap();
+    let (ok, out, err) = hipfile(&["load", "--backend", "mock", "--json", dir.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(json(&out)["files"].as_u64(), Some(1), "the index names one file");
+
+    let lying = dir.join("lying.safetensors");
+    let whole = std::fs::read(dir.join("a.safetensors")).unwrap();
+    std::fs::write(&lying, &whole[..whole.len() - 100]).unwrap();
+    let (ok, _, err) = hipfile(&["load", "--backend", "mock", lying.to_str().unwrap()]);
+    assert!(!ok && err.contains("past the") && err.contains("lying.safetensors"), "{err}");
+    std::fs::write(&lying, b"not a safetensors file at all").unwrap();
+    let (ok, _, err) = hipfile(&["load", "--backend", "mock", lying.to_str().unwrap()]);
+    assert!(!ok && err.contains("header length"), "{err}");
 }

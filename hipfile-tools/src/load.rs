@@ -1,0 +1,225 @@
+//! `hipfile load PATH...`: safetensors files (or checkpoint directories) into GPU memory, each
+//! file's data area in one allocation, files read in parallel; reports GB/s. Headers are
+//! checked first (hipfile-safetensors), so a lying file is refused before a byte moves.
+//! `--verify` compares every tensor's bytes in GPU memory with the file's, as the safetensors
+//! package reads them (its loader maps the file and takes each tensor's range).
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use hipfile::{DeviceCopy, DeviceSpan, DriverGuard, GpuRuntime};
+use hipfile_safetensors::Header;
+use serde_json::{Value, json};
+
+use crate::args::LoadArgs;
+use crate::bench::DeviceBuffer;
+
+/// Bytes per read call: the progress bar moves between them.
+const STEP: u64 = 1 << 30;
+
+/// What a load did.
+pub(crate) struct Loaded {
+    pub(crate) files: usize,
+    pub(crate) tensors: usize,
+    pub(crate) bytes: u64,
+    pub(crate) seconds: f64,
+    pub(crate) verified: Option<usize>,
+    pub(crate) device: i32,
+    pub(crate) platform: String,
+}
+
+impl Loaded {
+    pub(crate) fn gbps(&self) -> f64 {
+        if self.seconds > 0.0 { self.bytes as f64 / self.seconds / 1e9 } else { 0.0 }
+    }
+
+    pub(crate) fn json(&self) -> Value {
+        json!({
+            "files": self.files,
+            "tensors": self.tensors,
+            "bytes": self.bytes,
+            "seconds": self.seconds,
+            "gbps": self.gbps(),
+            "verified_tensors": self.verified,
+            "device": self.device,
+            "platform": self.platform,
+        })
+    }
+}
+
+/// The safetensors files PATH names: itself, or a directory's (its
+/// `model.safetensors.index.json`'s files, else every `*.safetensors` in it).
+fn files_of(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let index = path.join("model.safetensors.index.json");
+    if index.exists() {
+        let text = std::fs::read(&index).map_err(|e| format!("{}: {e}", index.display()))?;
+        let parsed: Value = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", index.display()))?;
+        let map = parsed
+            .get("weight_map")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("{}: no weight_map object", index.display()))?;
+        let mut names: Vec<&str> = Vec::new();
+        for file in map.values() {
+            let name =
+                file.as_str().ok_or_else(|| format!("{}: a weight_map value is not a string", index.display()))?;
+            if Path::new(name).file_name().and_then(|n| n.to_str()) != Some(name) {
+                return Err(format!("{}: {name:?} is not a file of this directory", index.display()));
+            }
+            names.push(name);
+        }
+        names.sort_unstable();
+        names.dedup();
+        return Ok(names.into_iter().map(|n| path.join(n)).collect());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("{}: no model.safetensors.index.json and no .safetensors files", path.display()));
+    }
+    Ok(files)
+}
+
+/// Opens `path` with `O_DIRECT` where the file system allows it (as hipFile's users do), else
+/// buffered.
+fn open(path: &Path) -> Result<File, String> {
+    let direct = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path);
+    direct.or_else(|_| File::open(path)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
+    let mut files = Vec::new();
+    for path in &args.paths {
+        files.extend(files_of(path)?);
+    }
+    let opened: Vec<(PathBuf, File, Header)> = files
+        .into_iter()
+        .map(|path| {
+            // Read plainly (`O_DIRECT` reads need aligned buffers); the data through the driver.
+            let plain = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let header = Header::read(&plain).map_err(|e| format!("{}: {e}", path.display()))?;
+            let file = open(&path)?;
+            Ok((path, file, header))
+        })
+        .collect::<Result<_, String>>()?;
+    let (platform, why_mock) = crate::platform(args.backend.as_deref(), args.device.unwrap_or(0) + 1);
+    if why_mock.is_some() && !args.json {
+        eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
+    }
+    let description = platform.description().to_owned();
+    let driver = crate::driver(platform, args.backend.clone());
+    let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
+    let gpu = Arc::clone(driver.platform().runtime());
+    let device = match args.device {
+        Some(d) => d,
+        None => gpu.current_device().map_err(|e| format!("current device: {e}"))?,
+    };
+    gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
+    let total: u64 = opened.iter().map(|(_, _, h)| h.data_len).sum();
+    let done = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    // Allocated before the clock starts, as a loader's caller would have its memory.
+    let buffers = opened
+        .iter()
+        .map(|(_, _, h)| DeviceBuffer::new(&gpu, h.data_len.max(1) as usize))
+        .collect::<Result<Vec<_>, _>>()?;
+    let start = Instant::now();
+    let loaded = std::thread::scope(|scope| {
+        if !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let (done, stop) = (&done, &stop);
+            scope.spawn(move || crate::bench::progress_line(done, stop, total, "load"));
+        }
+        let workers: Vec<_> = opened
+            .iter()
+            .zip(&buffers)
+            .map(|((path, file, header), dev)| {
+                let (guard, gpu, done) = (&guard, &gpu, &done);
+                scope.spawn(move || load_one(guard, &**gpu, device, path, file, header, dev.memory, done))
+            })
+            .collect();
+        let results: Vec<Result<(), String>> =
+            workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err("a loading thread panicked".into()))).collect();
+        stop.store(true, Ordering::Relaxed);
+        results.into_iter().collect::<Result<(), String>>()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    loaded?;
+    let verified = if args.verify {
+        let mut n = 0;
+        for ((path, _, header), dev) in opened.iter().zip(&buffers) {
+            n += verify(&*gpu, path, header, dev.memory)?;
+        }
+        Some(n)
+    } else {
+        None
+    };
+    Ok(Loaded {
+        files: opened.len(),
+        tensors: opened.iter().map(|(_, _, h)| h.tensors.len()).sum(),
+        bytes: total,
+        seconds,
+        verified,
+        device,
+        platform: description,
+    })
+}
+
+/// One file's data area into `memory`, [`STEP`] bytes per call.
+#[allow(clippy::too_many_arguments)]
+fn load_one(
+    guard: &DriverGuard<hipfile::SystemPlatform>,
+    gpu: &dyn GpuRuntime,
+    device: i32,
+    path: &Path,
+    file: &File,
+    header: &Header,
+    memory: DeviceSpan,
+    done: &AtomicU64,
+) -> Result<(), String> {
+    let shown = |e: hipfile::Error| format!("{}: {e}", path.display());
+    gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
+    let registered = guard.register_file(file).map_err(shown)?;
+    let buffer = guard.register_buffer(memory.addr(), memory.len()).map_err(shown)?;
+    let mut at = 0u64;
+    while at < header.data_len {
+        let want = (header.data_len - at).min(STEP) as usize;
+        let n = registered.read(&buffer, want, header.data_start + at, at).map_err(shown)?;
+        if n == 0 {
+            return Err(format!("{}: the file ended {} bytes early", path.display(), header.data_len - at));
+        }
+        at += n as u64;
+        done.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Compares each tensor in `memory` with the file's bytes; the number compared.
+fn verify(gpu: &dyn GpuRuntime, path: &Path, header: &Header, memory: DeviceSpan) -> Result<usize, String> {
+    // Without `O_DIRECT`, whose reads need aligned buffers.
+    let plain = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for t in &header.tensors {
+        let len = t.len() as usize;
+        let mut on_gpu = vec![0u8; len];
+        if len > 0 {
+            gpu.copy_from_device(&mut on_gpu, memory.part(t.begin as usize, len))
+                .map_err(|e| format!("{}: copying {:?} back: {e}", path.display(), t.name))?;
+        }
+        let mut in_file = vec![0u8; len];
+        std::os::unix::fs::FileExt::read_exact_at(&plain, &mut in_file, header.data_start + t.begin)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if on_gpu != in_file {
+            return Err(format!("{}: tensor {:?} differs in GPU memory from the file", path.display(), t.name));
+        }
+    }
+    Ok(header.tensors.len())
+}
