@@ -176,6 +176,7 @@ fn ci() -> Result<(), String> {
     let abi = ["test", "--locked", "-p", "hipfile-runtime", "--features", "hip-abi-check", "--test", "hip_abi"];
     run("cargo", &abi, &[HIP_PATH])?;
     miri()?;
+    fuzz_corpus()?;
     let python = python::tests();
     let nextest = run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[]);
     // The closing line: the Python suite's counts beside nextest's summary just above.
@@ -200,6 +201,30 @@ fn miri() -> Result<(), String> {
     let env = [("PROPTEST_CASES", "16"), ("MIRIFLAGS", "-Zmiri-disable-isolation")];
     let args = ["+nightly", "miri", "test", "-p", "hipfile-core", "--lib", "--", "error::", "config::", "io::"];
     run("cargo", &args, &env)
+}
+
+/// The safetensors header parser's cargo-fuzz target over its kept corpus (each input once,
+/// under the fuzzer's sanitizer build), where a nightly toolchain is at hand and cargo-fuzz is
+/// or can be installed; skipped otherwise (nextest replays the same corpus through the same
+/// function: `hipfile-safetensors/tests/corpus.rs`).
+fn fuzz_corpus() -> Result<(), String> {
+    if !succeeds("cargo", &["+nightly", "--version"]) {
+        eprintln!("==> fuzz: skipped (no nightly toolchain here)");
+        return Ok(());
+    }
+    let has_fuzz = || succeeds("cargo", &["+nightly", "fuzz", "--version"]);
+    if !has_fuzz() && !(succeeds("cargo", &["install", "--locked", "cargo-fuzz"]) && has_fuzz()) {
+        eprintln!("==> fuzz: skipped (cargo-fuzz is not installed and cannot be)");
+        return Ok(());
+    }
+    let dir = workspace_root().join("hipfile-safetensors/fuzz");
+    eprintln!("==> cargo fuzz run header (the kept corpus)");
+    let status = Command::new("cargo")
+        .args(["+nightly", "fuzz", "run", "header", "corpus/header", "--", "-runs=0"])
+        .current_dir(&dir)
+        .status()
+        .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("cargo fuzz run header: {status}")) }
 }
 
 /// The peer's wheels: KvikIO for CUDA 13 and what it needs.

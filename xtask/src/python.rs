@@ -6,9 +6,9 @@ use std::process::Command;
 
 use crate::{run, succeeds, workspace_root};
 
-/// What the suite installs: the build backend, the test runner, NumPy (host buffers) and
-/// Hypothesis (the model test).
-const TEST_PACKAGES: [&str; 4] = ["maturin>=1.5,<2", "pytest", "numpy", "hypothesis"];
+/// What the suite installs: the build backend, the test runner, NumPy (host buffers),
+/// Hypothesis (the model test) and safetensors (the loader's reference).
+const TEST_PACKAGES: [&str; 5] = ["maturin>=1.5,<2", "pytest", "numpy", "hypothesis", "safetensors"];
 
 /// The virtual environment's directory and its `python`, made (and filled) where missing.
 fn venv() -> Result<(PathBuf, String), String> {
