@@ -154,7 +154,7 @@ pub struct Header {
     pub data_start: u64,
     /// The data area's size: from `data_start` to the end of the file.
     pub data_len: u64,
-    /// The tensors, in the order of their offsets.
+    /// The tensors, in the order of their offsets (empty ones at one offset by name).
     pub tensors: Vec<Tensor>,
     /// `__metadata__`, where the header has it.
     pub metadata: Option<BTreeMap<String, String>>,
@@ -307,7 +307,8 @@ impl Header {
                 tensors.push(parse_tensor(name, &value, data_len)?);
             }
         }
-        tensors.sort_by_key(|t| (t.begin, t.end));
+        // Empty tensors may share an offset: those in name order.
+        tensors.sort_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
         for pair in tensors.windows(2) {
             if pair[1].begin < pair[0].end {
                 return Err(Error::Overlap { first: pair[0].name.clone(), second: pair[1].name.clone() });

@@ -21,6 +21,15 @@ use crate::bench::DeviceBuffer;
 /// Bytes per read call: the progress bar moves between them.
 const STEP: u64 = 1 << 30;
 
+/// The data area starts at this offset of its allocation modulo [`ALIGN`] as in the file, so
+/// that the file's aligned pieces land on aligned device memory (the header's length rarely
+/// leaves the data aligned).
+const ALIGN: u64 = 4096;
+
+fn pad(header: &Header) -> u64 {
+    header.data_start % ALIGN
+}
+
 /// What a load did.
 pub(crate) struct Loaded {
     pub(crate) files: usize,
@@ -131,7 +140,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     // Allocated before the clock starts, as a loader's caller would have its memory.
     let buffers = opened
         .iter()
-        .map(|(_, _, h)| DeviceBuffer::new(&gpu, h.data_len.max(1) as usize))
+        .map(|(_, _, h)| DeviceBuffer::new(&gpu, (pad(h) + h.data_len).max(1) as usize))
         .collect::<Result<Vec<_>, _>>()?;
     let start = Instant::now();
     let loaded = std::thread::scope(|scope| {
@@ -174,7 +183,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     })
 }
 
-/// One file's data area into `memory`, [`STEP`] bytes per call.
+/// One file's data area into `memory` (from [`pad`]), [`STEP`] bytes per call.
 #[allow(clippy::too_many_arguments)]
 fn load_one(
     guard: &DriverGuard<hipfile::SystemPlatform>,
@@ -193,7 +202,7 @@ fn load_one(
     let mut at = 0u64;
     while at < header.data_len {
         let want = (header.data_len - at).min(STEP) as usize;
-        let n = registered.read(&buffer, want, header.data_start + at, at).map_err(shown)?;
+        let n = registered.read(&buffer, want, header.data_start + at, pad(header) + at).map_err(shown)?;
         if n == 0 {
             return Err(format!("{}: the file ended {} bytes early", path.display(), header.data_len - at));
         }
@@ -211,7 +220,7 @@ fn verify(gpu: &dyn GpuRuntime, path: &Path, header: &Header, memory: DeviceSpan
         let len = t.len() as usize;
         let mut on_gpu = vec![0u8; len];
         if len > 0 {
-            gpu.copy_from_device(&mut on_gpu, memory.part(t.begin as usize, len))
+            gpu.copy_from_device(&mut on_gpu, memory.part((pad(header) + t.begin) as usize, len))
                 .map_err(|e| format!("{}: copying {:?} back: {e}", path.display(), t.name))?;
         }
         let mut in_file = vec![0u8; len];

@@ -45,6 +45,7 @@ from hipfile.buffer import Buffer
 from hipfile.driver import Driver
 from hipfile.enums import FileHandleType, OpError
 from hipfile._errors import HipFileException
+from hipfile._open import release_driver
 from hipfile.file import FileHandle, Stream, supports_async
 from hipfile.properties import driver_get_properties, get_version
 
@@ -74,6 +75,7 @@ __all__ = [
     "parameter_names",
     "get_parameter",
     "set_parameter",
+    "release_driver",
     "MAX_RW_COUNT",
     "MAX_BATCH_ENTRIES",
 ]

@@ -214,7 +214,7 @@ class File(_Closing):
             fd = os.open(self._path, flags | os.O_CLOEXEC, file_mode)
         self._fd = fd
         try:
-            open_driver()
+            open_driver(hold=True)
         except BaseException:
             os.close(fd)
             self._fd = None
@@ -387,7 +387,7 @@ class Registration(_Closing):
     def __init__(self, buf) -> None:
         memory = memory_of(buf, False)
         self._addr, self._keep = memory.addr, memory.keep
-        open_driver()
+        open_driver(hold=True)
         try:
             _hipfile.buf_register(memory.addr, memory.nbytes, 0)
         except BaseException:

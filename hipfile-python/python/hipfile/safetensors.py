@@ -23,11 +23,12 @@ tensor its own memory.
 
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hipfile import _hipfile
-from hipfile._api import MAX_BATCH_ENTRIES, open as _open
+from hipfile._api import MAX_BATCH_ENTRIES, _Closing, open as _open
 
 __all__ = ["SafetensorError", "load_file", "load", "safe_open", "load_model_dir", "read_header"]
 
@@ -35,6 +36,15 @@ Progress = Callable[[int, int], None]
 
 #: Bytes per read when a progress callback asks to be told along the way.
 PROGRESS_STEP = 256 << 20
+
+#: Each range read goes to an offset of its allocation congruent to its file offset modulo
+#: this, so that the file's aligned pieces land on aligned device memory (as a read of the
+#: whole file from offset 0 would): the header's length rarely leaves the data aligned.
+ALIGN = 4096
+
+
+def _pad(file_offset: int) -> int:
+    return file_offset % ALIGN
 
 
 class SafetensorError(ValueError):
@@ -172,9 +182,8 @@ def _cupy_empty(fw: _Framework, shape, dt):
 
 
 def _itemsize(fw: _Framework, dt) -> int:
-    if fw.name == "pt":
-        return fw.mod.empty((), dtype=dt).element_size()
-    return dt.itemsize
+    size = getattr(dt, "itemsize", None)  # torch.dtype has it from PyTorch 2.1
+    return size if size is not None else fw.mod.empty((), dtype=dt).element_size()
 
 
 def _device_index(device) -> int:
@@ -207,27 +216,37 @@ _NUMPY = {
 }
 
 
-def _read_all(f, target, header: Header, progress: Optional[Progress], done: List[int], total: int) -> None:
-    """The whole data area into ``target``: one call, or steps of PROGRESS_STEP when someone
-    listens."""
-    step = header.data_len if progress is None else PROGRESS_STEP
+class _Tally:
+    """Bytes arrived so far, told to ``progress(done, total)`` after each read; one call at a
+    time (files load on several threads), the counts only growing."""
+
+    def __init__(self, progress: Optional[Progress], total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        if self.progress is not None:
+            with self.lock:
+                self.done += n
+                self.progress(self.done, self.total)
+
+
+def _read_all(f, target, header: Header, tally: _Tally) -> None:
+    """The whole data area into ``target`` from offset ``_pad(data_start)``: one call, or steps
+    of PROGRESS_STEP when someone listens."""
+    step = header.data_len if tally.progress is None else PROGRESS_STEP
+    pad = _pad(header.data_start)
     at = 0
     while at < header.data_len:
         n = min(step, header.data_len - at)
-        got = f.read(target, n, header.data_start + at, at)
+        got = f.read(target, n, header.data_start + at, pad + at)
         if got != n:
             raise SafetensorError(f"{header.path}: the file ended {header.data_len - at - got} bytes early")
         at += n
-        _tell(progress, done, n, total)
+        tally.add(n)
 
 
-def _tell(progress: Optional[Progress], done: List[int], n: int, total: int) -> None:
-    if progress is not None:
-        done[0] += n
-        progress(done[0], total)
-
-
-def _read_ranges(f, path: str, ranges: List[Tuple[Any, int, int, int]], progress, done, total) -> None:
+def _read_ranges(f, path: str, ranges: List[Tuple[Any, int, int, int]], tally: _Tally) -> None:
     """``(buffer, size, file_offset, buf_offset)`` reads as batches; every one must be whole."""
     todo = [r for r in ranges if r[1] > 0]
     for start in range(0, len(todo), MAX_BATCH_ENTRIES):
@@ -236,7 +255,7 @@ def _read_ranges(f, path: str, ranges: List[Tuple[Any, int, int, int]], progress
         for (_, size, _, _), n in zip(part, got):
             if n != size:
                 raise SafetensorError(f"{path}: the file ended early ({n} of {size} bytes of a tensor)")
-        _tell(progress, done, sum(r[1] for r in part), total)
+        tally.add(sum(r[1] for r in part))
 
 
 def _plan(header: Header, shard: Optional[Tuple[int, int]]):
@@ -264,7 +283,7 @@ def _check_shard(shard) -> Optional[Tuple[int, int]]:
     return rank, world
 
 
-def _load(path, fw: _Framework, copy: bool, shard, progress, done, total) -> Dict[str, Any]:
+def _load(path, fw: _Framework, copy: bool, shard, tally: _Tally) -> Dict[str, Any]:
     header = path if isinstance(path, Header) else Header(path)
     plan = _plan(header, shard)
     out: Dict[str, Any] = {}
@@ -272,27 +291,30 @@ def _load(path, fw: _Framework, copy: bool, shard, progress, done, total) -> Dic
         if copy:
             ranges, made = [], []
             for name, dtype, shape, begin, end in plan:
-                flat = fw.empty(end - begin)
-                made.append((name, flat, dtype, shape, end - begin))
-                ranges.append((fw.target(flat), end - begin, header.data_start + begin, 0))
-            _read_ranges(f, header.path, ranges, progress, done, total)
-            for name, flat, dtype, shape, n in made:
-                out[name] = fw.view(flat, 0, n, dtype, shape, name)
+                pad = _pad(header.data_start + begin)
+                flat = fw.empty(pad + end - begin)
+                made.append((name, flat, dtype, shape, pad, end - begin))
+                ranges.append((fw.target(flat), end - begin, header.data_start + begin, pad))
+            _read_ranges(f, header.path, ranges, tally)
+            for name, flat, dtype, shape, pad, n in made:
+                out[name] = fw.view(flat, pad, pad + n, dtype, shape, name)
         elif shard is None:
-            flat = fw.empty(header.data_len)
-            _read_all(f, fw.target(flat), header, progress, done, total)
+            pad = _pad(header.data_start)
+            flat = fw.empty(pad + header.data_len)
+            _read_all(f, fw.target(flat), header, tally)
             for name, dtype, shape, begin, end in plan:
-                out[name] = fw.view(flat, begin, end, dtype, shape, name)
+                out[name] = fw.view(flat, pad + begin, pad + end, dtype, shape, name)
         else:
-            # The rank's rows of every tensor, packed into one allocation in plan order.
+            # The rank's rows of every tensor, in one allocation in plan order.
             at, ranges, places = 0, [], []
             for name, dtype, shape, begin, end in plan:
+                at += (_pad(header.data_start + begin) - at) % ALIGN
                 ranges.append((None, end - begin, header.data_start + begin, at))
                 places.append((name, dtype, shape, at, at + end - begin))
                 at += end - begin
             flat = fw.empty(at)
             target = fw.target(flat)
-            _read_ranges(f, header.path, [(target,) + r[1:] for r in ranges], progress, done, total)
+            _read_ranges(f, header.path, [(target,) + r[1:] for r in ranges], tally)
             for name, dtype, shape, begin, end in places:
                 out[name] = fw.view(flat, begin, end, dtype, shape, name)
     return out
@@ -309,7 +331,7 @@ def load_file(
 ) -> Dict[str, Any]:
     """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
     (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
-    safetensors 0.8 gives them), in ``framework``'s memory on ``device``
+    safetensors 0.8 gives them, empty tensors at one offset in name order), in ``framework``'s memory on ``device``
     (``None``: ``"cuda:0"``, or host memory for ``"np"``; ``"cpu"`` for host memory).
 
     ``copy=False`` (default): views into one allocation per file, freed when the last tensor is
@@ -321,7 +343,7 @@ def load_file(
     shard = _check_shard(shard)
     header = Header(path)
     total = sum(e - b for _, _, _, b, e in _plan(header, shard)) if (copy or shard) else header.data_len
-    return _load(header, fw, copy, shard, progress, [0], total)
+    return _load(header, fw, copy, shard, _Tally(progress, total))
 
 
 def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
@@ -382,9 +404,9 @@ def load_model_dir(
     shard = _check_shard(shard)
     headers = [Header(f) for f in files]
     total = sum(sum(e - b for _, _, _, b, e in _plan(h, shard)) if (copy or shard) else h.data_len for h in headers)
-    done = [0]
+    tally = _Tally(progress, total)
     with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
-        parts = list(pool.map(lambda h: _load(h, fw, copy, shard, progress, done, total), headers))
+        parts = list(pool.map(lambda h: _load(h, fw, copy, shard, tally), headers))
     out: Dict[str, Any] = {}
     for h, part in zip(headers, parts):
         for name, tensor in part.items():
@@ -397,7 +419,7 @@ def load_model_dir(
     return out
 
 
-class safe_open:  # noqa: N801 - the safetensors package's name
+class safe_open(_Closing):  # noqa: N801 - the safetensors package's name
     """A safetensors file opened for reading single tensors, as ``safetensors.safe_open``:
     ``keys()``, ``metadata()``, ``get_tensor(name)``, ``get_slice(name)[rows]``; each reads
     only what is asked for."""
@@ -405,19 +427,16 @@ class safe_open:  # noqa: N801 - the safetensors package's name
     def __init__(self, path, framework: str = "pt", device="cpu") -> None:
         if framework in ("np", "numpy") and device == "cpu":
             device = None
+        self._file = None
         self._fw = _Framework(framework, device)
         self._header = Header(path)
         self._file = _open(self._header.path)
 
-    def __enter__(self) -> "safe_open":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
-        """Closes the file (tensors already read stay)."""
-        self._file.close()
+        """Closes the file (tensors already read stay); also at the end of a ``with`` block or
+        when the object is collected."""
+        if self._file is not None:
+            self._file.close()
 
     def keys(self) -> List[str]:
         """The tensors' names, sorted."""
@@ -438,12 +457,13 @@ class safe_open:  # noqa: N801 - the safetensors package's name
             raise SafetensorError(f"{self._header.path}: no tensor {name!r}") from None
 
     def _read(self, name: str, dtype: str, shape, begin: int, end: int):
-        flat = self._fw.empty(end - begin)
+        pad = _pad(self._header.data_start + begin)
+        flat = self._fw.empty(pad + end - begin)
         if end > begin:
-            got = self._file.read(self._fw.target(flat), end - begin, self._header.data_start + begin, 0)
+            got = self._file.read(self._fw.target(flat), end - begin, self._header.data_start + begin, pad)
             if got != end - begin:
                 raise SafetensorError(f"{self._header.path}: the file ended early in tensor {name!r}")
-        return self._fw.view(flat, 0, end - begin, dtype, shape, name)
+        return self._fw.view(flat, pad, pad + end - begin, dtype, shape, name)
 
     def get_tensor(self, name: str):
         """The tensor ``name`` (its own memory)."""
