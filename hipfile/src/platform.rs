@@ -2,7 +2,7 @@
 //! device, or the mock GPU) and the backends that can serve it. The C ABI and the `hipfile`
 //! tool both run on it.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use hipfile_backend_bounce::Bounce;
 #[cfg(feature = "mock")]
@@ -51,6 +51,11 @@ pub struct SystemPlatform {
     /// cuFile's driver while a GDS engine uses it (one per process; the capability report
     /// looks at the open one rather than opening another).
     gds: Mutex<Weak<Session<LibCuFile>>>,
+    /// Why cuFile could not be opened, once it could not: not asked again while this platform
+    /// lives (the process, for the C library's driver). Loading libcufile and failing
+    /// `cuFileDriverOpen` costs 0.2 s on an H200 machine without `nvidia-fs`, which every
+    /// driver open would pay again (docs/compat.md, "p2p").
+    gds_refused: OnceLock<String>,
     description: String,
     /// Why no runtime could be loaded, for the platform of a process without one
     /// ([`SystemPlatform::without_runtime`]).
@@ -74,7 +79,14 @@ impl SystemPlatform {
         );
         let loaded = Arc::new(runtime);
         let gpu = Arc::clone(&loaded) as Arc<dyn GpuRuntime>;
-        SystemPlatform { gpu, loaded: Some(loaded), gds: Mutex::new(Weak::new()), description, absent: None }
+        SystemPlatform {
+            gpu,
+            loaded: Some(loaded),
+            gds: Mutex::new(Weak::new()),
+            gds_refused: OnceLock::new(),
+            description,
+            absent: None,
+        }
     }
 
     /// The platform of a process where no GPU runtime could be loaded (`why`): parameters,
@@ -85,6 +97,7 @@ impl SystemPlatform {
             gpu: Arc::new(crate::absent::NoRuntime),
             loaded: None,
             gds: Mutex::new(Weak::new()),
+            gds_refused: OnceLock::new(),
             description: format!("no GPU runtime ({why})"),
             absent: Some(why),
         }
@@ -103,6 +116,7 @@ impl SystemPlatform {
             gpu,
             loaded: None,
             gds: Mutex::new(Weak::new()),
+            gds_refused: OnceLock::new(),
             description: "the mock GPU (host memory)".into(),
             absent: None,
         }
@@ -153,9 +167,14 @@ impl SystemPlatform {
             Vendor::Hip => HipAis::lookup(runtime)
                 .map(|api| SystemBackend::Ais(P2p::new(Ais::new(api), unsupported_fs)))
                 .map_err(|why| ("p2p (AIS)", why)),
-            Vendor::Cuda => Session::shared(&self.gds, LibCuFile::load)
-                .map(|session| SystemBackend::Gds(P2p::new(Gds::new(session), unsupported_fs)))
-                .map_err(|why| ("p2p (GDS)", why)),
+            Vendor::Cuda => {
+                if let Some(why) = self.gds_refused.get() {
+                    return Err(("p2p (GDS)", why.clone()));
+                }
+                Session::shared(&self.gds, LibCuFile::load)
+                    .map(|session| SystemBackend::Gds(P2p::new(Gds::new(session), unsupported_fs)))
+                    .map_err(|why| ("p2p (GDS)", self.gds_refused.get_or_init(|| why).clone()))
+            }
         }
     }
 
