@@ -32,6 +32,42 @@ pub fn machine_hints() -> String {
     format!("nvidia-fs module: {nvfs}; kernel PCI P2PDMA: {p2pdma}")
 }
 
+/// Whether GPUDirect Storage can work here at all, as the machine says without loading cuFile:
+/// the `nvidia-fs` module is loaded, or cuFile's P2PDMA mode is on (`"use_pci_p2pdma": true`
+/// in its configuration: `CUFILE_ENV_PATH_JSON`, else `/etc/cufile.json`). With neither,
+/// `cuFileDriverOpen` can only fail, and loading cuFile to hear it costs 0.2-0.3 s (measured on
+/// an H200 machine), which every process's first driver open would pay.
+pub fn possible() -> std::result::Result<(), String> {
+    if std::path::Path::new("/proc/driver/nvidia-fs").exists() {
+        return Ok(());
+    }
+    let path = std::env::var_os("CUFILE_ENV_PATH_JSON")
+        .map_or_else(|| std::path::PathBuf::from("/etc/cufile.json"), std::path::PathBuf::from);
+    let shown = path.display();
+    match std::fs::read_to_string(&path) {
+        Ok(text) if p2pdma_on(&text) => Ok(()),
+        Ok(_) => Err(format!(
+            "no nvidia-fs module, and cuFile's P2PDMA mode is off (\"use_pci_p2pdma\" in {shown}): GPUDirect Storage \
+             cannot work here ({})",
+            machine_hints()
+        )),
+        Err(e) => Err(format!(
+            "no nvidia-fs module, and cuFile's configuration {shown} cannot be read ({e}), so its P2PDMA mode is off \
+             ({})",
+            machine_hints()
+        )),
+    }
+}
+
+/// Whether cuFile's configuration (JSON with `//` comments) turns `use_pci_p2pdma` on.
+fn p2pdma_on(config: &str) -> bool {
+    config.lines().any(|line| {
+        let code = line.split("//").next().unwrap_or_default();
+        let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+        squeezed.contains("\"use_pci_p2pdma\":true")
+    })
+}
+
 /// An open cuFile driver: opened with compatibility mode off, closed when the last engine and
 /// file using it are gone. Engines of one process share it (cuFile has one driver per process).
 pub struct Session<C: CuFileApi> {
@@ -211,6 +247,14 @@ mod tests {
             why.starts_with("cuFileDriverOpen failed: cuFile error 5009") && why.contains("nvidia-fs module"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn p2pdma_mode_is_read_from_cufiles_configuration() {
+        assert!(p2pdma_on("{\n  \"properties\": {\n    \"use_pci_p2pdma\" : true,\n  }\n}"));
+        assert!(!p2pdma_on("{ \"use_pci_p2pdma\": false }"));
+        assert!(!p2pdma_on("// \"use_pci_p2pdma\": true\n{}"), "a comment is not a setting");
+        assert!(!p2pdma_on("{ \"properties\": { \"allow_compat_mode\": true } }"), "off by default");
     }
 
     #[test]

@@ -171,7 +171,8 @@ impl SystemPlatform {
                 if let Some(why) = self.gds_refused.get() {
                     return Err(("p2p (GDS)", why.clone()));
                 }
-                Session::shared(&self.gds, LibCuFile::load)
+                hipfile_backend_p2p::gds::possible()
+                    .and_then(|()| Session::shared(&self.gds, LibCuFile::load))
                     .map(|session| SystemBackend::Gds(P2p::new(Gds::new(session), unsupported_fs)))
                     .map_err(|why| ("p2p (GDS)", self.gds_refused.get_or_init(|| why).clone()))
             }
