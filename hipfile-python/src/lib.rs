@@ -462,13 +462,14 @@ impl Coalescer {
     }
 
     fn run(&self) {
-        let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
         loop {
             let round: Vec<Pending> = {
                 let mut queue = lock(&self.queue);
                 while queue.pending.is_empty() {
                     queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
                 }
+                // The batch limit of the driver as it is now (a reopened driver may have another).
+                let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
                 let since = Instant::now();
                 while !queue.flush && queue.pending.len() < limit && since.elapsed() < Self::LINGER {
                     let before = queue.pending.len();

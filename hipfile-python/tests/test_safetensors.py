@@ -213,3 +213,18 @@ def test_unsupported_dtypes_say_so(scratch):
     with pytest.raises(SafetensorError, match="BF16 has no NumPy type"):
         hst.load_file(path, framework="np")
     assert hst.read_header(path).tensors["w"] == ("BF16", [2], 0, 4)
+
+
+def test_a_tensor_not_aligned_for_its_dtype_is_copied_right(scratch):
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    header = json.dumps({"w": t("F32", [2, 3], 0, 24), "b": t("U8", [3], 24, 27)}).encode()
+    header += b" " * (1 - len(header) % 2)  # an odd length: the data start is odd
+    path = scratch / "odd.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + values.tobytes() + b"\x01\x02\x03")
+    assert (8 + len(header)) % 2 == 1
+    for copy in (False, True):
+        got = hst.load_file(path, framework="np", copy=copy)
+        assert got["w"].dtype == np.float32 and np.array_equal(got["w"], values)
+        assert got["b"].tolist() == [1, 2, 3]
+    with hst.safe_open(path, framework="np") as f:
+        assert np.array_equal(f.get_slice("w")[1:], values[1:])
