@@ -7,9 +7,10 @@
 //! work queued before it on the stream, then does its own part at once. Work queued after it
 //! therefore runs after it, which is what stream order promises.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError};
+use hipfile_runtime::DeviceProp;
 
 use crate::{call, gpu, put, stream};
 
@@ -348,4 +349,109 @@ pub unsafe extern "C" fn hipMemcpy2DAsync(
 ) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { copy_2d(dst, dpitch, src, spitch, width, height, kind, s) }
+}
+
+/// What the mock says of `device`: an MI210-like part (gfx90a, 104 compute units, 64-wide
+/// waves) with [`DEVICE_MEMORY`] and the PCI address `hipDeviceGetPCIBusId` gives.
+fn properties(device: c_int) -> Result<DeviceProp, HipError> {
+    let gpu = gpu();
+    if !(0..gpu.device_count()?).contains(&device) {
+        return Err(HipError::INVALID_DEVICE);
+    }
+    let text = |s: &str| {
+        let mut out = [0 as c_char; 256];
+        for (o, b) in out.iter_mut().zip(s.bytes().take(255)) {
+            *o = b as c_char;
+        }
+        out
+    };
+    let bus = gpu.pci_bus_id(device)?; // "0000:BB:DD.F"
+    let field = |range: std::ops::Range<usize>| i32::from_str_radix(&bus[range], 16).unwrap_or(0);
+    Ok(DeviceProp {
+        name: text("hipfile mock GPU"),
+        total_global_mem: DEVICE_MEMORY,
+        shared_mem_per_block: 64 << 10,
+        regs_per_block: 65536,
+        warp_size: 64,
+        max_threads_per_block: 1024,
+        max_threads_dim: [1024, 1024, 1024],
+        max_grid_size: [c_int::MAX, 65536, 65536],
+        clock_rate: 1_700_000,
+        memory_clock_rate: 1_600_000,
+        memory_bus_width: 4096,
+        total_const_mem: 2 << 30,
+        major: 9,
+        minor: 0,
+        multi_processor_count: 104,
+        l2_cache_size: 8 << 20,
+        max_threads_per_multi_processor: 2048,
+        compute_mode: 0,
+        clock_instruction_rate: 100_000,
+        arch: 0,
+        concurrent_kernels: 1,
+        pci_domain_id: field(0..4),
+        pci_bus_id: field(5..7),
+        pci_device_id: field(8..10),
+        max_shared_memory_per_multi_processor: 64 << 10,
+        is_multi_gpu_board: 0,
+        can_map_host_memory: 1,
+        gcn_arch: 910,
+        gcn_arch_name: text("gfx90a:sramecc+:xnack-"),
+        integrated: 0,
+        cooperative_launch: 1,
+        cooperative_multi_device_launch: 1,
+        max_texture_1d_linear: c_int::MAX,
+        max_texture_1d: 16384,
+        max_texture_2d: [16384, 16384],
+        max_texture_3d: [16384, 16384, 8192],
+        hdp_mem_flush_cntl: std::ptr::null_mut(),
+        hdp_reg_flush_cntl: std::ptr::null_mut(),
+        mem_pitch: c_int::MAX as usize,
+        texture_alignment: 256,
+        texture_pitch_alignment: 256,
+        kernel_exec_timeout_enabled: 0,
+        ecc_enabled: 0,
+        tcc_driver: 0,
+        cooperative_multi_device_unmatched_func: 0,
+        cooperative_multi_device_unmatched_grid_dim: 0,
+        cooperative_multi_device_unmatched_block_dim: 0,
+        cooperative_multi_device_unmatched_shared_mem: 0,
+        is_large_bar: 1,
+        asic_revision: 1,
+        managed_memory: 1,
+        direct_managed_mem_access_from_host: 0,
+        concurrent_managed_access: 0,
+        pageable_memory_access: 0,
+        pageable_memory_access_uses_host_page_tables: 0,
+    })
+}
+
+/// `hipGetDeviceProperties` (HIP 5.2's `hipDeviceProp_t`): see [`properties`];
+/// `hipErrorInvalidDevice` for a device that does not exist.
+///
+/// # Safety
+/// `prop` must be null or point to a writable `hipDeviceProp_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDeviceProperties(prop: *mut DeviceProp, device: c_int) -> c_int {
+    call(|| {
+        let props = properties(device)?;
+        // SAFETY: the caller's contract.
+        unsafe { put(prop, props) }
+    })
+}
+
+/// `hipDeviceGetAttribute` (HIP 5.2's numbering): the attribute from the same properties
+/// `hipGetDeviceProperties` gives; `hipErrorInvalidValue` for a null `value` or an attribute
+/// the mock does not answer, `hipErrorInvalidDevice` for a device that does not exist.
+///
+/// # Safety
+/// `value` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetAttribute(value: *mut c_int, attribute: c_int, device: c_int) -> c_int {
+    call(|| {
+        let props = properties(device)?;
+        let v = props.attribute(attribute).ok_or(HipError::INVALID_VALUE)?;
+        // SAFETY: the caller's contract.
+        unsafe { put(value, v) }
+    })
 }

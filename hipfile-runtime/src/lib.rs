@@ -28,10 +28,12 @@
 
 pub mod ais;
 pub mod cufile;
+pub mod device;
 mod loader;
 pub mod runtime;
 
 pub use ais::{AmdFileHandle, AmdFileIo};
+pub use device::{DeviceProp, device_attribute_v5};
 pub(crate) use loader::Library;
 pub use loader::LoadError;
 pub use runtime::{

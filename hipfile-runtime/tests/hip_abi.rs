@@ -65,3 +65,128 @@ fn the_loader_reads_the_same_version_as_a_linked_call() {
     assert_eq!(loaded.version(), linked);
     assert_eq!(loaded.abi(), Abi::V5);
 }
+
+#[test]
+fn device_properties_match_hip_5() {
+    use hipfile_runtime::DeviceProp as P;
+    use sys::hipDeviceProp_t as S;
+    assert_eq!(size_of::<P>(), size_of::<S>());
+    assert_eq!(size_of::<sys::hipDeviceArch_t>(), size_of::<u32>());
+    macro_rules! same {
+        ($($ours:ident = $theirs:ident),* $(,)?) => {
+            $(assert_eq!(offset_of!(P, $ours), offset_of!(S, $theirs), stringify!($theirs));)*
+        };
+    }
+    same!(
+        name = name,
+        total_global_mem = totalGlobalMem,
+        shared_mem_per_block = sharedMemPerBlock,
+        regs_per_block = regsPerBlock,
+        warp_size = warpSize,
+        max_threads_per_block = maxThreadsPerBlock,
+        max_threads_dim = maxThreadsDim,
+        max_grid_size = maxGridSize,
+        clock_rate = clockRate,
+        memory_clock_rate = memoryClockRate,
+        memory_bus_width = memoryBusWidth,
+        total_const_mem = totalConstMem,
+        major = major,
+        minor = minor,
+        multi_processor_count = multiProcessorCount,
+        l2_cache_size = l2CacheSize,
+        max_threads_per_multi_processor = maxThreadsPerMultiProcessor,
+        compute_mode = computeMode,
+        clock_instruction_rate = clockInstructionRate,
+        arch = arch,
+        concurrent_kernels = concurrentKernels,
+        pci_domain_id = pciDomainID,
+        pci_bus_id = pciBusID,
+        pci_device_id = pciDeviceID,
+        max_shared_memory_per_multi_processor = maxSharedMemoryPerMultiProcessor,
+        is_multi_gpu_board = isMultiGpuBoard,
+        can_map_host_memory = canMapHostMemory,
+        gcn_arch = gcnArch,
+        gcn_arch_name = gcnArchName,
+        integrated = integrated,
+        cooperative_launch = cooperativeLaunch,
+        cooperative_multi_device_launch = cooperativeMultiDeviceLaunch,
+        max_texture_1d_linear = maxTexture1DLinear,
+        max_texture_1d = maxTexture1D,
+        max_texture_2d = maxTexture2D,
+        max_texture_3d = maxTexture3D,
+        hdp_mem_flush_cntl = hdpMemFlushCntl,
+        hdp_reg_flush_cntl = hdpRegFlushCntl,
+        mem_pitch = memPitch,
+        texture_alignment = textureAlignment,
+        texture_pitch_alignment = texturePitchAlignment,
+        kernel_exec_timeout_enabled = kernelExecTimeoutEnabled,
+        ecc_enabled = ECCEnabled,
+        tcc_driver = tccDriver,
+        cooperative_multi_device_unmatched_func = cooperativeMultiDeviceUnmatchedFunc,
+        cooperative_multi_device_unmatched_grid_dim = cooperativeMultiDeviceUnmatchedGridDim,
+        cooperative_multi_device_unmatched_block_dim = cooperativeMultiDeviceUnmatchedBlockDim,
+        cooperative_multi_device_unmatched_shared_mem = cooperativeMultiDeviceUnmatchedSharedMem,
+        is_large_bar = isLargeBar,
+        asic_revision = asicRevision,
+        managed_memory = managedMemory,
+        direct_managed_mem_access_from_host = directManagedMemAccessFromHost,
+        concurrent_managed_access = concurrentManagedAccess,
+        pageable_memory_access = pageableMemoryAccess,
+        pageable_memory_access_uses_host_page_tables = pageableMemoryAccessUsesHostPageTables,
+    );
+}
+
+#[test]
+fn device_attribute_numbers_match_hip_5() {
+    use hipfile_runtime::device_attribute_v5 as a;
+    use sys::hipDeviceAttribute_t as S;
+    for (ours, theirs) in [
+        (a::ECC_ENABLED, S::hipDeviceAttributeEccEnabled),
+        (a::CAN_MAP_HOST_MEMORY, S::hipDeviceAttributeCanMapHostMemory),
+        (a::CLOCK_RATE, S::hipDeviceAttributeClockRate),
+        (a::COMPUTE_MODE, S::hipDeviceAttributeComputeMode),
+        (a::CONCURRENT_KERNELS, S::hipDeviceAttributeConcurrentKernels),
+        (a::CONCURRENT_MANAGED_ACCESS, S::hipDeviceAttributeConcurrentManagedAccess),
+        (a::COOPERATIVE_LAUNCH, S::hipDeviceAttributeCooperativeLaunch),
+        (a::COOPERATIVE_MULTI_DEVICE_LAUNCH, S::hipDeviceAttributeCooperativeMultiDeviceLaunch),
+        (a::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, S::hipDeviceAttributeDirectManagedMemAccessFromHost),
+        (a::INTEGRATED, S::hipDeviceAttributeIntegrated),
+        (a::IS_MULTI_GPU_BOARD, S::hipDeviceAttributeIsMultiGpuBoard),
+        (a::KERNEL_EXEC_TIMEOUT, S::hipDeviceAttributeKernelExecTimeout),
+        (a::L2_CACHE_SIZE, S::hipDeviceAttributeL2CacheSize),
+        (a::COMPUTE_CAPABILITY_MAJOR, S::hipDeviceAttributeComputeCapabilityMajor),
+        (a::MANAGED_MEMORY, S::hipDeviceAttributeManagedMemory),
+        (a::MAX_BLOCK_DIM_X, S::hipDeviceAttributeMaxBlockDimX),
+        (a::MAX_BLOCK_DIM_Y, S::hipDeviceAttributeMaxBlockDimY),
+        (a::MAX_BLOCK_DIM_Z, S::hipDeviceAttributeMaxBlockDimZ),
+        (a::MAX_GRID_DIM_X, S::hipDeviceAttributeMaxGridDimX),
+        (a::MAX_GRID_DIM_Y, S::hipDeviceAttributeMaxGridDimY),
+        (a::MAX_GRID_DIM_Z, S::hipDeviceAttributeMaxGridDimZ),
+        (a::MAX_THREADS_PER_BLOCK, S::hipDeviceAttributeMaxThreadsPerBlock),
+        (a::MAX_THREADS_PER_MULTI_PROCESSOR, S::hipDeviceAttributeMaxThreadsPerMultiProcessor),
+        (a::MEMORY_BUS_WIDTH, S::hipDeviceAttributeMemoryBusWidth),
+        (a::MEMORY_CLOCK_RATE, S::hipDeviceAttributeMemoryClockRate),
+        (a::COMPUTE_CAPABILITY_MINOR, S::hipDeviceAttributeComputeCapabilityMinor),
+        (a::MULTIPROCESSOR_COUNT, S::hipDeviceAttributeMultiprocessorCount),
+        (a::PAGEABLE_MEMORY_ACCESS, S::hipDeviceAttributePageableMemoryAccess),
+        (a::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, S::hipDeviceAttributePageableMemoryAccessUsesHostPageTables),
+        (a::PCI_BUS_ID, S::hipDeviceAttributePciBusId),
+        (a::PCI_DEVICE_ID, S::hipDeviceAttributePciDeviceId),
+        (a::PCI_DOMAIN_ID, S::hipDeviceAttributePciDomainID),
+        (a::MAX_REGISTERS_PER_BLOCK, S::hipDeviceAttributeMaxRegistersPerBlock),
+        (a::MAX_SHARED_MEMORY_PER_BLOCK, S::hipDeviceAttributeMaxSharedMemoryPerBlock),
+        (a::STREAM_PRIORITIES_SUPPORTED, S::hipDeviceAttributeStreamPrioritiesSupported),
+        (a::TCC_DRIVER, S::hipDeviceAttributeTccDriver),
+        (a::TOTAL_CONSTANT_MEMORY, S::hipDeviceAttributeTotalConstantMemory),
+        (a::UNIFIED_ADDRESSING, S::hipDeviceAttributeUnifiedAddressing),
+        (a::WARP_SIZE, S::hipDeviceAttributeWarpSize),
+        (a::CLOCK_INSTRUCTION_RATE, S::hipDeviceAttributeClockInstructionRate),
+        (a::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, S::hipDeviceAttributeMaxSharedMemoryPerMultiprocessor),
+        (a::GCN_ARCH, S::hipDeviceAttributeGcnArch),
+        (a::IS_LARGE_BAR, S::hipDeviceAttributeIsLargeBar),
+        (a::ASIC_REVISION, S::hipDeviceAttributeAsicRevision),
+        (a::CAN_USE_STREAM_WAIT_VALUE, S::hipDeviceAttributeCanUseStreamWaitValue),
+    ] {
+        assert_eq!(ours, theirs as i32, "{theirs:?}");
+    }
+}

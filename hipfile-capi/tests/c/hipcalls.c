@@ -1,5 +1,5 @@
 /* hipcalls: the HIP calls programs around file I/O make besides hipFile's, over the mock HIP
- * runtime, with HIP's codes for each misuse: the memset forms, the memcpy forms, memory
+ * runtime, with HIP's codes for each misuse: the device's description and attributes, the memset forms, the memcpy forms, memory
  * information and prefetching, stream queries, waits and priorities, and hipGetLastError's
  * per-thread rule. Prints "ok". */
 #include "common.h"
@@ -7,6 +7,8 @@
 #include <hip/hip_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #define EXPECT_HIP(call, code) CHECK((call) == (code))
 
@@ -30,6 +32,50 @@ int main(void)
     unsigned char *host = malloc(N);
     CHECK(host != NULL);
     void *dev = NULL, *dev2 = NULL;
+
+    /* The device's description, and each attribute as the description has it. */
+    hipDeviceProp_t prop;
+    memset(&prop, 0xff, sizeof prop);
+    HIP_OK(hipGetDeviceProperties(&prop, 0));
+    CHECK(strcmp(prop.name, "hipfile mock GPU") == 0 && prop.totalGlobalMem == (size_t)64 << 30);
+    CHECK(prop.warpSize == 64 && prop.major == 9 && prop.minor == 0 && prop.multiProcessorCount > 0);
+    CHECK(strncmp(prop.gcnArchName, "gfx90a", 6) == 0 && prop.pageableMemoryAccessUsesHostPageTables == 0);
+    char bus[32];
+    HIP_OK(hipDeviceGetPCIBusId(bus, sizeof bus, 0));
+    unsigned domain = 0, bus_id = 0, dev_id = 0;
+    CHECK(sscanf(bus, "%x:%x:%x", &domain, &bus_id, &dev_id) == 3);
+    CHECK(prop.pciDomainID == (int)domain && prop.pciBusID == (int)bus_id && prop.pciDeviceID == (int)dev_id);
+    struct { hipDeviceAttribute_t attr; int expected; } attrs[] = {
+        {hipDeviceAttributeWarpSize, prop.warpSize},
+        {hipDeviceAttributeMaxThreadsPerBlock, prop.maxThreadsPerBlock},
+        {hipDeviceAttributeMaxBlockDimZ, prop.maxThreadsDim[2]},
+        {hipDeviceAttributeMaxGridDimY, prop.maxGridSize[1]},
+        {hipDeviceAttributeComputeCapabilityMajor, prop.major},
+        {hipDeviceAttributeComputeCapabilityMinor, prop.minor},
+        {hipDeviceAttributeMultiprocessorCount, prop.multiProcessorCount},
+        {hipDeviceAttributePciBusId, prop.pciBusID},
+        {hipDeviceAttributePciDeviceId, prop.pciDeviceID},
+        {hipDeviceAttributePciDomainID, prop.pciDomainID},
+        {hipDeviceAttributeManagedMemory, prop.managedMemory},
+        {hipDeviceAttributeCanMapHostMemory, prop.canMapHostMemory},
+        {hipDeviceAttributeL2CacheSize, prop.l2CacheSize},
+        {hipDeviceAttributeMaxSharedMemoryPerBlock, (int)prop.sharedMemPerBlock},
+        {hipDeviceAttributeIsLargeBar, prop.isLargeBar},
+        {hipDeviceAttributeGcnArch, prop.gcnArch},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        int v = -12345;
+        HIP_OK(hipDeviceGetAttribute(&v, attrs[i].attr, 0));
+        CHECK(v == attrs[i].expected);
+    }
+    int unused = 0;
+    EXPECT_HIP(hipGetDeviceProperties(&prop, 99), hipErrorInvalidDevice);
+    EXPECT_HIP(hipGetDeviceProperties(&prop, -1), hipErrorInvalidDevice);
+    EXPECT_HIP(hipGetDeviceProperties(NULL, 0), hipErrorInvalidValue);
+    EXPECT_HIP(hipDeviceGetAttribute(&unused, hipDeviceAttributeWarpSize, 99), hipErrorInvalidDevice);
+    EXPECT_HIP(hipDeviceGetAttribute(NULL, hipDeviceAttributeWarpSize, 0), hipErrorInvalidValue);
+    EXPECT_HIP(hipDeviceGetAttribute(&unused, hipDeviceAttributeLuid, 0), hipErrorInvalidValue); /* not answered */
+    EXPECT_HIP(hipDeviceGetAttribute(&unused, (hipDeviceAttribute_t)123456, 0), hipErrorInvalidValue);
 
     size_t free0 = 0, total = 0;
     HIP_OK(hipMemGetInfo(&free0, &total));

@@ -1,0 +1,178 @@
+//! HIP 5.2's device description (Debian 12's headers): `hipDeviceProp_t` and the numbers of
+//! `hipDeviceAttribute_t`, as the mock HIP runtime answers `hipGetDeviceProperties` and
+//! `hipDeviceGetAttribute` (docs/mockhip.md). `tests/hip_abi.rs` checks both against HIP's
+//! header.
+
+use std::ffi::{c_char, c_int, c_uint};
+
+/// `hipDeviceProp_t` of HIP 5.2, field for field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)] // each field is the header's of the same name, in snake case
+pub struct DeviceProp {
+    pub name: [c_char; 256],
+    pub total_global_mem: usize,
+    pub shared_mem_per_block: usize,
+    pub regs_per_block: c_int,
+    pub warp_size: c_int,
+    pub max_threads_per_block: c_int,
+    pub max_threads_dim: [c_int; 3],
+    pub max_grid_size: [c_int; 3],
+    pub clock_rate: c_int,
+    pub memory_clock_rate: c_int,
+    pub memory_bus_width: c_int,
+    pub total_const_mem: usize,
+    pub major: c_int,
+    pub minor: c_int,
+    pub multi_processor_count: c_int,
+    pub l2_cache_size: c_int,
+    pub max_threads_per_multi_processor: c_int,
+    pub compute_mode: c_int,
+    pub clock_instruction_rate: c_int,
+    /// `hipDeviceArch_t`: one-bit feature fields in one 32-bit word.
+    pub arch: c_uint,
+    pub concurrent_kernels: c_int,
+    pub pci_domain_id: c_int,
+    pub pci_bus_id: c_int,
+    pub pci_device_id: c_int,
+    pub max_shared_memory_per_multi_processor: usize,
+    pub is_multi_gpu_board: c_int,
+    pub can_map_host_memory: c_int,
+    pub gcn_arch: c_int,
+    pub gcn_arch_name: [c_char; 256],
+    pub integrated: c_int,
+    pub cooperative_launch: c_int,
+    pub cooperative_multi_device_launch: c_int,
+    pub max_texture_1d_linear: c_int,
+    pub max_texture_1d: c_int,
+    pub max_texture_2d: [c_int; 2],
+    pub max_texture_3d: [c_int; 3],
+    pub hdp_mem_flush_cntl: *mut c_uint,
+    pub hdp_reg_flush_cntl: *mut c_uint,
+    pub mem_pitch: usize,
+    pub texture_alignment: usize,
+    pub texture_pitch_alignment: usize,
+    pub kernel_exec_timeout_enabled: c_int,
+    pub ecc_enabled: c_int,
+    pub tcc_driver: c_int,
+    pub cooperative_multi_device_unmatched_func: c_int,
+    pub cooperative_multi_device_unmatched_grid_dim: c_int,
+    pub cooperative_multi_device_unmatched_block_dim: c_int,
+    pub cooperative_multi_device_unmatched_shared_mem: c_int,
+    pub is_large_bar: c_int,
+    pub asic_revision: c_int,
+    pub managed_memory: c_int,
+    pub direct_managed_mem_access_from_host: c_int,
+    pub concurrent_managed_access: c_int,
+    pub pageable_memory_access: c_int,
+    pub pageable_memory_access_uses_host_page_tables: c_int,
+}
+
+/// `hipDeviceAttribute_t` values of HIP 5.2 that the mock answers (the header's names without
+/// the `hipDeviceAttribute` prefix).
+#[allow(missing_docs)]
+pub mod device_attribute_v5 {
+    pub const ECC_ENABLED: i32 = 0;
+    pub const CAN_MAP_HOST_MEMORY: i32 = 3;
+    pub const CLOCK_RATE: i32 = 5;
+    pub const COMPUTE_MODE: i32 = 6;
+    pub const CONCURRENT_KERNELS: i32 = 8;
+    pub const CONCURRENT_MANAGED_ACCESS: i32 = 9;
+    pub const COOPERATIVE_LAUNCH: i32 = 10;
+    pub const COOPERATIVE_MULTI_DEVICE_LAUNCH: i32 = 11;
+    pub const DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: i32 = 13;
+    pub const INTEGRATED: i32 = 16;
+    pub const IS_MULTI_GPU_BOARD: i32 = 17;
+    pub const KERNEL_EXEC_TIMEOUT: i32 = 18;
+    pub const L2_CACHE_SIZE: i32 = 19;
+    pub const COMPUTE_CAPABILITY_MAJOR: i32 = 23;
+    pub const MANAGED_MEMORY: i32 = 24;
+    pub const MAX_BLOCK_DIM_X: i32 = 26;
+    pub const MAX_BLOCK_DIM_Y: i32 = 27;
+    pub const MAX_BLOCK_DIM_Z: i32 = 28;
+    pub const MAX_GRID_DIM_X: i32 = 29;
+    pub const MAX_GRID_DIM_Y: i32 = 30;
+    pub const MAX_GRID_DIM_Z: i32 = 31;
+    pub const MAX_THREADS_PER_BLOCK: i32 = 56;
+    pub const MAX_THREADS_PER_MULTI_PROCESSOR: i32 = 57;
+    pub const MEMORY_BUS_WIDTH: i32 = 59;
+    pub const MEMORY_CLOCK_RATE: i32 = 60;
+    pub const COMPUTE_CAPABILITY_MINOR: i32 = 61;
+    pub const MULTIPROCESSOR_COUNT: i32 = 63;
+    pub const PAGEABLE_MEMORY_ACCESS: i32 = 65;
+    pub const PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: i32 = 66;
+    pub const PCI_BUS_ID: i32 = 67;
+    pub const PCI_DEVICE_ID: i32 = 68;
+    pub const PCI_DOMAIN_ID: i32 = 69;
+    pub const MAX_REGISTERS_PER_BLOCK: i32 = 71;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: i32 = 74;
+    pub const STREAM_PRIORITIES_SUPPORTED: i32 = 78;
+    pub const TCC_DRIVER: i32 = 80;
+    pub const TOTAL_CONSTANT_MEMORY: i32 = 83;
+    pub const UNIFIED_ADDRESSING: i32 = 85;
+    pub const WARP_SIZE: i32 = 87;
+    pub const CLOCK_INSTRUCTION_RATE: i32 = 10000;
+    pub const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: i32 = 10002;
+    pub const GCN_ARCH: i32 = 10003;
+    pub const IS_LARGE_BAR: i32 = 10011;
+    pub const ASIC_REVISION: i32 = 10012;
+    pub const CAN_USE_STREAM_WAIT_VALUE: i32 = 10013;
+}
+
+impl DeviceProp {
+    /// The value of attribute `attribute` (a [`device_attribute_v5`] number) as
+    /// `hipDeviceGetAttribute` gives it, from these properties; `None` for one it does not
+    /// answer. Sizes past `c_int` are clamped, as HIP does.
+    pub fn attribute(&self, attribute: i32) -> Option<c_int> {
+        use device_attribute_v5 as a;
+        let clamp = |n: usize| c_int::try_from(n).unwrap_or(c_int::MAX);
+        Some(match attribute {
+            a::ECC_ENABLED => self.ecc_enabled,
+            a::CAN_MAP_HOST_MEMORY => self.can_map_host_memory,
+            a::CLOCK_RATE => self.clock_rate,
+            a::COMPUTE_MODE => self.compute_mode,
+            a::CONCURRENT_KERNELS => self.concurrent_kernels,
+            a::CONCURRENT_MANAGED_ACCESS => self.concurrent_managed_access,
+            a::COOPERATIVE_LAUNCH => self.cooperative_launch,
+            a::COOPERATIVE_MULTI_DEVICE_LAUNCH => self.cooperative_multi_device_launch,
+            a::DIRECT_MANAGED_MEM_ACCESS_FROM_HOST => self.direct_managed_mem_access_from_host,
+            a::INTEGRATED => self.integrated,
+            a::IS_MULTI_GPU_BOARD => self.is_multi_gpu_board,
+            a::KERNEL_EXEC_TIMEOUT => self.kernel_exec_timeout_enabled,
+            a::L2_CACHE_SIZE => self.l2_cache_size,
+            a::COMPUTE_CAPABILITY_MAJOR => self.major,
+            a::MANAGED_MEMORY => self.managed_memory,
+            a::MAX_BLOCK_DIM_X => self.max_threads_dim[0],
+            a::MAX_BLOCK_DIM_Y => self.max_threads_dim[1],
+            a::MAX_BLOCK_DIM_Z => self.max_threads_dim[2],
+            a::MAX_GRID_DIM_X => self.max_grid_size[0],
+            a::MAX_GRID_DIM_Y => self.max_grid_size[1],
+            a::MAX_GRID_DIM_Z => self.max_grid_size[2],
+            a::MAX_THREADS_PER_BLOCK => self.max_threads_per_block,
+            a::MAX_THREADS_PER_MULTI_PROCESSOR => self.max_threads_per_multi_processor,
+            a::MEMORY_BUS_WIDTH => self.memory_bus_width,
+            a::MEMORY_CLOCK_RATE => self.memory_clock_rate,
+            a::COMPUTE_CAPABILITY_MINOR => self.minor,
+            a::MULTIPROCESSOR_COUNT => self.multi_processor_count,
+            a::PAGEABLE_MEMORY_ACCESS => self.pageable_memory_access,
+            a::PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES => self.pageable_memory_access_uses_host_page_tables,
+            a::PCI_BUS_ID => self.pci_bus_id,
+            a::PCI_DEVICE_ID => self.pci_device_id,
+            a::PCI_DOMAIN_ID => self.pci_domain_id,
+            a::MAX_REGISTERS_PER_BLOCK => self.regs_per_block,
+            a::MAX_SHARED_MEMORY_PER_BLOCK => clamp(self.shared_mem_per_block),
+            a::STREAM_PRIORITIES_SUPPORTED => 1,
+            a::TCC_DRIVER => self.tcc_driver,
+            a::TOTAL_CONSTANT_MEMORY => clamp(self.total_const_mem),
+            a::UNIFIED_ADDRESSING => 1,
+            a::WARP_SIZE => self.warp_size,
+            a::CLOCK_INSTRUCTION_RATE => self.clock_instruction_rate,
+            a::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR => clamp(self.max_shared_memory_per_multi_processor),
+            a::GCN_ARCH => self.gcn_arch,
+            a::IS_LARGE_BAR => self.is_large_bar,
+            a::ASIC_REVISION => self.asic_revision,
+            a::CAN_USE_STREAM_WAIT_VALUE => 1,
+            _ => return None,
+        })
+    }
+}
