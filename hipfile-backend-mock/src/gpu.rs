@@ -1,6 +1,12 @@
 //! `MockGpu`: a GPU emulated in host memory. Device allocations are host allocations the mock
 //! tracks in a table, so pointer queries answer `Device` only for them; streams are worker
 //! threads that run their work in order.
+//!
+//! A guarded mock ([`MockGpu::guarded`], the mock HIP runtime's) hands out device addresses the
+//! program cannot touch: each is a range mapped with no access, while the bytes live in a
+//! second allocation only the mock's own calls reach (copies, fills, AIS). A program that reads
+//! or writes device memory from the host then faults here as it would on a GPU, instead of
+//! working only because the "GPU" is host memory.
 
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
@@ -32,6 +38,9 @@ struct Alloc {
     size: usize,
     device: i32,
     kind: Kind,
+    /// Where the bytes are: the address handed out, or for guarded device memory the
+    /// allocation behind it.
+    view: usize,
 }
 
 impl Alloc {
@@ -39,6 +48,35 @@ impl Alloc {
         (self.kind != Kind::RegisteredHost)
             .then(|| Layout::from_size_align(self.size, MOCK_ALIGN).expect("checked at allocation"))
     }
+
+    /// Frees what the allocation handed out at `addr` owns (once: it has left the table).
+    fn free(&self, addr: usize) {
+        if let Some(layout) = self.owned_layout() {
+            // SAFETY: `view` was allocated by `allocate` with this layout and its entry is
+            // gone from the table, so it is freed once.
+            unsafe { std::alloc::dealloc(self.view as *mut u8, layout) };
+        }
+        if addr != self.view {
+            // SAFETY: the no-access range `no_access` mapped for this allocation, `size` bytes.
+            unsafe { libc::munmap(addr as *mut libc::c_void, self.size) };
+        }
+    }
+}
+
+/// `len` bytes of address space with no access (reads and writes fault), or `None`.
+fn no_access(len: usize) -> Option<usize> {
+    // SAFETY: an anonymous mapping the kernel places; nothing of ours is there.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (addr != libc::MAP_FAILED).then_some(addr as usize)
 }
 
 type Job = Box<dyn FnOnce() -> Result<(), HipError> + Send>;
@@ -112,6 +150,8 @@ pub struct MockGpu {
     next_stream: AtomicUsize,
     events: Mutex<HashMap<usize, Arc<EventState>>>,
     faults: Arc<Faults>,
+    /// Device memory is handed out as ranges the host cannot touch.
+    guarded: bool,
 }
 
 /// An event: how many times it was recorded, and how many of those the streams have reached.
@@ -140,7 +180,16 @@ impl MockGpu {
             next_stream: AtomicUsize::new(1),
             events: Mutex::new(HashMap::new()),
             faults: Arc::new(Faults::default()),
+            guarded: false,
         })
+    }
+
+    /// A mock GPU whose device memory the host cannot touch (see the module's notes); managed
+    /// memory ([`MockGpu::malloc_managed`]) stays reachable from both sides.
+    pub fn guarded(devices: i32) -> Arc<MockGpu> {
+        let mut gpu = Arc::into_inner(Self::new(devices)).expect("just made");
+        gpu.guarded = true;
+        Arc::new(gpu)
     }
 
     /// The faults armed on this GPU and the data paths built on it.
@@ -148,19 +197,32 @@ impl MockGpu {
         &self.faults
     }
 
-    fn allocate(&self, len: usize, kind: Kind) -> Result<usize, HipError> {
+    fn allocate(&self, len: usize, kind: Kind, guard: bool) -> Result<usize, HipError> {
         if len == 0 {
             return Ok(0); // as hipMalloc: success and a null pointer
         }
+        let device = self.current_device()?;
         let layout = Layout::from_size_align(len, MOCK_ALIGN).map_err(|_| HipError::OUT_OF_MEMORY)?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
             return Err(HipError::OUT_OF_MEMORY);
         }
-        let device = self.current_device()?;
-        lock(&self.allocs).insert(ptr as usize, Alloc { size: len, device, kind });
-        Ok(ptr as usize)
+        let view = ptr as usize;
+        let handed = if guard {
+            match no_access(len) {
+                Some(addr) => addr,
+                None => {
+                    // SAFETY: allocated above with this layout, not handed out.
+                    unsafe { std::alloc::dealloc(ptr, layout) };
+                    return Err(HipError::OUT_OF_MEMORY);
+                }
+            }
+        } else {
+            view
+        };
+        lock(&self.allocs).insert(handed, Alloc { size: len, device, kind, view });
+        Ok(handed)
     }
 
     fn release(&self, addr: usize, kind: Kind) -> Result<(), HipError> {
@@ -173,17 +235,20 @@ impl MockGpu {
             _ => return Err(HipError::INVALID_VALUE),
         }
         let alloc = allocs.remove(&addr).expect("present above");
-        if let Some(layout) = alloc.owned_layout() {
-            // SAFETY: `addr` was allocated by `allocate` with this layout and is now
-            // removed from the table, so it is freed once.
-            unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
-        }
+        alloc.free(addr);
         Ok(())
     }
 
-    /// `hipMalloc`: device memory on the current device, zero-filled.
+    /// `hipMalloc`: device memory on the current device, zero-filled (out of the host's
+    /// reach on a guarded mock).
     pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
-        self.allocate(len, Kind::Device)
+        self.allocate(len, Kind::Device, self.guarded)
+    }
+
+    /// `hipMallocManaged`: device memory on the current device that the host reaches too,
+    /// guarded mock or not.
+    pub fn malloc_managed(&self, len: usize) -> Result<usize, HipError> {
+        self.allocate(len, Kind::Device, false)
     }
 
     /// `hipFree`.
@@ -191,40 +256,50 @@ impl MockGpu {
         self.release(addr, Kind::Device)
     }
 
-    /// Checks that `[addr, addr + len)` lies inside one device allocation.
-    fn check_device_range(&self, addr: usize, len: usize) -> Result<(), HipError> {
+    /// Where the bytes of device range `[addr, addr + len)` are (the same address, unless the
+    /// mock is guarded), once checked to lie inside one device allocation.
+    pub fn device_view(&self, addr: usize, len: usize) -> Result<usize, HipError> {
         let allocs = lock(&self.allocs);
         match allocs.range(..=addr).next_back() {
             Some((base, a))
                 if a.kind == Kind::Device && addr.checked_add(len).is_some_and(|end| end <= base + a.size) =>
             {
-                Ok(())
+                Ok(a.view + (addr - base))
             }
             _ => Err(HipError::INVALID_VALUE),
         }
     }
 
+    /// Where the bytes at `addr` are: a device address's view, any other address itself.
+    fn view_of(&self, addr: usize) -> usize {
+        let allocs = lock(&self.allocs);
+        match allocs.range(..=addr).next_back() {
+            Some((base, a)) if a.kind == Kind::Device && addr < base + a.size => a.view + (addr - base),
+            _ => addr,
+        }
+    }
+
     /// Copies device memory out to `dst` (a test's view of GPU memory; not counted as a copy).
     pub fn read_device(&self, addr: usize, dst: &mut [u8]) -> Result<(), HipError> {
-        self.check_device_range(addr, dst.len())?;
-        // SAFETY: the range lies inside a live device allocation, which is host memory.
-        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        let at = self.device_view(addr, dst.len())?;
+        // SAFETY: the range lies inside a live device allocation's bytes, host memory.
+        unsafe { std::ptr::copy_nonoverlapping(at as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
     /// Copies `src` into device memory (a test's way to fill GPU memory; not counted).
     pub fn write_device(&self, addr: usize, src: &[u8]) -> Result<(), HipError> {
-        self.check_device_range(addr, src.len())?;
-        // SAFETY: the range lies inside a live device allocation, which is host memory.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) };
+        let at = self.device_view(addr, src.len())?;
+        // SAFETY: the range lies inside a live device allocation's bytes, host memory.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), at as *mut u8, src.len()) };
         Ok(())
     }
 
     /// `hipMemset`.
     pub fn memset(&self, addr: usize, value: u8, len: usize) -> Result<(), HipError> {
-        self.check_device_range(addr, len)?;
-        // SAFETY: the range lies inside a live device allocation, which is host memory.
-        unsafe { std::ptr::write_bytes(addr as *mut u8, value, len) };
+        let at = self.device_view(addr, len)?;
+        // SAFETY: the range lies inside a live device allocation's bytes, host memory.
+        unsafe { std::ptr::write_bytes(at as *mut u8, value, len) };
         Ok(())
     }
 
@@ -248,17 +323,15 @@ impl MockGpu {
             CopyKind::DeviceToHost => (false, true),
             CopyKind::DeviceToDevice => (true, true),
         };
-        if dst_device {
-            self.check_device_range(dst, len)?;
-        }
-        if src_device {
-            self.check_device_range(src, len)?;
-        }
+        let side =
+            |addr: usize, device: bool| if device { self.device_view(addr, len) } else { Ok(self.view_of(addr)) };
+        let (dst_at, src_at) = (side(dst, dst_device)?, side(src, src_device)?);
         if len > 0 && (dst == 0 || src == 0) {
             return Err(HipError::INVALID_VALUE);
         }
-        // SAFETY: device sides were just checked; the caller guarantees host sides.
-        unsafe { self.enqueue_copy(dst, src, len, stream) }
+        // SAFETY: device sides were just checked and translated to their bytes; the caller
+        // guarantees host sides.
+        unsafe { self.enqueue_copy(dst_at, src_at, len, stream) }
     }
 
     /// Pinned host memory alive now (allocated or registered), ranges per device: a test's
@@ -349,11 +422,7 @@ impl Drop for MockGpu {
     fn drop(&mut self) {
         lock(&self.streams).clear();
         for (addr, alloc) in std::mem::take(&mut *lock(&self.allocs)) {
-            if let Some(layout) = alloc.owned_layout() {
-                // SAFETY: allocated by `allocate` with this layout, never freed (it was still
-                // in the table), and the GPU is going away.
-                unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
-            }
+            alloc.free(addr); // out of the table: freed once, as the GPU goes away
         }
     }
 }
@@ -470,7 +539,7 @@ impl GpuRuntime for MockGpu {
     }
 
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
-        self.allocate(len, Kind::PinnedHost).map(|a| a as *mut u8)
+        self.allocate(len, Kind::PinnedHost, false).map(|a| a as *mut u8)
     }
 
     unsafe fn host_free(&self, ptr: *mut u8) -> Result<(), HipError> {
@@ -489,7 +558,7 @@ impl GpuRuntime for MockGpu {
         if overlaps {
             return Err(HipError(712)); // hipErrorHostMemoryAlreadyRegistered
         }
-        allocs.insert(addr, Alloc { size: len, device, kind: Kind::RegisteredHost });
+        allocs.insert(addr, Alloc { size: len, device, kind: Kind::RegisteredHost, view: addr });
         Ok(())
     }
 
@@ -557,6 +626,34 @@ mod tests {
         let g = Arc::clone(&gpu);
         assert_eq!(std::thread::spawn(move || g.current_device().unwrap()).join().unwrap(), 0);
         assert_eq!(gpu.current_device().unwrap(), 3);
+    }
+
+    #[test]
+    fn guarded_device_memory_is_reached_only_through_the_mock() {
+        let gpu = MockGpu::guarded(1);
+        let dev = gpu.malloc(8192).unwrap();
+        let bytes = gpu.device_view(dev, 8192).unwrap();
+        assert_ne!(bytes, dev, "the address handed out is not where the bytes are");
+        assert_eq!(gpu.device_view(dev + 100, 10).unwrap(), bytes + 100);
+        gpu.write_device(dev + 1, b"abc").unwrap();
+        let host = [7u8; 16];
+        let mut back = [0u8; 16];
+        // SAFETY: both host buffers outlive the copies, which the null stream runs at once.
+        unsafe {
+            gpu.hip_memcpy(dev + 4096, host.as_ptr() as usize, 16, CopyKind::HostToDevice, Stream::NULL).unwrap();
+            gpu.hip_memcpy(dev + 4090, dev + 4096, 16, CopyKind::Default, Stream::NULL).unwrap();
+            gpu.hip_memcpy(back.as_mut_ptr() as usize, dev, 4, CopyKind::DeviceToHost, Stream::NULL).unwrap();
+        }
+        assert_eq!(&back[..4], b"\0abc");
+        let mut moved = [0u8; 16];
+        gpu.read_device(dev + 4090, &mut moved).unwrap();
+        assert_eq!(moved, [7u8; 16]);
+        assert_eq!(gpu.pointer_info(dev + 5).unwrap().memory_type, MemoryType::Device);
+        let managed = gpu.malloc_managed(64).unwrap();
+        assert_eq!(gpu.device_view(managed, 64).unwrap(), managed, "managed memory is the host's too");
+        gpu.free(dev).unwrap();
+        gpu.free(managed).unwrap();
+        assert_eq!(gpu.device_view(dev, 1), Err(HipError::INVALID_VALUE));
     }
 
     #[test]

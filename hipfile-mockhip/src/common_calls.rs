@@ -267,9 +267,9 @@ pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: *mut c_void, s
 /// `hipMemAttachGlobal` and `hipMemAttachHost`, the flags `hipMallocManaged` takes.
 const ATTACH_FLAGS: [c_uint; 2] = [1, 2];
 
-/// `hipMallocManaged`: memory the host and the device both reach. The mock's device memory is
-/// host memory already, so this is a device allocation (zero-filled, on the current device),
-/// which `hipPointerGetAttributes` reports as device memory.
+/// `hipMallocManaged`: memory the host and the device both reach: a device allocation
+/// (zero-filled, on the current device) that, unlike `hipMalloc`'s, the host may touch;
+/// `hipPointerGetAttributes` reports it as device memory.
 ///
 /// # Safety
 /// `ptr` must be null or writable.
@@ -278,8 +278,14 @@ pub unsafe extern "C" fn hipMallocManaged(ptr: *mut *mut c_void, size: usize, fl
     if !ATTACH_FLAGS.contains(&flags) {
         return call(|| Err(HipError::INVALID_VALUE));
     }
-    // SAFETY: the caller's contract.
-    unsafe { crate::hipMalloc(ptr, size) }
+    call(|| {
+        if ptr.is_null() {
+            return Err(HipError::INVALID_VALUE);
+        }
+        let addr = gpu().malloc_managed(size)?;
+        // SAFETY: the caller's contract; checked non-null above.
+        unsafe { put(ptr, addr as *mut c_void) }
+    })
 }
 
 /// `hipMemcpy2D[Async]`: `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart

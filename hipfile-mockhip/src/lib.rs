@@ -30,7 +30,8 @@ fn gpu() -> &'static Arc<MockGpu> {
     static GPU: OnceLock<Arc<MockGpu>> = OnceLock::new();
     GPU.get_or_init(|| {
         let devices = std::env::var("HIPFILE_MOCK_DEVICES").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-        MockGpu::new(devices)
+        // Device memory the program's own pointers cannot reach, as on a GPU.
+        MockGpu::guarded(devices)
     })
 }
 
@@ -603,9 +604,11 @@ unsafe fn amd_file_io(
         }
         // SAFETY: the union was built with the descriptor (hipFile's AIS convention).
         let fd = unsafe { handle.fd };
-        // SAFETY: `[addr, addr + size)` is mock device memory, which is host memory owned by
-        // the mock, checked above; the caller does not touch it during the call.
-        let memory = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, size) };
+        let bytes = gpu().device_view(addr, size)?;
+        // SAFETY: `[bytes, bytes + size)` holds the bytes of mock device memory
+        // `[addr, addr + size)` (checked above), host memory owned by the mock; the caller does
+        // not use the range during the call.
+        let memory = unsafe { std::slice::from_raw_parts_mut(bytes as *mut u8, size) };
         let moved = hipfile_core::io::transfer_loop(size, read, |done, left| {
             let (at, off) = (&mut memory[done..done + left], file_offset as u64 + done as u64);
             if read { hipfile_core::io::pread(fd, at, off) } else { hipfile_core::io::pwrite(fd, at, off) }

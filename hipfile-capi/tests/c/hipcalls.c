@@ -1,5 +1,6 @@
 /* hipcalls: the HIP calls programs around file I/O make besides hipFile's, over the mock HIP
- * runtime, with HIP's codes for each misuse: the device's description and attributes, the memset forms, the memcpy forms, memory
+ * runtime, with HIP's codes for each misuse: the device's description and attributes, device
+ * memory the host cannot touch (managed memory it can), the memset forms, the memcpy forms, memory
  * information and prefetching, stream queries, waits and priorities, and hipGetLastError's
  * per-thread rule. Prints "ok". */
 #include "common.h"
@@ -9,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define EXPECT_HIP(call, code) CHECK((call) == (code))
 
@@ -187,6 +190,18 @@ int main(void)
     HIP_OK(hipEventDestroy(b));
 
     /* Managed memory: reachable from the host and the device. */
+    /* Device memory is out of the host's reach, as on a GPU: a child that writes to it dies
+     * (by SIGSEGV, or through the sanitizer's report of it) instead of finishing. */
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        ((volatile unsigned char *)dev)[0] = 1;
+        _exit(0);
+    }
+    int wstatus = 0;
+    CHECK(waitpid(child, &wstatus, 0) == child);
+    CHECK(!(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0));
+
     int *managed = NULL;
     HIP_OK(hipMallocManaged((void **)&managed, 4096, hipMemAttachGlobal));
     HIP_OK(hipMemsetD32(managed, 42, 1024));
