@@ -638,12 +638,13 @@ mod tests {
         gpu.write_device(dev + 1, b"abc").unwrap();
         let host = [7u8; 16];
         let mut back = [0u8; 16];
-        // SAFETY: both host buffers outlive the copies, which the null stream runs at once.
-        unsafe {
-            gpu.hip_memcpy(dev + 4096, host.as_ptr() as usize, 16, CopyKind::HostToDevice, Stream::NULL).unwrap();
-            gpu.hip_memcpy(dev + 4090, dev + 4096, 16, CopyKind::Default, Stream::NULL).unwrap();
-            gpu.hip_memcpy(back.as_mut_ptr() as usize, dev, 4, CopyKind::DeviceToHost, Stream::NULL).unwrap();
-        }
+        let copy = |dst: usize, src: usize, len: usize, kind: CopyKind| {
+            // SAFETY: the host buffers outlive the copies, which the null stream runs at once.
+            unsafe { gpu.hip_memcpy(dst, src, len, kind, Stream::NULL) }.unwrap();
+        };
+        copy(dev + 4096, host.as_ptr() as usize, 16, CopyKind::HostToDevice);
+        copy(dev + 4090, dev + 4096, 16, CopyKind::Default);
+        copy(back.as_mut_ptr() as usize, dev, 4, CopyKind::DeviceToHost);
         assert_eq!(&back[..4], b"\0abc");
         let mut moved = [0u8; 16];
         gpu.read_device(dev + 4090, &mut moved).unwrap();
