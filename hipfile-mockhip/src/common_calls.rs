@@ -432,7 +432,8 @@ fn properties(device: c_int) -> Result<DeviceProp, HipError> {
     })
 }
 
-/// `hipGetDeviceProperties` (HIP 5.2's `hipDeviceProp_t`): see [`properties`];
+/// `hipGetDeviceProperties` (HIP 5.2's `hipDeviceProp_t`): an MI210-like device (gfx90a, 104
+/// compute units, 64-wide waves) with [`DEVICE_MEMORY`] and its PCI address;
 /// `hipErrorInvalidDevice` for a device that does not exist.
 ///
 /// # Safety
