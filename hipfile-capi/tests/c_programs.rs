@@ -73,9 +73,15 @@ fn write_file(name: &str, data: &[u8]) -> PathBuf {
 }
 
 fn guide_example(flavour: Flavour, backend: &str) {
-    let file = write_file(&format!("example-{}-{backend}", flavour as u8), &pattern(1 << 20, 1));
+    guide_example_on(flavour, backend, "5");
+}
+
+/// The same over a mock that answers with HIP `abi`'s ABI (`HIPFILE_MOCK_HIP_ABI`): the library
+/// reads the runtime's version and its pointer answers either way.
+fn guide_example_on(flavour: Flavour, backend: &str, abi: &str) {
+    let file = write_file(&format!("example-{}-{backend}-{abi}", flavour as u8), &pattern(1 << 20, 1));
     let exe = build("example", flavour, &[format!("-DHIPFILE_EXAMPLE_PATH=\"{}\"", file.display())]);
-    let out = run_ok(&mut program(&exe, &[], &[("HIPFILE_BACKEND", backend)]));
+    let out = run_ok(&mut program(&exe, &[], &[("HIPFILE_BACKEND", backend), ("HIPFILE_MOCK_HIP_ABI", abi)]));
     // Quiet by default: the library writes nothing where the application did not ask.
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr of the example");
 }
@@ -120,9 +126,10 @@ fn params(flavour: Flavour) {
 
 /// `hipcalls`: the HIP calls programs around file I/O make, over the mock HIP runtime, with
 /// HIP's codes for each misuse (tests/c/hipcalls.c).
-fn hip_calls(flavour: Flavour) {
+/// `abi`: the HIP ABI the mock answers with (`HIPFILE_MOCK_HIP_ABI`).
+fn hip_calls(flavour: Flavour, abi: &str) {
     let exe = build("hipcalls", flavour, &[]);
-    let out = run_ok(&mut program(&exe, &[], &[]));
+    let out = run_ok(&mut program(&exe, &[], &[("HIPFILE_MOCK_HIP_ABI", abi)]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
 
@@ -567,6 +574,7 @@ runs! {
     amds_complete_example_runs_unchanged => guide_example(Flavour::Plain, "auto"),
     amds_complete_example_under_sanitizers => guide_example(Flavour::Sanitized, "auto"),
     amds_complete_example_with_bounce => guide_example(Flavour::Sanitized, "bounce"),
+    amds_complete_example_over_hip_6s_abi => guide_example_on(Flavour::Plain, "auto", "6"),
     copy_through_gpu_memory_auto => copy(Flavour::Plain, "auto"),
     copy_through_gpu_memory_bounce => copy(Flavour::Plain, "bounce"),
     copy_through_gpu_memory_mock => copy(Flavour::Plain, "mock"),
@@ -582,8 +590,9 @@ runs! {
     stream_ordered_io_inline => stream_ordered(Flavour::Plain, "bounce", "inline"),
     stream_ordered_io_under_sanitizers => stream_ordered(Flavour::Sanitized, "auto", "hostfn"),
     parameters_as_upstreams_tests_have_them => params(Flavour::Plain),
-    hip_calls_of_file_io_programs => hip_calls(Flavour::Plain),
-    hip_calls_under_sanitizers => hip_calls(Flavour::Sanitized),
+    hip_calls_of_file_io_programs => hip_calls(Flavour::Plain, "5"),
+    hip_calls_under_sanitizers => hip_calls(Flavour::Sanitized, "5"),
+    hip_calls_with_hip_6s_abi => hip_calls(Flavour::Plain, "6"),
     parameters_under_sanitizers => params(Flavour::Sanitized),
     host_memory_buffers_when_allowed_auto => host_memory(Flavour::Plain, "auto"),
     host_memory_buffers_when_allowed_bounce => host_memory(Flavour::Plain, "bounce"),

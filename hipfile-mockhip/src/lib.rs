@@ -19,12 +19,27 @@ use std::sync::{Arc, OnceLock};
 
 use hipfile_backend_mock::MockGpu;
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, MemoryType, Stream};
-use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memory_type_v5};
+use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memory_type_v5, memory_type_v6};
 
 pub mod common_calls;
 
 /// `HIP_VERSION` the mock reports: the ABI of Debian 12's HIP headers (5.2).
 pub const MOCK_HIP_VERSION: c_int = 50_221_153;
+
+/// `HIP_VERSION` the mock reports with `HIPFILE_MOCK_HIP_ABI=6`: ROCm 6.4's.
+pub const MOCK_HIP6_VERSION: c_int = 60_443_483;
+
+/// Whether the mock answers with HIP 6's ABI (`HIPFILE_MOCK_HIP_ABI=6`, read at the first
+/// call): `hipRuntimeGetVersion` says 6.4 and `hipPointerGetAttributes` uses HIP 6's numbering
+/// and rules, for programs built against HIP 6's headers.
+fn hip6() -> bool {
+    static HIP6: OnceLock<bool> = OnceLock::new();
+    *HIP6.get_or_init(|| std::env::var("HIPFILE_MOCK_HIP_ABI").is_ok_and(|v| v.trim() == "6"))
+}
+
+fn version() -> c_int {
+    if hip6() { MOCK_HIP6_VERSION } else { MOCK_HIP_VERSION }
+}
 
 fn gpu() -> &'static Arc<MockGpu> {
     static GPU: OnceLock<Arc<MockGpu>> = OnceLock::new();
@@ -74,10 +89,10 @@ fn copy_kind(kind: c_int) -> Result<CopyKind, HipError> {
     CopyKind::from_hip(kind).ok_or(HipError(21)) // hipErrorInvalidMemcpyDirection
 }
 
-/// Marks this library as the mock runtime (see the crate docs); returns [`MOCK_HIP_VERSION`].
+/// Marks this library as the mock runtime (see the crate docs); returns the version it reports.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipfileMockHipRuntime() -> c_int {
-    MOCK_HIP_VERSION
+    version()
 }
 
 /// Fault injection for tests of programs: the `nth` copy from now (1 = the next one) fails
@@ -103,7 +118,7 @@ pub extern "C" fn hipInit(flags: c_uint) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipRuntimeGetVersion(version: *mut c_int) -> c_int {
     // SAFETY: the caller's contract.
-    call(|| unsafe { put(version, MOCK_HIP_VERSION) })
+    call(|| unsafe { put(version, self::version()) })
 }
 
 /// `hipGetDeviceCount`.
@@ -261,9 +276,12 @@ pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, size: usize) -> c_in
     call(|| gpu().memset(dst as usize, value as u8, size))
 }
 
-/// `hipPointerGetAttributes` with HIP 5's layout and numbering: device memory is
-/// `hipMemoryTypeDevice`, pinned or registered host memory `hipMemoryTypeHost`, other
-/// addresses `hipErrorInvalidValue` (as HIP 5 answers for memory it does not know).
+/// `hipPointerGetAttributes` (one layout in HIP 5 and 6). HIP 5's numbering and rule by
+/// default: device memory is `hipMemoryTypeDevice`, pinned or registered host memory
+/// `hipMemoryTypeHost`, other addresses `hipErrorInvalidValue` (HIP 5's answer for memory it
+/// does not know). With HIP 6's ABI (`HIPFILE_MOCK_HIP_ABI=6`): HIP 6's numbering, and other
+/// addresses succeed as `hipMemoryTypeUnregistered` (device -1, no pointers), as HIP 6 and
+/// CUDA answer.
 ///
 /// # Safety
 /// `attributes` must be null or writable.
@@ -272,9 +290,14 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
     call(|| {
         let info = gpu().pointer_info(ptr as usize)?;
         let p = ptr.cast_mut();
+        let (device, host) = if hip6() {
+            (memory_type_v6::DEVICE, memory_type_v6::HOST)
+        } else {
+            (memory_type_v5::DEVICE, memory_type_v5::HOST)
+        };
         let attr = match info.memory_type {
             MemoryType::Device => PointerAttributes {
-                memory_type: memory_type_v5::DEVICE,
+                memory_type: device,
                 device: info.device,
                 device_pointer: p,
                 host_pointer: std::ptr::null_mut(),
@@ -282,10 +305,18 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
                 allocation_flags: 0,
             },
             MemoryType::Host => PointerAttributes {
-                memory_type: memory_type_v5::HOST,
+                memory_type: host,
                 device: info.device,
                 device_pointer: p,
                 host_pointer: p,
+                is_managed: 0,
+                allocation_flags: 0,
+            },
+            MemoryType::Unregistered | MemoryType::Managed if hip6() && !ptr.is_null() => PointerAttributes {
+                memory_type: memory_type_v6::UNREGISTERED,
+                device: -1,
+                device_pointer: std::ptr::null_mut(),
+                host_pointer: std::ptr::null_mut(),
                 is_managed: 0,
                 allocation_flags: 0,
             },

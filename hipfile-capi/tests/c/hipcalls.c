@@ -1,6 +1,7 @@
 /* hipcalls: the HIP calls programs around file I/O make besides hipFile's, over the mock HIP
  * runtime, with HIP's codes for each misuse: the device's description and attributes, device
- * memory the host cannot touch (managed memory it can), the memset forms, the memcpy forms, memory
+ * memory the host cannot touch (managed memory it can), pointer attributes in HIP 5's ABI or
+ * HIP 6's (HIPFILE_MOCK_HIP_ABI=6), the memset forms, the memcpy forms, memory
  * information and prefetching, stream queries, waits and priorities, and hipGetLastError's
  * per-thread rule. Prints "ok". */
 #include "common.h"
@@ -9,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -188,6 +190,34 @@ int main(void)
     EXPECT_HIP(hipEventElapsedTime(NULL, a, b), hipErrorInvalidValue);
     HIP_OK(hipEventDestroy(a));
     HIP_OK(hipEventDestroy(b));
+
+    /* Pointer attributes, by the ABI the mock answers with (HIPFILE_MOCK_HIP_ABI=6: HIP 6's
+     * numbering, and plain host memory succeeds as unregistered; else HIP 5's, where it is an
+     * invalid value). The numbers are compared raw: this program is built with HIP 5's header. */
+    const char *abi = getenv("HIPFILE_MOCK_HIP_ABI");
+    int hip6 = abi != NULL && strcmp(abi, "6") == 0;
+    int version = 0;
+    HIP_OK(hipRuntimeGetVersion(&version));
+    CHECK(hip6 ? version / 10000000 == 6 : version / 10000000 == 5);
+    hipPointerAttribute_t pa;
+    HIP_OK(hipPointerGetAttributes(&pa, (char *)dev + 10));
+    CHECK((int)pa.memoryType == (hip6 ? 2 : 1) && pa.device == 0);
+    void *pinned = NULL;
+    HIP_OK(hipHostMalloc(&pinned, 64, 0));
+    HIP_OK(hipPointerGetAttributes(&pa, pinned));
+    CHECK((int)pa.memoryType == (hip6 ? 1 : 0) && pa.hostPointer == pinned);
+    HIP_OK(hipHostFree(pinned));
+    if (hip6) {
+        memset(&pa, 0x55, sizeof pa);
+        HIP_OK(hipPointerGetAttributes(&pa, host));
+        CHECK((int)pa.memoryType == 0 && pa.device == -1 && pa.devicePointer == NULL && pa.hostPointer == NULL);
+    } else {
+        EXPECT_HIP(hipPointerGetAttributes(&pa, host), hipErrorInvalidValue);
+        CHECK(hipGetLastError() == hipErrorInvalidValue);
+    }
+    EXPECT_HIP(hipPointerGetAttributes(&pa, NULL), hipErrorInvalidValue);
+    EXPECT_HIP(hipPointerGetAttributes(NULL, dev), hipErrorInvalidValue);
+    (void)hipGetLastError();
 
     /* Managed memory: reachable from the host and the device. */
     /* Device memory is out of the host's reach, as on a GPU: a child that writes to it dies
