@@ -1026,23 +1026,57 @@ fn op_error_message(code: i32) -> PyResult<&'static str> {
 }
 
 /// The native half of the `hipfile` package.
+/// A safetensors error as Python's: `OSError` for a file that cannot be read, else a
+/// `ValueError` naming the problem.
+fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyErr {
+    match e {
+        hipfile_safetensors::Error::Io(io) => PyErr::from(io),
+        hipfile_safetensors::Error::Checkpoint(why) => PyValueError::new_err(why),
+        other => PyValueError::new_err(format!("{}: {other}", path.display())),
+    }
+}
+
+/// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
+/// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
+/// that does not end on a byte).
+type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Option<u64>);
+
 /// The checked header of the safetensors file at `path` (hipfile-safetensors): `(data_start,
-/// data_len, [(name, dtype, shape, begin, end)], metadata or None)`, tensors in offset order.
-/// A bad header is a `ValueError` naming the problem; a file that cannot be read an `OSError`.
+/// data_len, [tensor entries], metadata or None)`, tensors in offset order.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn safetensors_header(
     py: Python<'_>,
     path: std::path::PathBuf,
-) -> PyResult<(u64, u64, Vec<(String, &'static str, Vec<u64>, u64, u64)>, Option<BTreeMap<String, String>>)> {
+) -> PyResult<(u64, u64, Vec<TensorEntry>, Option<BTreeMap<String, String>>)> {
     let read =
         py.detach(|| std::fs::File::open(&path).map_err(hipfile_safetensors::Error::Io).and_then(|f| Header::read(&f)));
-    let header = read.map_err(|e| match e {
-        hipfile_safetensors::Error::Io(io) => PyErr::from(io),
-        other => PyValueError::new_err(format!("{}: {other}", path.display())),
-    })?;
-    let tensors = header.tensors.into_iter().map(|t| (t.name, t.dtype.name(), t.shape, t.begin, t.end)).collect();
+    let header = read.map_err(|e| safetensors_err(e, &path))?;
+    let tensors = header
+        .tensors
+        .into_iter()
+        .map(|t| {
+            let row = t.row_bytes().ok();
+            (t.name, t.dtype.name(), t.shape, t.begin, t.end, row)
+        })
+        .collect();
     Ok((header.data_start, header.data_len, tensors, header.metadata))
+}
+
+/// The files of the checkpoint `path` names and its index's weight map
+/// (`hipfile_safetensors::checkpoint`).
+#[pyfunction]
+fn safetensors_checkpoint(path: std::path::PathBuf) -> PyResult<(Vec<std::path::PathBuf>, BTreeMap<String, String>)> {
+    let c = hipfile_safetensors::checkpoint(&path).map_err(|e| safetensors_err(e, &path))?;
+    Ok((c.files, c.weight_map))
+}
+
+/// The rows `rank` of `world` loads of a first dimension of `rows`
+/// (`hipfile_safetensors::shard_rows`): `(start, stop)`.
+#[pyfunction]
+fn safetensors_shard_rows(rows: u64, rank: u64, world: u64) -> (u64, u64) {
+    let r = hipfile_safetensors::shard_rows(rows, rank, world);
+    (r.start, r.end)
 }
 
 #[pymodule]
@@ -1084,5 +1118,7 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(op_error_message, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors_header, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors_shard_rows, m)?)?;
     Ok(())
 }

@@ -118,23 +118,33 @@ impl Tensor {
         self.begin == self.end
     }
 
-    /// The bytes (within the data area) of rows `rows` along its first dimension, the shape
-    /// tensor-parallel loading reads. A scalar has no rows; rows past the first dimension are an
-    /// error, as is a row of a packed dtype that does not end on a byte.
-    pub fn rows(&self, rows: Range<u64>) -> Result<Range<u64>, Error> {
+    /// The bytes of one row along its first dimension. A scalar has no rows; a row of a
+    /// packed dtype that does not end on a byte cannot be read apart.
+    pub fn row_bytes(&self) -> Result<u64, Error> {
         let problem = |p: String| Error::Tensor { name: self.name.clone(), problem: p };
-        let Some((&first, rest)) = self.shape.split_first() else {
+        let Some((_, rest)) = self.shape.split_first() else {
             return Err(problem("a scalar has no rows to slice".into()));
         };
-        if rows.start > rows.end || rows.end > first {
-            return Err(problem(format!("rows {}..{} are not within its {first} rows", rows.start, rows.end)));
-        }
         // The shape's bytes were checked against its offsets, so these products do not overflow.
         let bits = rest.iter().product::<u64>() * u64::from(self.dtype.bits());
         if bits % 8 != 0 {
             return Err(problem(format!("a row of {} does not end on a byte boundary", self.dtype.name())));
         }
-        let row = bits / 8;
+        Ok(bits / 8)
+    }
+
+    /// The bytes (within the data area) of rows `rows` along its first dimension, the shape
+    /// tensor-parallel loading reads; rows past the first dimension are an error, as is what
+    /// [`row_bytes`](Self::row_bytes) refuses.
+    pub fn rows(&self, rows: Range<u64>) -> Result<Range<u64>, Error> {
+        let row = self.row_bytes()?;
+        let first = self.shape[0];
+        if rows.start > rows.end || rows.end > first {
+            return Err(Error::Tensor {
+                name: self.name.clone(),
+                problem: format!("rows {}..{} are not within its {first} rows", rows.start, rows.end),
+            });
+        }
         Ok(self.begin + rows.start * row..self.begin + rows.end * row)
     }
 }
@@ -196,6 +206,8 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
+    /// A checkpoint directory's index is wrong, or the directory has no files.
+    Checkpoint(String),
     /// Two tensors' bytes overlap.
     Overlap {
         /// The one that starts first.
@@ -223,6 +235,7 @@ impl fmt::Display for Error {
             Error::Duplicate(name) => write!(f, "tensor {name:?} appears twice in the header"),
             Error::Tensor { name, problem } => write!(f, "tensor {name:?}: {problem}"),
             Error::Overlap { first, second } => write!(f, "tensors {first:?} and {second:?} overlap"),
+            Error::Checkpoint(why) => f.write_str(why),
         }
     }
 }
@@ -416,6 +429,58 @@ fn parse_tensor(name: String, value: &Value, data_len: u64) -> Result<Tensor, Er
         )));
     }
     Ok(Tensor { name, dtype, shape, begin, end })
+}
+
+/// A checkpoint: its safetensors files, and the index's weight map (tensor name to file name;
+/// empty without an index).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The files, sorted.
+    pub files: Vec<std::path::PathBuf>,
+    /// `weight_map` of `model.safetensors.index.json`.
+    pub weight_map: BTreeMap<String, String>,
+}
+
+/// The checkpoint `path` names: a file itself, or a directory's files (those its
+/// `model.safetensors.index.json` maps tensors to, which must be files of the directory, else
+/// every `*.safetensors` in it).
+pub fn checkpoint(path: &std::path::Path) -> Result<Checkpoint, Error> {
+    if !path.is_dir() {
+        return Ok(Checkpoint { files: vec![path.to_owned()], ..Checkpoint::default() });
+    }
+    let index = path.join("model.safetensors.index.json");
+    let shown = index.display();
+    if index.exists() {
+        let text = std::fs::read(&index)?;
+        let bad = |why: String| Error::Checkpoint(format!("{shown}: {why}"));
+        let parsed: Value = serde_json::from_slice(&text).map_err(|e| bad(format!("not a safetensors index ({e})")))?;
+        let map =
+            parsed.get("weight_map").and_then(Value::as_object).ok_or_else(|| bad("no weight_map object".into()))?;
+        let mut weight_map = BTreeMap::new();
+        for (tensor, file) in map {
+            let name = file.as_str().ok_or_else(|| bad("weight_map is not an object of file names".into()))?;
+            if std::path::Path::new(name).file_name().and_then(|n| n.to_str()) != Some(name) {
+                return Err(bad(format!("{name:?} is not a file of this directory")));
+            }
+            weight_map.insert(tensor.clone(), name.to_owned());
+        }
+        let mut files: Vec<_> = weight_map.values().map(|n| path.join(n)).collect();
+        files.sort();
+        files.dedup();
+        return Ok(Checkpoint { files, weight_map });
+    }
+    let mut files: Vec<_> = std::fs::read_dir(path)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::Checkpoint(format!(
+            "{}: no model.safetensors.index.json and no .safetensors files",
+            path.display()
+        )));
+    }
+    Ok(Checkpoint { files, ..Checkpoint::default() })
 }
 
 /// The fuzz target's body (hipfile-safetensors/fuzz): any bytes as a whole file. What parses

@@ -209,3 +209,30 @@ proptest! {
         fuzz_one(&bytes[..cut.index(bytes.len() + 1)]);
     }
 }
+
+#[test]
+fn a_checkpoint_is_a_file_its_index_or_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(checkpoint(d).unwrap_err().to_string().contains("no .safetensors files"));
+    for name in ["b.safetensors", "a.safetensors", "notes.txt"] {
+        std::fs::write(d.join(name), b"").unwrap();
+    }
+    assert_eq!(checkpoint(d).unwrap().files, [d.join("a.safetensors"), d.join("b.safetensors")]);
+    assert_eq!(checkpoint(&d.join("b.safetensors")).unwrap().files, [d.join("b.safetensors")]);
+    let index = d.join("model.safetensors.index.json");
+    std::fs::write(&index, r#"{"weight_map":{"x":"b.safetensors","y":"b.safetensors"}}"#).unwrap();
+    let c = checkpoint(d).unwrap();
+    assert_eq!(c.files, [d.join("b.safetensors")]);
+    assert_eq!(c.weight_map["y"], "b.safetensors");
+    for (text, why) in [
+        (r#"{"weight_map":{"x":"../etc/passwd"}}"#, "not a file of this directory"),
+        (r#"{"weight_map":{"x":1}}"#, "not an object of file names"),
+        (r#"{"metadata":{}}"#, "no weight_map"),
+        ("not json", "not a safetensors index"),
+    ] {
+        std::fs::write(&index, text).unwrap();
+        let got = checkpoint(d).unwrap_err().to_string();
+        assert!(got.contains(why) && got.contains("model.safetensors.index.json"), "{got}");
+    }
+}

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use hipfile::boundary::io::{pread, transfer_loop};
@@ -230,14 +230,7 @@ fn unique_name<T>(dir: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> i
 /// Copies `src` into `dst` through GPU memory: `size` bytes, or with `None` all that `src`
 /// reads until a read returns nothing.
 fn copy(args: &CpArgs, src: &File, dst: &File, size: Option<u64>, chunk: usize) -> Result<Copied, String> {
-    let (platform, why_mock) = crate::platform(args.backend.as_deref(), 1);
-    if why_mock.is_some() && !args.json {
-        eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
-    }
-    let description = platform.description().to_owned();
-    let driver = crate::driver(platform, args.backend.clone());
-    let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
-    let gpu = Arc::clone(driver.platform().runtime());
+    let crate::Opened { description, guard, gpu } = crate::open_driver(args.backend.as_deref(), 1, args.json)?;
     let chunk = match size {
         Some(size) => chunk.min(usize::try_from(size).unwrap_or(usize::MAX).max(4096)),
         // Files of unknown size are mostly small: no need for the whole chunk.
@@ -249,7 +242,8 @@ fn copy(args: &CpArgs, src: &File, dst: &File, size: Option<u64>, chunk: usize) 
     let freed = unsafe { gpu.device_free(dev) };
     let (bytes, data_bytes, seconds) = result?;
     freed.map_err(|e| format!("cannot free GPU memory: {e}"))?;
-    let backends = driver
+    let backends = guard
+        .driver()
         .backend_counters()
         .into_iter()
         .filter(|(_, c)| c.iter().any(|(k, v)| *k == "served_requests" && *v > 0))

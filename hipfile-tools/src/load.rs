@@ -7,7 +7,6 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -60,45 +59,6 @@ impl Loaded {
     }
 }
 
-/// The safetensors files PATH names: itself, or a directory's (its
-/// `model.safetensors.index.json`'s files, else every `*.safetensors` in it).
-fn files_of(path: &Path) -> Result<Vec<PathBuf>, String> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_owned()]);
-    }
-    let index = path.join("model.safetensors.index.json");
-    if index.exists() {
-        let text = std::fs::read(&index).map_err(|e| format!("{}: {e}", index.display()))?;
-        let parsed: Value = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", index.display()))?;
-        let map = parsed
-            .get("weight_map")
-            .and_then(Value::as_object)
-            .ok_or_else(|| format!("{}: no weight_map object", index.display()))?;
-        let mut names: Vec<&str> = Vec::new();
-        for file in map.values() {
-            let name =
-                file.as_str().ok_or_else(|| format!("{}: a weight_map value is not a string", index.display()))?;
-            if Path::new(name).file_name().and_then(|n| n.to_str()) != Some(name) {
-                return Err(format!("{}: {name:?} is not a file of this directory", index.display()));
-            }
-            names.push(name);
-        }
-        names.sort_unstable();
-        names.dedup();
-        return Ok(names.into_iter().map(|n| path.join(n)).collect());
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("{}: no model.safetensors.index.json and no .safetensors files", path.display()));
-    }
-    Ok(files)
-}
-
 /// Opens `path` with `O_DIRECT` where the file system allows it (as hipFile's users do), else
 /// buffered.
 fn open(path: &Path) -> Result<File, String> {
@@ -109,7 +69,11 @@ fn open(path: &Path) -> Result<File, String> {
 pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     let mut files = Vec::new();
     for path in &args.paths {
-        files.extend(files_of(path)?);
+        let checkpoint = hipfile_safetensors::checkpoint(path).map_err(|e| match e {
+            hipfile_safetensors::Error::Io(io) => format!("{}: {io}", path.display()),
+            other => other.to_string(), // names its file
+        })?;
+        files.extend(checkpoint.files);
     }
     let opened: Vec<(PathBuf, File, Header)> = files
         .into_iter()
@@ -121,14 +85,9 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
             Ok((path, file, header))
         })
         .collect::<Result<_, String>>()?;
-    let (platform, why_mock) = crate::platform(args.backend.as_deref(), args.device.unwrap_or(0) + 1);
-    if why_mock.is_some() && !args.json {
-        eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
-    }
-    let description = platform.description().to_owned();
-    let driver = crate::driver(platform, args.backend.clone());
-    let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
-    let gpu = Arc::clone(driver.platform().runtime());
+    let mock_devices = args.device.unwrap_or(0) + 1;
+    let crate::Opened { description, guard, gpu } =
+        crate::open_driver(args.backend.as_deref(), mock_devices, args.json)?;
     let device = match args.device {
         Some(d) => d,
         None => gpu.current_device().map_err(|e| format!("current device: {e}"))?,

@@ -119,6 +119,28 @@ pub(crate) fn driver(
     std::sync::Arc::new(hipfile::Driver::with_env(platform, env).with_stats(hipfile::stats::published()))
 }
 
+/// An open driver of the tool (see [`platform`] and [`driver`]), what it runs on, and its GPU
+/// runtime.
+pub(crate) struct Opened {
+    pub(crate) description: String,
+    pub(crate) guard: hipfile::DriverGuard<hipfile::SystemPlatform>,
+    pub(crate) gpu: std::sync::Arc<dyn hipfile::GpuRuntime>,
+}
+
+/// Opens the tool's driver on the best platform (the mock GPU with `mock_devices` devices where
+/// there is no runtime, which it says on stderr unless `quiet`).
+pub(crate) fn open_driver(backend: Option<&str>, mock_devices: i32, quiet: bool) -> Result<Opened, String> {
+    let (platform, why_mock) = platform(backend, mock_devices);
+    if why_mock.is_some() && !quiet {
+        eprintln!("hipfile: no GPU runtime found; using the mock GPU (hipfile check says why)");
+    }
+    let description = platform.description().to_owned();
+    let driver = driver(platform, backend.map(str::to_owned));
+    let gpu = std::sync::Arc::clone(driver.platform().runtime());
+    let guard = hipfile::DriverGuard::open(driver).map_err(|e| format!("cannot open the driver: {e}"))?;
+    Ok(Opened { description, guard, gpu })
+}
+
 fn print(report: &Report, json: bool) {
     if json {
         println!("{}", to_json(report));

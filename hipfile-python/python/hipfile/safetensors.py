@@ -21,7 +21,6 @@ allocation per file by default (freed when the last of them goes); ``copy=True``
 tensor its own memory.
 """
 
-import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -64,9 +63,20 @@ class Header:
         self.data_start: int = start
         self.data_len: int = length
         self.tensors: Dict[str, Tuple[str, List[int], int, int]] = {
-            name: (dtype, shape, begin, end) for name, dtype, shape, begin, end in tensors
+            name: (dtype, shape, begin, end) for name, dtype, shape, begin, end, _ in tensors
         }
+        self._row_bytes = {t[0]: t[5] for t in tensors}
         self.metadata: Optional[Dict[str, str]] = metadata
+
+    def row_bytes(self, name: str) -> int:
+        """The bytes of one row of ``name``'s first dimension (a scalar has none; a row of a
+        packed dtype must end on a byte)."""
+        row = self._row_bytes[name]
+        if row is None:
+            dtype, shape, _, _ = self.tensors[name]
+            why = "a scalar has no rows to slice" if not shape else f"a row of {dtype} does not end on a byte boundary"
+            raise SafetensorError(f"tensor {name!r}: {why}")
+        return row
 
     def names(self) -> List[str]:
         """The tensors' names, sorted (the order ``safetensors`` gives)."""
@@ -76,21 +86,6 @@ class Header:
 def read_header(path) -> Header:
     """The checked header of ``path`` (raises :class:`SafetensorError` or ``OSError``)."""
     return Header(path)
-
-
-def _rows(shape: Sequence[int], dtype: str, name: str) -> int:
-    """Bytes per row along the first dimension."""
-    bits = _BITS[dtype]
-    for d in shape[1:]:
-        bits *= d
-    if bits % 8:
-        raise SafetensorError(f"tensor {name!r}: a row of {dtype} does not end on a byte boundary")
-    return bits // 8
-
-
-_BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
-         "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-         "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64}
 
 
 class _Framework:
@@ -264,10 +259,8 @@ def _plan(header: Header, shard: Optional[Tuple[int, int]]):
     out = []
     for name, (dtype, shape, begin, end) in header.tensors.items():
         if shard is not None and shape:
-            rank, world = shard
-            part = -(-shape[0] // world)
-            lo, hi = min(rank * part, shape[0]), min((rank + 1) * part, shape[0])
-            row = _rows(shape, dtype, name)
+            lo, hi = _hipfile.safetensors_shard_rows(shape[0], *shard)
+            row = header.row_bytes(name)
             shape = [hi - lo] + list(shape[1:])
             begin, end = begin + lo * row, begin + hi * row
         out.append((name, dtype, shape, begin, end))
@@ -283,9 +276,12 @@ def _check_shard(shard) -> Optional[Tuple[int, int]]:
     return rank, world
 
 
-def _load(path, fw: _Framework, copy: bool, shard, tally: _Tally) -> Dict[str, Any]:
-    header = path if isinstance(path, Header) else Header(path)
-    plan = _plan(header, shard)
+def _to_read(header: Header, plan, copy: bool, sharded: bool) -> int:
+    """The bytes a load reads: the planned ranges, or the whole data area in one piece."""
+    return sum(e - b for _, _, _, b, e in plan) if (copy or sharded) else header.data_len
+
+
+def _load(header: Header, plan, fw: _Framework, copy: bool, sharded: bool, tally: _Tally) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     with _open(header.path) as f:
         if copy:
@@ -298,7 +294,7 @@ def _load(path, fw: _Framework, copy: bool, shard, tally: _Tally) -> Dict[str, A
             _read_ranges(f, header.path, ranges, tally)
             for name, flat, dtype, shape, pad, n in made:
                 out[name] = fw.view(flat, pad, pad + n, dtype, shape, name)
-        elif shard is None:
+        elif not sharded:
             pad = _pad(header.data_start)
             flat = fw.empty(pad + header.data_len)
             _read_all(f, fw.target(flat), header, tally)
@@ -342,8 +338,9 @@ def load_file(
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
     header = Header(path)
-    total = sum(e - b for _, _, _, b, e in _plan(header, shard)) if (copy or shard) else header.data_len
-    return _load(header, fw, copy, shard, _Tally(progress, total))
+    plan = _plan(header, shard)
+    total = _to_read(header, plan, copy, shard is not None)
+    return _load(header, plan, fw, copy, shard is not None, _Tally(progress, total))
 
 
 def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
@@ -355,33 +352,6 @@ def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
         tmp.write(data)
         tmp.flush()
         return load_file(tmp.name, device=None, framework=framework)
-
-
-def _model_files(path) -> Tuple[List[str], Dict[str, str]]:
-    """The files of a checkpoint directory (its ``model.safetensors.index.json``'s, or every
-    ``*.safetensors``) and the index's weight map (empty without one)."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return [path], {}
-    index = os.path.join(path, "model.safetensors.index.json")
-    if os.path.exists(index):
-        with open(index, "rb") as fh:
-            try:
-                weight_map = json.load(fh)["weight_map"]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise SafetensorError(f"{index}: not a safetensors index ({exc})") from None
-        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise SafetensorError(f"{index}: weight_map is not an object of file names")
-        files = []
-        for name in sorted(set(weight_map.values())):
-            if os.path.basename(name) != name:
-                raise SafetensorError(f"{index}: {name!r} is not a file of this directory")
-            files.append(os.path.join(path, name))
-        return files, weight_map
-    files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".safetensors"))
-    if not files:
-        raise SafetensorError(f"{path}: no model.safetensors.index.json and no .safetensors files")
-    return files, {}
 
 
 def load_model_dir(
@@ -399,14 +369,18 @@ def load_model_dir(
     read in parallel (``max_workers`` at a time); the
     options are :func:`load_file`'s. A tensor the index maps to a file that lacks it, or a name
     in two files, is a :class:`SafetensorError`."""
-    files, weight_map = _model_files(path)
+    try:
+        files, weight_map = _hipfile.safetensors_checkpoint(os.fspath(path))
+    except ValueError as exc:
+        raise SafetensorError(str(exc)) from None
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
     headers = [Header(f) for f in files]
-    total = sum(sum(e - b for _, _, _, b, e in _plan(h, shard)) if (copy or shard) else h.data_len for h in headers)
+    plans = [_plan(h, shard) for h in headers]
+    total = sum(_to_read(h, plan, copy, shard is not None) for h, plan in zip(headers, plans))
     tally = _Tally(progress, total)
     with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
-        parts = list(pool.map(lambda h: _load(h, fw, copy, shard, tally), headers))
+        parts = list(pool.map(lambda hp: _load(*hp, fw, copy, shard is not None, tally), zip(headers, plans)))
     out: Dict[str, Any] = {}
     for h, part in zip(headers, parts):
         for name, tensor in part.items():
@@ -512,7 +486,7 @@ class TensorSlice:
             hi = max(hi, lo)
         else:
             raise TypeError(f"cannot index tensor {self._name!r} with {index!r}")
-        row = _rows(self._shape, self._dtype, self._name)
+        row = self._owner._header.row_bytes(self._name)
         shape = [hi - lo] + list(self._shape[1:])
         out = self._owner._read(self._name, self._dtype, shape, self._begin + lo * row, self._begin + hi * row)
         if drop:
