@@ -554,3 +554,90 @@ fn many_requests_together_each_get_their_own_result() {
     let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
     assert!(on_disk[write_at..write_at + (1 << 20)] == pattern(1 << 20, 32)[..], "the write landed");
 }
+
+/// The requests `(file, device offset, len, file offset)` run together; spans of one buffer
+/// (`dev`, `len`) where `one_buffer`, else each its own.
+fn run_together(
+    bounce: &Bounce<MockGpu>,
+    direction: Direction,
+    (dev, len): (usize, usize),
+    entries: &[(&FileHandle, usize, usize, u64)],
+    one_buffer: bool,
+) -> Vec<Result<usize>> {
+    let reqs: Vec<IoRequest<'_>> = entries
+        .iter()
+        .map(|&(file, at, n, offset)| {
+            assert!(at + n <= len);
+            // SAFETY: inside the allocation `dev`, alive for the test.
+            let span = unsafe {
+                if one_buffer { DeviceSpan::in_buffer(dev + at, n, dev, len) } else { DeviceSpan::new(dev + at, n) }
+            };
+            IoRequest::new(direction, file, span, 0, offset)
+        })
+        .collect();
+    bounce.transfer_many(&reqs.iter().collect::<Vec<_>>())
+}
+
+#[test]
+fn small_requests_into_one_buffer_share_copies_and_stop_at_what_was_read() {
+    // 24 reads of 16 KiB at scattered file offsets into consecutive parts of one buffer, run
+    // together (a batch): after each lane's first, the pieces of up to a chunk (64 KiB) share
+    // one copy. One read is cut short by the end of the file and one fails (a write-only
+    // descriptor): the copies stop at what was read, leaving the rest of the device untouched.
+    const N: usize = 16 << 10;
+    let gpu = MockGpu::new(1);
+    let bounce = Bounce::new(Arc::clone(&gpu), &settings(2, 64 << 20));
+    let data = pattern((1 << 20) + 1000, 41);
+    let (_dir, file) = file_with(&data);
+    let handle = FileHandle::open(file.as_raw_fd()).unwrap();
+    let write_only =
+        std::fs::OpenOptions::new().write(true).open(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+    let write_only = FileHandle::open(write_only.as_raw_fd()).unwrap();
+    let offsets: Vec<u64> = (0..24u64).map(|i| (i * 37 % 64) * N as u64).collect();
+    let mut entries: Vec<(&FileHandle, usize, usize, u64)> =
+        offsets.iter().enumerate().map(|(i, &o)| (&handle, i * N, N, o)).collect();
+    entries[8].3 = 1 << 20; // 1000 bytes before the end of the file
+    entries[12].0 = &write_only;
+    let dev = gpu.malloc(24 * N).unwrap();
+    for one_buffer in [true, false] {
+        gpu.memset(dev, 0xee, 24 * N).unwrap();
+        let before = gpu.faults().copy_count();
+        let results = run_together(&bounce, Direction::Read, (dev, 24 * N), &entries, one_buffer);
+        let copies = gpu.faults().copy_count() - before;
+        for (i, result) in results.iter().enumerate() {
+            let (at, offset) = (i * N, entries[i].3 as usize);
+            let got = device_bytes(&gpu, dev + at, N);
+            match i {
+                8 => {
+                    assert_eq!(*result, Ok(1000));
+                    assert!(got[..1000] == data[offset..] && got[1000..].iter().all(|&b| b == 0xee), "entry 8");
+                }
+                12 => {
+                    assert_eq!(*result, Err(Error::Os(libc::EBADF)));
+                    assert!(got.iter().all(|&b| b == 0xee), "a failed read leaves its memory alone");
+                }
+                _ => {
+                    assert_eq!(*result, Ok(N));
+                    assert!(got == data[offset..offset + N], "entry {i}");
+                }
+            }
+        }
+        // One buffer: two lanes' first pieces alone, then runs of 4 ([2, 6), [6, 10), ...),
+        // the run holding entry 8 copied in two parts, the one holding entry 12 likewise. Each
+        // span its own buffer: a copy per piece read.
+        assert_eq!(copies, if one_buffer { 2 + 6 + 2 } else { 23 }, "one buffer: {one_buffer}");
+    }
+    // Writes from consecutive device memory: one copy per run, each piece where it belongs.
+    let out = pattern(24 * N, 42);
+    gpu.write_device(dev, &out).unwrap();
+    let targets: Vec<(&FileHandle, usize, usize, u64)> =
+        (0..24).map(|i| (&handle, i * N, N, ((i * 29 % 24) * N) as u64)).collect();
+    let before = gpu.faults().copy_count();
+    let results = run_together(&bounce, Direction::Write, (dev, 24 * N), &targets, true);
+    assert!(results.iter().all(|r| *r == Ok(N)), "{results:?}");
+    assert_eq!(gpu.faults().copy_count() - before, 2 + 6);
+    let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+    for &(_, at, n, offset) in &targets {
+        assert!(on_disk[offset as usize..offset as usize + n] == out[at..at + n], "write of {at}");
+    }
+}
