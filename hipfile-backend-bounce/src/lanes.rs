@@ -103,22 +103,21 @@ impl Lane {
         Ok((self.stages[k].window(offset, len), self.ring.as_mut()))
     }
 
-    /// Queues the copy to `dst` of `dst.len()` bytes from `at` bytes into stage `k`'s window
-    /// for file offset `offset`.
+    /// Queues the copy of stage `k`'s window (a chunk of `len` bytes at file offset `offset`)
+    /// to `dst`.
     pub(crate) fn upload<G: GpuRuntime + ?Sized>(
         &mut self,
         gpu: &G,
         k: usize,
         offset: u64,
-        at: usize,
+        len: usize,
         dst: DeviceSpan,
     ) -> Result<(), HipError> {
         self.queued[k] = true;
-        let src = &self.stages[k].window(offset, at + dst.len())[at..];
         // SAFETY: the stage belongs to the lane and is marked queued, so nothing touches it
         // (`host_side` waits first) before the stream is synchronised, and the lane's stages
         // are freed only after a synchronisation (`release`).
-        unsafe { gpu.copy_to_device_async(dst, src, self.stream) }
+        unsafe { gpu.copy_to_device_async(dst, self.stages[k].window(offset, len), self.stream) }
     }
 
     /// Queues the copy of `src` into stage `k`'s window for a chunk of `src.len()` bytes at
@@ -420,7 +419,7 @@ mod tests {
         let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();
         window.fill(1);
         gpu.faults().delay_copies(std::time::Duration::from_millis(50));
-        lane.upload(&*gpu, 0, 0, 0, span).unwrap();
+        lane.upload(&*gpu, 0, 0, 4096, span).unwrap();
         // The other stage is free at once; this one only once the copy has read it.
         lane.host_side(&*gpu, 1, 0, 4096).unwrap().0.fill(3);
         let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();

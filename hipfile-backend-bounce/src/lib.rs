@@ -34,7 +34,6 @@ mod topology;
 mod uring;
 
 use std::collections::HashMap;
-use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, mpsc};
@@ -301,17 +300,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
     }
 }
 
-/// The chunks of one or more requests (one device, one direction), grouped into runs that the
-/// threads working on them take in order. A request that fails (a file error) stops moving
-/// chunks; a lane that fails (a GPU error) fails every request.
+/// The chunks of one or more requests (one device, one direction), taken in order by the
+/// threads working on them. A request that fails (a file error) stops taking chunks; a lane
+/// that fails (a GPU error) fails every request.
 struct Work {
     /// One or more, all of one device and one direction.
     reqs: Vec<Request>,
     /// (request, chunk of that request), in order.
     pieces: Vec<(usize, usize)>,
-    /// Consecutive pieces that one lane stages together and copies as one (see [`Work::new`]),
-    /// and their device memory.
-    runs: Vec<(Range<usize>, DeviceSpan)>,
     next: AtomicUsize,
     moved: Vec<AtomicUsize>,
     finished: AtomicUsize,
@@ -319,44 +315,15 @@ struct Work {
 }
 
 impl Work {
-    /// The chunks of `reqs` in runs: a piece joins the run before it when its device memory
-    /// follows on from the run's in the same buffer, at the same place modulo [`PAGE`]
-    /// relative to its file offset (the staging layout rule), and the run stays within `limit`
-    /// bytes; the first `singles` runs are one piece each, so that every lane's first copy
-    /// starts after one piece's read. A batch of small reads into one buffer (each entry 1 MiB
-    /// of a random offset, say) so moves in copies of up to a chunk: on the H200, 16 threads
-    /// copying 1 MiB pieces from pinned memory reach 45 GB/s, where 4 MiB copies reach 52.
-    fn new(reqs: Vec<Request>, limit: usize, singles: usize) -> Work {
+    fn new(reqs: Vec<Request>) -> Work {
         let pieces: Vec<(usize, usize)> =
             reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
-        let place = |i: usize| {
-            let (r, c) = pieces[i];
-            let (skip, len) = reqs[r].chunk_at(c);
-            let span = reqs[r].memory.part(skip, len);
-            (span, span.addr().wrapping_sub((reqs[r].file_offset + skip as u64) as usize) % PAGE as usize)
-        };
-        let mut runs: Vec<(Range<usize>, DeviceSpan)> = Vec::new();
-        for i in 0..pieces.len() {
-            let (span, residue) = place(i);
-            let alone = runs.len() <= singles;
-            if let Some((range, run)) = runs.last_mut().filter(|_| !alone)
-                && run.len() + span.len() <= limit
-                && place(range.start).1 == residue
-                && let Some(joined) = run.joined(&span)
-            {
-                *run = joined;
-                range.end = i + 1;
-                continue;
-            }
-            runs.push((i..i + 1, span));
-        }
         Work {
             next: AtomicUsize::new(0),
             moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
             finished: AtomicUsize::new(0),
             errors: reqs.iter().map(|_| OnceLock::new()).collect(),
             pieces,
-            runs,
             reqs,
         }
     }
@@ -374,21 +341,22 @@ impl Work {
         let _ = self.errors[r].set(e);
     }
 
-    fn failed(&self, r: usize) -> bool {
-        self.errors[r].get().is_some()
-    }
-
     /// Every request failed.
     fn fail_all(&self, e: &Error) {
         (0..self.reqs.len()).for_each(|r| self.fail(r, e.clone()));
     }
 
-    /// The next run nobody has taken: its pieces, their device memory, and the file offset of
-    /// its first piece (which places the run in a staging buffer).
-    fn take(&self) -> Option<(Range<usize>, DeviceSpan, u64)> {
-        let (pieces, span) = self.runs.get(self.next.fetch_add(1, Ordering::Relaxed))?.clone();
-        let (_, req, skip, _) = self.piece(pieces.start);
-        Some((pieces, span, req.file_offset + skip as u64))
+    /// The next piece nobody has taken whose request has not failed (the others are counted
+    /// done as they are passed).
+    fn take(&self) -> Option<usize> {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let &(r, _) = self.pieces.get(i)?;
+            if self.errors[r].get().is_none() {
+                return Some(i);
+            }
+            self.done(i, 0);
+        }
     }
 
     /// Piece `i`: its request, offset in the request and length.
@@ -396,13 +364,6 @@ impl Work {
         let (r, c) = self.pieces[i];
         let (skip, len) = self.reqs[r].chunk_at(c);
         (r, &self.reqs[r], skip, len)
-    }
-
-    /// Where piece `i` lies in a run whose device memory is `run`: its offset there, and its
-    /// request's.
-    fn piece_in(&self, i: usize, run: &DeviceSpan) -> (usize, &Request, usize, usize, usize) {
-        let (r, req, skip, len) = self.piece(i);
-        (r, req, skip, len, req.memory.addr() + skip - run.addr())
     }
 
     fn done(&self, i: usize, n: usize) {
@@ -520,115 +481,80 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
     }
 
-    /// File to device: the reads of each run this lane takes overlap the copy of the run it
-    /// took before. The bytes read go to the device in as few copies as they allow (a short
-    /// or failed piece ends one). A file error fails the piece's request; a GPU error
-    /// (returned) the lane.
+    /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
+    /// took before. A file error fails the chunk's request; a GPU error (returned) the lane.
     fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let gpu = &*self.gpu;
-        let mut got: Vec<usize> = Vec::new(); // bytes read of each piece of the run
-        let mut k = 0; // runs this lane has taken
-        while let Some((pieces, run, offset)) = work.take() {
+        let mut k = 0; // chunks this lane has taken
+        while let Some(i) = work.take() {
+            let (r, req, skip, len) = work.piece(i);
+            let offset = req.file_offset + skip as u64;
             let started = Instant::now();
-            let (staged, ring) = lane.host_side(gpu, k % 2, offset, run.len())?;
+            let (staged, ring) = lane.host_side(gpu, k % 2, offset, len)?;
             let mut io = DirectIo { ring, state: &self.uring };
-            got.clear();
-            for i in pieces.clone() {
-                let (r, req, skip, len, at) = work.piece_in(i, &run);
-                let read = match work.failed(r) {
-                    true => Ok(0),
-                    false => {
-                        req.file.read(&self.reads, &mut io, &mut staged[at..at + len], req.file_offset + skip as u64)
-                    }
-                };
-                got.push(read.unwrap_or_else(|e| {
-                    work.fail(r, e);
-                    0
-                }));
-            }
+            let read = req.file.read(&self.reads, &mut io, staged, offset);
             charge(&self.profile.file_ns, started);
             if k > 0 {
                 let waited = Instant::now();
                 lane.synchronize(gpu)?;
                 charge(&self.profile.copy_wait_ns, waited);
             }
-            // Bytes read that lie next to each other go in one copy: [from, to) of the run.
-            let (mut from, mut to) = (0, 0);
-            for (i, &n) in pieces.clone().zip(&got) {
-                let at = work.piece_in(i, &run).4;
-                if at != to {
-                    if to > from {
-                        lane.upload(gpu, k % 2, offset, from, run.part(from, to - from))?;
-                    }
-                    from = at;
+            let n = match read {
+                Ok(n) => n,
+                Err(e) => {
+                    work.fail(r, e);
+                    0
                 }
-                to = at + n;
+            };
+            if n > 0 {
+                lane.upload(gpu, k % 2, offset, n, req.memory.part(skip, n))?;
             }
-            if to > from {
-                lane.upload(gpu, k % 2, offset, from, run.part(from, to - from))?;
-            }
-            pieces.zip(&got).for_each(|(i, &n)| work.done(i, n));
+            work.done(i, n);
             k += 1;
         }
         Ok(())
     }
 
-    /// Device to file: the writes of each run this lane takes overlap the copy of the next
-    /// (one copy per run).
+    /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
     fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let gpu = &*self.gpu;
-        let mut staged: Option<(usize, Range<usize>, DeviceSpan, u64)> = None; // (stage, run)
+        let mut staged: Option<(usize, usize)> = None; // (stage, piece)
         let mut k = 0;
-        while let Some((pieces, run, offset)) = work.take() {
-            lane.download(gpu, k % 2, offset, run)?;
-            if let Some((s, pieces, run, offset)) = staged.take() {
-                self.put(lane, work, s, pieces, run, offset)?;
+        while let Some(i) = work.take() {
+            let (_, req, skip, len) = work.piece(i);
+            lane.download(gpu, k % 2, req.file_offset + skip as u64, req.memory.part(skip, len))?;
+            if let Some((s, j)) = staged.take() {
+                self.put(lane, work, s, j)?;
             }
             let waited = Instant::now();
             lane.synchronize(gpu)?;
             charge(&self.profile.copy_wait_ns, waited);
-            staged = Some((k % 2, pieces, run, offset));
+            staged = Some((k % 2, i));
             k += 1;
         }
-        if let Some((s, pieces, run, offset)) = staged {
-            self.put(lane, work, s, pieces, run, offset)?;
+        if let Some((s, j)) = staged {
+            self.put(lane, work, s, j)?;
         }
         Ok(())
     }
 
-    /// Writes the pieces of a run (device memory `run`, first file offset `offset`) to their
-    /// files from stage `k` of `lane`, where the run was copied. A file error fails the
-    /// piece's request; a GPU error is returned.
-    fn put(
-        &self,
-        lane: &mut Lane,
-        work: &Work,
-        k: usize,
-        pieces: Range<usize>,
-        run: DeviceSpan,
-        offset: u64,
-    ) -> Result<()> {
+    /// Writes piece `i` of `work` to the file from stage `k` of `lane`, where it was copied. A
+    /// file error fails the piece's request; a GPU error is returned.
+    fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<()> {
+        let (r, req, skip, len) = work.piece(i);
+        let offset = req.file_offset + skip as u64;
         let started = Instant::now();
-        let (staged, ring) = lane.host_side(&*self.gpu, k, offset, run.len())?;
+        let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
         let mut io = DirectIo { ring, state: &self.uring };
-        for i in pieces {
-            let (r, req, skip, len, at) = work.piece_in(i, &run);
-            let written = match work.failed(r) {
-                true => Ok(false),
-                false => req
-                    .file
-                    .write(&mut io, &staged[at..at + len], req.file_offset + skip as u64, self.settings.durable_writes)
-                    .map(|()| true),
-            };
-            match written {
-                Ok(whole) => work.done(i, if whole { len } else { 0 }),
-                Err(e) => {
-                    work.fail(r, e);
-                    work.done(i, 0);
-                }
+        let written = req.file.write(&mut io, staged, offset, self.settings.durable_writes);
+        charge(&self.profile.file_ns, started);
+        match written {
+            Ok(()) => work.done(i, len),
+            Err(e) => {
+                work.fail(r, e);
+                work.done(i, 0);
             }
         }
-        charge(&self.profile.file_ns, started);
         Ok(())
     }
 
@@ -650,14 +576,13 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             let total = reqs.iter().map(|r| r.size()).sum();
             chunk = alone_chunk(chunk, total, dev.threads.min(dev.lanes.max()));
         }
-        let lanes = dev.threads.min(dev.lanes.max());
-        let work = Arc::new(Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect(), chunk, lanes));
+        let work = Arc::new(Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect()));
         let chunks = work.pieces.len();
-        // A thread per two runs at most, so every lane pipelines. (Cutting a small request
+        // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
         // into pieces so that the caller's lane pipelines too was measured on the H200: with
         // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
         // overlap gained.)
-        let threads = lanes.min(work.runs.len().div_ceil(2)).max(1);
+        let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
         let (tx, rx) = mpsc::channel::<()>();
         for _ in 1..threads {
             let (inner, d, work, tx) = (Arc::clone(self), Arc::clone(&dev), Arc::clone(&work), tx.clone());

@@ -195,8 +195,7 @@ impl<B> Deferred<B> {
                 // which is either registered device memory (checked against its allocation at
                 // registration) or the rest of the device allocation the runtime reported when
                 // this was looked up.
-                let memory =
-                    unsafe { DeviceSpan::in_buffer(plan.device_addr, plan.size, self.buffer_base, self.buffer_len) };
+                let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
                 Target::Device { memory, device: self.device }
             }
         };

@@ -87,14 +87,11 @@ impl CopyKind {
 
 /// A range of device memory known to lie inside one device allocation: what the driver hands
 /// a backend after checking a call's buffer (semantics §5). Copies to and from a span need no
-/// `unsafe` on the device side; its parts are spans too, and spans of one buffer that follow
-/// on from each other join into one ([`joined`](Self::joined)).
+/// `unsafe` on the device side; its parts are spans too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceSpan {
     addr: usize,
     len: usize,
-    /// The buffer the span lies in, `(base, len)`: itself unless made by [`in_buffer`](Self::in_buffer).
-    buffer: (usize, usize),
 }
 
 impl DeviceSpan {
@@ -104,24 +101,7 @@ impl DeviceSpan {
     /// The range must lie inside one device allocation of the runtime it is used with, and that
     /// allocation must stay allocated while the span (or a part of it) is used.
     pub unsafe fn new(addr: usize, len: usize) -> Self {
-        DeviceSpan { addr, len, buffer: (addr, len) }
-    }
-
-    /// The span `[addr, addr + len)` of the buffer `[base, base + base_len)`, which contains it.
-    ///
-    /// # Safety
-    /// The buffer must lie inside one device allocation of the runtime it is used with, and that
-    /// allocation must stay allocated while a span of the buffer is used.
-    pub unsafe fn in_buffer(addr: usize, len: usize, base: usize, base_len: usize) -> Self {
-        debug_assert!(addr >= base && addr - base <= base_len && len <= base_len - (addr - base));
-        DeviceSpan { addr, len, buffer: (base, base_len) }
-    }
-
-    /// This span and `next` as one, when `next` starts where this one ends and both lie in
-    /// the same buffer (so in one allocation, which one copy may cover).
-    pub fn joined(&self, next: &DeviceSpan) -> Option<DeviceSpan> {
-        (self.buffer == next.buffer && self.addr.checked_add(self.len) == Some(next.addr))
-            .then(|| DeviceSpan { len: self.len + next.len, ..*self })
+        DeviceSpan { addr, len }
     }
 
     /// The first address.
@@ -145,7 +125,7 @@ impl DeviceSpan {
     /// When the part does not lie inside the span.
     pub fn part(&self, from: usize, len: usize) -> DeviceSpan {
         assert!(from <= self.len && len <= self.len - from, "{from}+{len} outside a span of {}", self.len);
-        DeviceSpan { addr: self.addr + from, len, buffer: self.buffer }
+        DeviceSpan { addr: self.addr + from, len }
     }
 }
 
@@ -317,24 +297,6 @@ mod tests {
         for (from, len) in [(0, 101), (101, 0), (50, 51), (usize::MAX, 2)] {
             assert!(std::panic::catch_unwind(|| span.part(from, len)).is_err(), "{from}+{len}");
         }
-    }
-
-    #[test]
-    fn spans_join_only_when_they_follow_on_in_one_buffer() {
-        // SAFETY: never copied to or from.
-        let (a, b, c) = unsafe {
-            (
-                DeviceSpan::in_buffer(0x1000, 16, 0x1000, 64),
-                DeviceSpan::in_buffer(0x1010, 8, 0x1000, 64),
-                DeviceSpan::new(0x1010, 8),
-            )
-        };
-        let ab = a.joined(&b).expect("b follows a in the same buffer");
-        assert_eq!((ab.addr(), ab.len()), (0x1000, 24));
-        assert_eq!(ab.part(16, 8), b, "parts stay in the buffer");
-        assert_eq!(b.joined(&a), None, "b does not precede a");
-        assert_eq!(a.joined(&c), None, "c is its own allocation, even where it is adjacent");
-        assert_eq!(a.joined(&a.part(4, 4)), None, "overlapping");
     }
 
     #[test]
