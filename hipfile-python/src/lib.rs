@@ -264,6 +264,9 @@ fn transfer(
     buf_offset: i64,
 ) -> PyResult<usize> {
     check_extent(extent, size, buf_offset)?;
+    if size == 0 {
+        return Ok(0); // as for host memory (the driver would refuse an offset at the very end)
+    }
     // SAFETY: the range lies inside the memory the buffer object holds (checked above), which
     // the caller keeps alive for the call; device memory is also checked by the driver.
     detached(py, || unsafe {
@@ -547,36 +550,33 @@ unsafe fn run_batch(
     submitted
 }
 
-/// A read or write running on the library's threads (`pread`/`pwrite`).
-#[pyclass(module = "hipfile._hipfile")]
+/// A read or write running on the library's threads (`pread`/`pwrite`): `get()` waits for the
+/// bytes moved (or raises its error); awaitable from asyncio. A transfer longer than one call
+/// may move (`MAX_RW_COUNT`) runs as several requests, ended together.
+#[pyclass(module = "hipfile", frozen)]
 struct Future {
-    state: Slot,
+    parts: Vec<Slot>,
 }
 
-#[pymethods]
 impl Future {
-    /// Whether the transfer has ended. Asking starts its round if it is still gathering.
-    fn done(&self) -> bool {
-        let done = lock(&self.state.result).is_some();
-        if !done {
-            coalescer().hurry(&self.state);
+    /// Waits (the GIL released) for every part up to `deadline`; `None` when time ran out.
+    fn wait(&self, py: Python<'_>, deadline: Option<Instant>) -> Option<Vec<hipfile::Result<usize>>> {
+        let mut ended: Vec<hipfile::Result<usize>> = Vec::with_capacity(self.parts.len());
+        for part in &self.parts {
+            match lock(&part.result).clone() {
+                Some(result) => ended.push(result),
+                None => break,
+            }
         }
-        done
-    }
-
-    /// Waits (without the GIL) for the transfer, up to `timeout` seconds (`None`: as long as it
-    /// takes); the bytes moved, or its error. `TimeoutError` when the time ran out.
-    #[pyo3(signature = (timeout = None))]
-    fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
-        let ended = lock(&self.state.result).clone();
-        let result = match ended {
-            Some(result) => Some(result),
-            None => {
-                coalescer().hurry(&self.state);
-                let state = Arc::clone(&self.state);
-                py.detach(move || {
+        if ended.len() == self.parts.len() {
+            return Some(ended); // without releasing the GIL
+        }
+        self.parts[ended.len()..].iter().for_each(|p| coalescer().hurry(p));
+        let rest: Vec<Slot> = self.parts[ended.len()..].to_vec();
+        let rest = py.detach(move || {
+            rest.iter()
+                .map(|state| {
                     let mut done = lock(&state.result);
-                    let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
                     while done.is_none() {
                         match deadline {
                             None => done = state.ready.wait(done).unwrap_or_else(|p| p.into_inner()),
@@ -591,34 +591,104 @@ impl Future {
                     }
                     done.clone()
                 })
-            }
-        };
-        match result {
-            None => Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet")),
-            Some(result) => result.map_err(|e| py_err(py, e)),
-        }
+                .collect::<Option<Vec<_>>>()
+        })?;
+        ended.extend(rest);
+        Some(ended)
     }
 }
 
+#[pymethods]
+impl Future {
+    /// Whether the transfer has ended. Asking starts its round if it is still gathering.
+    fn done(&self) -> bool {
+        let mut done = true;
+        for part in &self.parts {
+            if lock(&part.result).is_none() {
+                coalescer().hurry(part);
+                done = false;
+            }
+        }
+        done
+    }
+
+    /// Waits (without the GIL) for the transfer, up to `timeout` seconds (`None`: as long as it
+    /// takes); the bytes moved, or its error. `TimeoutError` when the time ran out.
+    #[pyo3(signature = (timeout = None))]
+    fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+        let Some(results) = self.wait(py, deadline) else {
+            return Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet"));
+        };
+        let mut total = 0;
+        for result in results {
+            total += result.map_err(|e| py_err(py, e))?;
+        }
+        Ok(total)
+    }
+
+    /// `await future`: [`get`](Self::get) on the running loop's default executor.
+    fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let running = slf.py().import("asyncio")?.call_method0("get_running_loop")?;
+        running.call_method1("run_in_executor", (slf.py().None(), slf.getattr("get")?))?.call_method0("__await__")
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.parts.iter().all(|p| lock(&p.result).is_some()) { "done" } else { "running" };
+        format!("<hipfile.Future {state}>")
+    }
+}
+
+/// The size of a request (`None`: what the buffer holds past `buf_offset`), checked to lie
+/// inside a buffer of `extent` bytes.
+fn fitted(extent: usize, size: Option<i64>, buf_offset: i64) -> PyResult<usize> {
+    let size = size.unwrap_or_else(|| (extent as i64).saturating_sub(buf_offset).max(0));
+    let (Ok(size), true) = (usize::try_from(size), buf_offset >= 0) else {
+        return Err(PyValueError::new_err("size and offsets must not be negative"));
+    };
+    check_extent(extent, size, buf_offset)?;
+    Ok(size)
+}
+
 /// [`transfer`] on the library's threads (through the coalescer, as part of a batch): a
-/// [`Future`] at once. `keep` (the buffer object) stays alive until the transfer has ended.
+/// [`Future`] at once, for `size` bytes (`None`: the rest of the buffer), in requests of at
+/// most `MAX_RW_COUNT`. `keep` (the buffer object) stays alive until the transfer has ended.
 #[pyfunction]
+#[pyo3(signature = (write, handle, addr, extent, size, file_offset, buf_offset, keep))]
 #[allow(clippy::too_many_arguments)]
 fn submit(
+    py: Python<'_>,
     write: bool,
     handle: u64,
     addr: usize,
     extent: usize,
-    size: usize,
+    size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
     keep: Py<PyAny>,
 ) -> PyResult<Future> {
-    let entry = batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, 0)?;
-    let state: Slot =
-        Arc::new(FutureState { result: Mutex::new(None), ready: Condvar::new(), queued: AtomicBool::new(true) });
-    coalescer().push(entry, Arc::clone(&state), keep);
-    Ok(Future { state })
+    let size = fitted(extent, size, buf_offset)?;
+    if size == 0 {
+        let ended =
+            FutureState { result: Mutex::new(Some(Ok(0))), ready: Condvar::new(), queued: AtomicBool::new(false) };
+        return Ok(Future { parts: vec![Arc::new(ended)] });
+    }
+    let cap = hipfile::max_rw_count();
+    let mut parts = Vec::with_capacity(size.div_ceil(cap).max(1));
+    let mut done = 0;
+    loop {
+        let n = (size - done).min(cap);
+        let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
+        let entry = batch_entry(write, handle, addr, extent, n, at, buf_at, 0)?;
+        let state: Slot =
+            Arc::new(FutureState { result: Mutex::new(None), ready: Condvar::new(), queued: AtomicBool::new(true) });
+        coalescer().push(entry, Arc::clone(&state), keep.clone_ref(py));
+        parts.push(state);
+        done += n;
+        if done >= size {
+            return Ok(Future { parts });
+        }
+    }
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,

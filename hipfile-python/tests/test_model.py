@@ -7,7 +7,7 @@ import pytest
 import hipfile
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 FILE_SIZE = 1 << 16
 BUF_SIZE = 1 << 15
@@ -23,6 +23,9 @@ op = st.tuples(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(op, min_size=1, max_size=12), st.integers(0, 2**32 - 1))
+@example([("write", "device", 0, FILE_SIZE + 1, 0)], 0)  # nothing written past the end
+@example([("read", "device", 0, 0, BUF_SIZE)], 0)  # nothing read at the buffer's very end
+@example([("read", "host", 0, 0, BUF_SIZE), ("write", "host", 0, FILE_SIZE + 1, BUF_SIZE)], 0)
 def test_reads_and_writes_match_a_model(tmp_path_factory, ops, seed):
     rng = np.random.default_rng(seed)
     path = tmp_path_factory.mktemp("model") / "f.bin"
@@ -46,7 +49,7 @@ def test_reads_and_writes_match_a_model(tmp_path_factory, ops, seed):
             else:
                 chunk = bytes(shadow[where][buf_offset : buf_offset + size])
                 assert f.write(buf, size, file_offset, buf_offset) == size
-                if file_offset > len(model):
+                if file_offset > len(model) and size > 0:  # nothing written: no hole either
                     model.extend(bytes(file_offset - len(model)))
                 model[file_offset : file_offset + size] = chunk
             held = buffers["device"].to_bytes() if where == "device" else buffers["host"].tobytes()

@@ -126,8 +126,11 @@ def test_a_buffer_too_small_is_refused_before_any_io(data_file):
                 f.pread(view, size, buf_offset=offset)
             with pytest.raises(ValueError):
                 f.read_batch([(view, size, 0, offset)])
-        with pytest.raises(ValueError):
-            f.read(view, -1)
+        for size, offset in [(-1, 0), (None, -1)]:
+            with pytest.raises(ValueError):
+                f.read(view, size, buf_offset=offset)
+            with pytest.raises(ValueError):
+                f.pread(view, size, buf_offset=offset)
     assert (host == 0xAB).all(), "nothing was written"
 
 
@@ -179,9 +182,14 @@ def test_futures_and_asyncio(data_file, data):
     dev = hipfile.DeviceBuffer(len(data))
     with hipfile.open(data_file) as f:
         futures = [f.pread(dev, 65536, i * 65536, i * 65536) for i in range(16)]
+        assert all(isinstance(fu, hipfile.Future) for fu in futures)
         assert [fu.get() for fu in futures] == [65536] * 16
         assert all(fu.done() for fu in futures)
+        assert repr(futures[0]) == "<hipfile.Future done>"
         assert dev.to_bytes() == data.tobytes()
+        dev.copy_from(bytes(4096))
+        assert f.pread(dev, None, 0, len(data) - 4096).get() == 4096, "no size: the rest of the buffer"
+        assert dev.to_bytes(4096, len(data) - 4096) == data[:4096].tobytes()
 
         async def both():
             return await asyncio.gather(f.pread(dev, 4096), f.pread(dev, 4096, 4096, 4096))

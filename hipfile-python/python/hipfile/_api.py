@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import errno as _errno
 import os
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Tuple
 
 from hipfile import _hipfile
 from hipfile._buffers import memory_of
@@ -121,26 +120,7 @@ class DeviceBuffer:
         return bytes(_hipfile.copy_from_device(self._ptr, self._size, offset, size))
 
 
-class Future:
-    """A read or write running on the library's threads: :meth:`get` waits for the bytes moved
-    (or raises its error); awaitable from asyncio."""
-
-    def __init__(self, parts: Sequence[Any]) -> None:
-        self._parts = list(parts)
-
-    def done(self) -> bool:
-        """Whether it has ended."""
-        return all(p.done() for p in self._parts)
-
-    def get(self, timeout: Optional[float] = None) -> int:
-        """The bytes moved, waiting (without the GIL) up to ``timeout`` seconds."""
-        total = 0
-        for part in self._parts:
-            total += part.get(timeout)
-        return total
-
-    def __await__(self):
-        return asyncio.get_running_loop().run_in_executor(None, self.get).__await__()
+Future = _hipfile.Future
 
 
 class StreamOp:
@@ -311,17 +291,8 @@ class File(_Closing):
 
     def _submit(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> Future:
         handle = self._check()
-        memory, size = self._request(buf, size, buf_offset, write)
-        parts = []
-        done = 0
-        while True:
-            n = min(size - done, MAX_RW_COUNT)
-            parts.append(
-                _hipfile.submit(write, handle, memory.addr, memory.nbytes, n, file_offset + done, buf_offset + done, memory.keep)
-            )
-            done += n
-            if done >= size:
-                return Future(parts)
+        addr, nbytes, keep = memory_of(buf, not write)
+        return _hipfile.submit(write, handle, addr, nbytes, size, file_offset, buf_offset, keep)
 
     def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
         """As :meth:`read`, on the library's threads: a :class:`Future` at once."""
