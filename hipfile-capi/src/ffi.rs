@@ -467,6 +467,12 @@ impl OnPanic for i64 {
     }
 }
 
+impl OnPanic for c_int {
+    fn on_panic() -> Self {
+        -1 // the statistics level's error value (libcufile.so.0's entry)
+    }
+}
+
 impl OnPanic for () {
     fn on_panic() -> Self {}
 }

@@ -76,5 +76,5 @@ pub use file::FileHandle;
 pub use gpu::MockGpuRuntime;
 pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, Event, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;
-pub use params::{BoolParam, DriverProperties, SizeParam, StringParam};
+pub use params::{BoolParam, DriverProperties, SizeParam, StringParam, size_range};
 pub use stream::{AsyncParams, StreamSignal};

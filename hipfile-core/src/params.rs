@@ -170,6 +170,26 @@ impl<P: Platform> Driver<P> {
 /// The most entries a batch may be given by `hipFileParamPropertiesIOBatchsize`.
 pub const MAX_BATCH_SIZE_PARAMETER: usize = 1024;
 
+/// The values a size parameter takes (semantics §13); the parameters that steer nothing here
+/// take any.
+pub fn size_range(p: SizeParam) -> std::ops::RangeInclusive<usize> {
+    use SizeParam::*;
+    match p {
+        ProfileStats => 0..=3,
+        MaxIoQueueDepth => 1..=1024,
+        MaxIoThreads => 0..=256,
+        MaxDirectIoSizeKb => 64..=256 << 10,
+        MaxDevicePinnedMemSizeKb => 1024..=1 << 30,
+        IoBatchsize => 1..=MAX_BATCH_SIZE_PARAMETER,
+        MinIoThresholdSizeKb
+        | MaxRequestParallelism
+        | MaxDeviceCacheSizeKb
+        | PerBufferCacheSizeKb
+        | PollThresholdSizeKb
+        | BatchIoTimeoutMs => 0..=usize::MAX,
+    }
+}
+
 fn invalid<T>() -> Result<T> {
     Err(OpError::InvalidValue.into())
 }
@@ -194,17 +214,18 @@ impl Config {
         }
     }
 
-    /// Sets a size parameter; out of range is `hipFileInvalidValue` (and changes nothing).
+    /// Sets a size parameter; out of its [`size_range`] (or, for `MaxDirectIOSizeKB`, not a
+    /// multiple of 4) is `hipFileInvalidValue` (and changes nothing).
     pub fn set_size_parameter(&mut self, p: SizeParam, v: usize) -> Result<()> {
         use SizeParam::*;
-        let fits = |ok: bool| if ok { Ok(v) } else { invalid() };
+        let fits = |ok: bool| if ok && size_range(p).contains(&v) { Ok(v) } else { invalid() };
         match p {
-            ProfileStats => self.stats_level = fits(v <= 3)?,
-            MaxIoQueueDepth => self.bounce.direct_streams = fits((1..=1024).contains(&v))?,
-            MaxIoThreads => self.bounce.threads = fits(v <= 256)?,
-            MaxDirectIoSizeKb => self.bounce.chunk = fits((64..=256 << 10).contains(&v) && v.is_multiple_of(4))? << 10,
-            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = fits((1024..=1 << 30).contains(&v))? << 10,
-            IoBatchsize => self.batch_size = fits((1..=MAX_BATCH_SIZE_PARAMETER).contains(&v))?,
+            ProfileStats => self.stats_level = fits(true)?,
+            MaxIoQueueDepth => self.bounce.direct_streams = fits(true)?,
+            MaxIoThreads => self.bounce.threads = fits(true)?,
+            MaxDirectIoSizeKb => self.bounce.chunk = fits(v.is_multiple_of(4))? << 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = fits(true)? << 10,
+            IoBatchsize => self.batch_size = fits(true)?,
             MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
             MaxRequestParallelism => self.kept.max_request_parallelism = v,
             MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb = v,

@@ -178,7 +178,9 @@ fn ci() -> Result<(), String> {
     miri()?;
     fuzz_corpus()?;
     let python = python::tests();
-    let nextest = run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[]);
+    let cufile_h = python::nvidia_cufile_include()?;
+    let cufile_h = ("HIPFILE_NVIDIA_CUFILE_INCLUDE", cufile_h.to_str().ok_or("a non-UTF-8 path")?);
+    let nextest = run("cargo", &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"], &[cufile_h]);
     // The closing line: the Python suite's counts beside nextest's summary just above.
     match &python {
         Ok(summary) => eprintln!("     Python [pytest] {summary}"),

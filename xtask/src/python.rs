@@ -27,6 +27,21 @@ fn venv() -> Result<(PathBuf, String), String> {
     Ok((dir, python))
 }
 
+/// NVIDIA's `cufile.h` of cuFile 1.15 (CUDA 13.0), from its wheel installed into the virtual
+/// environment: what `hipfile-capi/tests/cufile.rs` checks `include/cufile.h` against. Its
+/// directory.
+pub(crate) fn nvidia_cufile_include() -> Result<PathBuf, String> {
+    let (dir, python) = venv()?;
+    run(&python, &["-m", "pip", "install", "-q", "--only-binary=:all:", "nvidia-cufile==1.15.*"], &[])?;
+    let lib = dir.join("lib");
+    let found = std::fs::read_dir(&lib)
+        .map_err(|e| format!("{}: {e}", lib.display()))?
+        .flatten()
+        .map(|python| python.path().join("site-packages/nvidia/cu13/include"))
+        .find(|include| include.join("cufile.h").exists());
+    found.ok_or_else(|| format!("no nvidia/cu13/include/cufile.h under {}", lib.display()))
+}
+
 /// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`.
 pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
     let (_, python) = venv()?;

@@ -1,5 +1,6 @@
 //! Building and running C and C++ against the libraries `cargo test` just built: `libhipfile.so`
-//! (this crate) and `libhipfile_mockhip.so` (a dev-dependency), both in `target/<profile>/deps`.
+//! (this crate), `libhipfile_mockhip.so` and `libcufile.so.0` (`hipfile-cufile`; both
+//! dev-dependencies), all in `target/<profile>/deps`.
 #![allow(dead_code, unreachable_pub)] // each test binary uses part of it
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ pub const HIP_HEADER: &str = "/usr/include/hip/hip_runtime_api.h";
 pub fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps directory").to_path_buf();
-    for lib in ["libhipfile_capi.so", "libhipfile_mockhip.so"] {
+    for lib in ["libhipfile_capi.so", "libhipfile_mockhip.so", "libhipfile_cufile.so"] {
         assert!(deps.join(lib).exists(), "{lib} not built in {}", deps.display());
     }
     deps
@@ -30,6 +31,8 @@ pub fn lib_dir() -> PathBuf {
         ("libhipfile.so.0", "libhipfile_capi.so"),
         ("libhipfile_mockhip.so", "libhipfile_mockhip.so"),
         ("libhipfile_mockhip.so.0", "libhipfile_mockhip.so"),
+        ("libcufile.so", "libhipfile_cufile.so"),
+        ("libcufile.so.0", "libhipfile_cufile.so"),
     ] {
         let (target, link) = (deps.join(target), lib.join(link));
         // A link left by an older layout of the build would run the tests on a stale

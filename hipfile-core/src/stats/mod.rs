@@ -346,6 +346,9 @@ pub struct Stats {
     generation: AtomicU64,
     share: Mutex<Option<Box<dyn Published>>>,
     publisher: Option<Box<dyn Publisher>>,
+    /// The counters at the last [`reset`](Self::reset): what this process's snapshots count
+    /// from.
+    baseline: Mutex<Option<Snapshot>>,
 }
 
 impl Stats {
@@ -368,6 +371,7 @@ impl Stats {
             generation: AtomicU64::new(crate::fork::generation()),
             share: Mutex::new(share),
             publisher,
+            baseline: Mutex::new(None),
         }
     }
 
@@ -526,8 +530,25 @@ impl Stats {
         region.word(header::LAST_BATCH_WRITE).store(write, Ordering::Relaxed);
     }
 
-    /// The counters now.
+    /// The counters now (since the last [`reset`](Self::reset)).
     pub fn snapshot(&self) -> Snapshot {
+        let now = self.counted();
+        match crate::sync::lock(&self.baseline).as_ref() {
+            Some(base) if base.pid == now.pid => now.since(base),
+            _ => now,
+        }
+    }
+
+    /// Counts from zero again, for this process's snapshots (cuFile's `cuFileStatsReset`):
+    /// the counters themselves go on (threads add to them without locks), so what readers in
+    /// other processes see is unchanged. A forked child's counters start from zero anyway.
+    pub fn reset(&self) {
+        let now = self.counted();
+        *crate::sync::lock(&self.baseline) = Some(now);
+    }
+
+    /// The counters as counted, since the process (or its fork) began.
+    fn counted(&self) -> Snapshot {
         let region = self.region();
         // Published counters are read from their file, so that looking never allocates.
         if let Some(Ok(snapshot)) = crate::sync::lock(&self.share).as_ref().and_then(|s| s.snapshot()) {
@@ -650,6 +671,18 @@ impl Totals {
         self.unaligned = self.unaligned.saturating_add(o.unaligned);
     }
 
+    /// What was counted after `base` (a count that went down, such as memory registered, is
+    /// kept as it is now).
+    fn since(&self, base: &Totals) -> Totals {
+        Totals {
+            ok: self.ok.saturating_sub(base.ok),
+            err: self.err.saturating_sub(base.err),
+            bytes: self.bytes.saturating_sub(base.bytes),
+            micros: self.micros.saturating_sub(base.micros),
+            unaligned: self.unaligned.saturating_sub(base.unaligned),
+        }
+    }
+
     /// Bytes per second of busy time (0 without time).
     pub fn bandwidth(&self) -> u64 {
         per_second(self.bytes, self.micros)
@@ -760,6 +793,20 @@ impl Snapshot {
             reg_bytes,
             last_batch: (w(header::LAST_BATCH_READ), w(header::LAST_BATCH_WRITE)),
         }
+    }
+
+    /// The counts after `base` (an earlier snapshot of the same process): requests, bytes,
+    /// times and events. Memory registered now, the level and the last batch's bytes are
+    /// this snapshot's.
+    fn since(&self, base: &Snapshot) -> Snapshot {
+        let mut out = self.clone();
+        for (c, b) in out.cells.iter_mut().zip(&base.cells) {
+            *c = c.since(b);
+        }
+        for (e, b) in out.events.iter_mut().zip(&base.events) {
+            *e = e.saturating_sub(*b);
+        }
+        out
     }
 
     /// Totals of one direction, over `path` (all when `None`) and `gpu` (all when `None`;

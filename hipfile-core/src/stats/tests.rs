@@ -160,3 +160,23 @@ fn any_bytes_in_the_region_read_without_overflow() {
         let _ = (snap.registered_bytes(3), snap.last_batch());
     }
 }
+
+#[test]
+fn a_reset_counts_from_zero_again_and_keeps_what_is_not_a_count() {
+    let s = stats_at(3);
+    count(&s, READ, Path::Bounce, 0, 4096, Ok(4096));
+    s.add(Counter::HandleRegisterOk, 2);
+    s.registered_bytes(0, 1 << 20);
+    s.last_batch(10, 0);
+    s.reset();
+    let snap = s.snapshot();
+    assert_eq!(snap.totals(READ, None, None), Totals::default());
+    assert_eq!(snap.get(Counter::HandleRegisterOk), 0);
+    assert_eq!(snap.size_histogram(READ), [0; SIZE_CLASSES]);
+    assert_eq!(snap.registered_bytes(0), 1 << 20, "memory registered now is not a count");
+    assert_eq!(snap.last_batch(), (10, 0));
+    count(&s, READ, Path::Bounce, 0, 100, Ok(100));
+    count(&s, READ, Path::Bounce, 0, 100, Err(Error::Os(libc::EIO)));
+    let r = s.snapshot().totals(READ, None, None);
+    assert_eq!((r.ok, r.err, r.bytes), (1, 1, 100), "counted after the reset");
+}

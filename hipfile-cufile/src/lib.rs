@@ -1,0 +1,633 @@
+//! hipfile-cufile: `libcufile.so.0`, NVIDIA cuFile's C API (`include/cufile.h`, cuFile 1.15) for
+//! the programs written for cuFile (KvikIO, `torch.cuda.gds`, DALI, ...), over hipfile-rs.
+//!
+//! Every call goes to the process's `libhipfile.so.0`, loaded at the first call: the one beside
+//! this library in the install tree (`lib/`, this being `lib/cufile/libcufile.so.0`), else in
+//! this library's own directory, else the one the dynamic loader finds. So cuFile's calls and
+//! hipFile's share one driver, one use count and one registry in a process that makes both.
+//! hipFile's API is cuFile's under other names, with the same codes and layouts (checked against
+//! NVIDIA's header by `hipfile-capi/tests/cufile.rs`), so most calls pass through unchanged. The
+//! rules that are cuFile's own live here (docs/cufile.md): its version, its driver properties'
+//! narrower fields, its statistics levels and controls, its POSIX pool parameters and BAR size.
+//! Where no `libhipfile.so.0` can be loaded, every call fails with
+//! `CU_FILE_PLATFORM_NOT_SUPPORTED` (`cuFileUseCount` is 0).
+//!
+//! No panic crosses the boundary: every export runs in [`guard`].
+#![allow(non_snake_case, non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// cuFile's result: a status and the GPU runtime's error.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CUfileError_t {
+    /// A `CUfileOpError` (0, or 5001 to 5050).
+    pub err: c_int,
+    /// With `CU_FILE_CUDA_DRIVER_ERROR`, the runtime's error.
+    pub cu_err: c_int,
+}
+
+impl CUfileError_t {
+    const SUCCESS: Self = Self::op(0);
+
+    const fn op(err: c_int) -> Self {
+        CUfileError_t { err, cu_err: 0 }
+    }
+}
+
+/// The cuFile statuses this library gives itself (the rest come from `libhipfile.so.0`).
+pub mod status {
+    use std::ffi::c_int;
+    /// No direct path on this platform; here also: no `libhipfile.so.0` to serve the call.
+    pub const PLATFORM_NOT_SUPPORTED: c_int = 5007;
+    /// An argument out of range, or a null pointer.
+    pub const INVALID_VALUE: c_int = 5022;
+    /// A parameter set while the driver is open.
+    pub const DRIVER_ALREADY_OPEN: c_int = 5026;
+    /// cuFile 1.15's answer to `cuFileStatsStart` with statistics at level 0.
+    pub const INTERNAL_ERROR: c_int = 5030;
+}
+use status::*;
+
+/// The version `cuFileGetVersion` reports: 1000 * major + 10 * minor of the cuFile API
+/// implemented (1.15, CUDA 13.0's), as NVIDIA's library reports its own.
+pub const CUFILE_VERSION: c_int = 1150;
+
+/// `CUfileDrvProps_t`: cuFile's driver properties (sizes in KiB, most in 32 bits).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CUfileDrvProps_t {
+    /// `nvfs`: the direct path's figures.
+    pub nvfs: Nvfs<usize>,
+    /// `fflags`: `CUfileFeatureFlags` bits.
+    pub fflags: c_uint,
+    /// `max_device_cache_size`.
+    pub max_device_cache_size: c_uint,
+    /// `per_buffer_cache_size`.
+    pub per_buffer_cache_size: c_uint,
+    /// `max_device_pinned_mem_size`.
+    pub max_device_pinned_mem_size: c_uint,
+    /// `max_batch_io_size`: the most entries of a batch.
+    pub max_batch_io_size: c_uint,
+    /// `max_batch_io_timeout_msecs`.
+    pub max_batch_io_timeout_msecs: c_uint,
+}
+
+/// The `nvfs` member of both libraries' properties (`S`: how wide its sizes are).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nvfs<S> {
+    /// `major_version`.
+    pub major_version: c_uint,
+    /// `minor_version`.
+    pub minor_version: c_uint,
+    /// `poll_thresh_size` (KiB).
+    pub poll_thresh_size: S,
+    /// `max_direct_io_size` (KiB).
+    pub max_direct_io_size: S,
+    /// `dstatusflags`.
+    pub dstatusflags: c_uint,
+    /// `dcontrolflags`.
+    pub dcontrolflags: c_uint,
+}
+
+/// `hipFileDriverProps_t`: hipFile's driver properties, the same fields with 64-bit sizes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct HipFileDriverProps {
+    nvfs: Nvfs<u64>,
+    feature_flags: c_uint,
+    max_device_cache_size: u64,
+    per_buffer_cache_size: u64,
+    max_device_pinned_mem_size: u64,
+    max_batch_io_count: c_uint,
+    max_batch_io_timeout_msecs: c_uint,
+}
+
+impl From<&HipFileDriverProps> for CUfileDrvProps_t {
+    fn from(p: &HipFileDriverProps) -> Self {
+        let narrow = |v: u64| c_uint::try_from(v).unwrap_or(c_uint::MAX);
+        CUfileDrvProps_t {
+            nvfs: Nvfs {
+                major_version: p.nvfs.major_version,
+                minor_version: p.nvfs.minor_version,
+                poll_thresh_size: p.nvfs.poll_thresh_size as usize,
+                max_direct_io_size: p.nvfs.max_direct_io_size as usize,
+                dstatusflags: p.nvfs.dstatusflags,
+                dcontrolflags: p.nvfs.dcontrolflags,
+            },
+            fflags: p.feature_flags,
+            max_device_cache_size: narrow(p.max_device_cache_size),
+            per_buffer_cache_size: narrow(p.per_buffer_cache_size),
+            max_device_pinned_mem_size: narrow(p.max_device_pinned_mem_size),
+            max_batch_io_size: p.max_batch_io_count,
+            max_batch_io_timeout_msecs: p.max_batch_io_timeout_msecs,
+        }
+    }
+}
+
+/// Runs an export's body; a panic becomes `fallback` instead of unwinding into C.
+fn guard<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+/// Declares the functions taken from `libhipfile.so.0` (the [`Api`] table, filled by name at
+/// the first call), and for each the cuFile export that passes its call on unchanged, or
+/// answers `fallback` where no `libhipfile.so.0` could be loaded.
+macro_rules! hipfile_api {
+    (
+        passed { $( $(#[$doc:meta])* $export:ident => $field:ident = $symbol:literal
+            ( $($arg:ident : $ty:ty),* ) -> $ret:ty, else $fallback:expr; )* }
+        used { $( $ufield:ident = $usymbol:literal ( $($uty:ty),* ) -> $uret:ty; )* }
+    ) => {
+        /// The functions of `libhipfile.so.0` this library calls.
+        struct Api {
+            $( $field: unsafe extern "C" fn($($ty),*) -> $ret, )*
+            $( $ufield: unsafe extern "C" fn($($uty),*) -> $uret, )*
+        }
+
+        impl Api {
+            /// Every function, from `lib`; the first missing one is the error.
+            fn from(lib: &libloading::Library) -> Result<Api, libloading::Error> {
+                // SAFETY: each symbol is a function of libhipfile with exactly the declared
+                // signature (hipfile.h's, or hipfile-capi's `cufile` module's).
+                unsafe {
+                    Ok(Api {
+                        $( $field: *lib.get(concat!($symbol, "\0").as_bytes())?, )*
+                        $( $ufield: *lib.get(concat!($usymbol, "\0").as_bytes())?, )*
+                    })
+                }
+            }
+        }
+
+        $(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// As the same call of cuFile (`include/cufile.h`): pointers null or valid for what
+            /// the call reads and writes.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $export($($arg: $ty),*) -> $ret {
+                guard($fallback, || match api() {
+                    // SAFETY: the caller's contract, which is hipFile's for the same call.
+                    Some(api) => unsafe { (api.$field)($($arg),*) },
+                    None => $fallback,
+                })
+            }
+        )*
+    };
+}
+
+const UNSERVED: CUfileError_t = CUfileError_t::op(PLATFORM_NOT_SUPPORTED);
+const UNSERVED_IO: isize = -(PLATFORM_NOT_SUPPORTED as isize);
+
+hipfile_api! {
+    passed {
+        /// `cuFileHandleRegister` (`hipFileHandleRegister`).
+        cuFileHandleRegister => handle_register = "hipFileHandleRegister"
+            (fh: *mut *mut c_void, descr: *mut c_void) -> CUfileError_t, else UNSERVED;
+        /// `cuFileHandleDeregister` (`hipFileHandleDeregister`).
+        cuFileHandleDeregister => handle_deregister = "hipFileHandleDeregister" (fh: *mut c_void) -> (), else ();
+        /// `cuFileBufRegister` (`hipFileBufRegister`).
+        cuFileBufRegister => buf_register = "hipFileBufRegister"
+            (base: *const c_void, length: usize, flags: c_int) -> CUfileError_t, else UNSERVED;
+        /// `cuFileBufDeregister` (`hipFileBufDeregister`).
+        cuFileBufDeregister => buf_deregister = "hipFileBufDeregister"
+            (base: *const c_void) -> CUfileError_t, else UNSERVED;
+        /// `cuFileRead` (`hipFileRead`): bytes read; -1 with errno; a negative status.
+        cuFileRead => read = "hipFileRead"
+            (fh: *mut c_void, base: *mut c_void, size: usize, file_offset: i64, buf_offset: i64) -> isize,
+            else UNSERVED_IO;
+        /// `cuFileWrite` (`hipFileWrite`).
+        cuFileWrite => write = "hipFileWrite"
+            (fh: *mut c_void, base: *const c_void, size: usize, file_offset: i64, buf_offset: i64) -> isize,
+            else UNSERVED_IO;
+        /// `cuFileDriverOpen` (`hipFileDriverOpen`).
+        cuFileDriverOpen => driver_open = "hipFileDriverOpen" () -> CUfileError_t, else UNSERVED;
+        /// `cuFileDriverClose`, the name programs built before CUDA 12.4 call.
+        cuFileDriverClose => driver_close = "hipFileDriverClose" () -> CUfileError_t, else UNSERVED;
+        /// `cuFileDriverClose_v2`, which `cufile.h` names `cuFileDriverClose`.
+        cuFileDriverClose_v2 => driver_close_v2 = "hipFileDriverClose" () -> CUfileError_t, else UNSERVED;
+        /// `cuFileUseCount` (`hipFileUseCount`).
+        cuFileUseCount => use_count = "hipFileUseCount" () -> c_long, else 0;
+        /// `cuFileDriverSetPollMode`: staged for the next open.
+        cuFileDriverSetPollMode => set_poll_mode = "hipFileDriverSetPollMode"
+            (poll: bool, threshold_kb: usize) -> CUfileError_t, else UNSERVED;
+        /// `cuFileDriverSetMaxDirectIOSize` (KiB): staged for the next open.
+        cuFileDriverSetMaxDirectIOSize => set_max_direct_io = "hipFileDriverSetMaxDirectIOSize"
+            (kb: usize) -> CUfileError_t, else UNSERVED;
+        /// `cuFileDriverSetMaxCacheSize` (KiB): staged for the next open.
+        cuFileDriverSetMaxCacheSize => set_max_cache = "hipFileDriverSetMaxCacheSize"
+            (kb: usize) -> CUfileError_t, else UNSERVED;
+        /// `cuFileDriverSetMaxPinnedMemSize` (KiB): staged for the next open.
+        cuFileDriverSetMaxPinnedMemSize => set_max_pinned = "hipFileDriverSetMaxPinnedMemSize"
+            (kb: usize) -> CUfileError_t, else UNSERVED;
+        /// `cuFileBatchIOSetUp` (`hipFileBatchIOSetUp`).
+        cuFileBatchIOSetUp => batch_setup = "hipFileBatchIOSetUp"
+            (batch: *mut *mut c_void, nr: c_uint) -> CUfileError_t, else UNSERVED;
+        /// `cuFileBatchIOSubmit` (`hipFileBatchIOSubmit`; the layouts are the same).
+        cuFileBatchIOSubmit => batch_submit = "hipFileBatchIOSubmit"
+            (batch: *mut c_void, nr: c_uint, iocbp: *mut c_void, flags: c_uint) -> CUfileError_t, else UNSERVED;
+        /// `cuFileBatchIOGetStatus` (`hipFileBatchIOGetStatus`).
+        cuFileBatchIOGetStatus => batch_status = "hipFileBatchIOGetStatus"
+            (batch: *mut c_void, min_nr: c_uint, nr: *mut c_uint, events: *mut c_void, timeout: *mut c_void)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileBatchIOCancel` (`hipFileBatchIOCancel`).
+        cuFileBatchIOCancel => batch_cancel = "hipFileBatchIOCancel" (batch: *mut c_void) -> CUfileError_t,
+            else UNSERVED;
+        /// `cuFileBatchIODestroy` (`hipFileBatchIODestroy`).
+        cuFileBatchIODestroy => batch_destroy = "hipFileBatchIODestroy" (batch: *mut c_void) -> (), else ();
+        /// `cuFileReadAsync` (`hipFileReadAsync`; a `CUstream` is the runtime's stream).
+        cuFileReadAsync => read_async = "hipFileReadAsync"
+            (fh: *mut c_void, base: *mut c_void, size_p: *mut usize, file_offset_p: *mut i64,
+             buf_offset_p: *mut i64, bytes_read_p: *mut isize, stream: *mut c_void) -> CUfileError_t, else UNSERVED;
+        /// `cuFileWriteAsync` (`hipFileWriteAsync`).
+        cuFileWriteAsync => write_async = "hipFileWriteAsync"
+            (fh: *mut c_void, base: *mut c_void, size_p: *mut usize, file_offset_p: *mut i64,
+             buf_offset_p: *mut i64, bytes_written_p: *mut isize, stream: *mut c_void) -> CUfileError_t,
+            else UNSERVED;
+        /// `cuFileStreamRegister` (`hipFileStreamRegister`; the flags are the same).
+        cuFileStreamRegister => stream_register = "hipFileStreamRegister"
+            (stream: *mut c_void, flags: c_uint) -> CUfileError_t, else UNSERVED;
+        /// `cuFileStreamDeregister` (`hipFileStreamDeregister`).
+        cuFileStreamDeregister => stream_deregister = "hipFileStreamDeregister" (stream: *mut c_void)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileGetParameterSizeT` (the parameters are hipFile's, in the same order).
+        cuFileGetParameterSizeT => get_size = "hipFileGetParameterSizeT" (param: c_int, value: *mut usize)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileGetParameterBool`.
+        cuFileGetParameterBool => get_bool = "hipFileGetParameterBool" (param: c_int, value: *mut bool)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileGetParameterString`.
+        cuFileGetParameterString => get_string = "hipFileGetParameterString"
+            (param: c_int, value: *mut c_char, len: c_int) -> CUfileError_t, else UNSERVED;
+        /// `cuFileSetParameterSizeT`: staged for the next open.
+        cuFileSetParameterSizeT => set_size = "hipFileSetParameterSizeT" (param: c_int, value: usize)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileSetParameterBool`: staged for the next open.
+        cuFileSetParameterBool => set_bool = "hipFileSetParameterBool" (param: c_int, value: bool)
+            -> CUfileError_t, else UNSERVED;
+        /// `cuFileSetParameterString`: staged for the next open.
+        cuFileSetParameterString => set_string = "hipFileSetParameterString"
+            (param: c_int, value: *const c_char) -> CUfileError_t, else UNSERVED;
+    }
+    used {
+        properties = "hipFileDriverGetProperties" (*mut HipFileDriverProps) -> CUfileError_t;
+        stats_l1 = "hipFileGetStatsL1" (*mut c_void) -> CUfileError_t;
+        stats_l2 = "hipFileGetStatsL2" (*mut c_void) -> CUfileError_t;
+        stats_l3 = "hipFileGetStatsL3" (*mut c_void) -> CUfileError_t;
+        stats_level = "hipfile_rs_cufile_stats_level" (c_int) -> c_int;
+        stats_reset = "hipfile_rs_cufile_stats_reset" () -> ();
+        parameter_range = "hipfile_rs_cufile_parameter_range" (c_int, *mut usize, *mut usize) -> CUfileError_t;
+    }
+}
+
+/// `libhipfile.so.0`'s functions, loaded at the first call (`None`: no library could be).
+fn api() -> Option<&'static Api> {
+    static API: OnceLock<Option<Api>> = OnceLock::new();
+    API.get_or_init(|| {
+        candidates().iter().find_map(|path| {
+            // SAFETY: loading libhipfile.so.0 runs its initialisers, which only set up its own
+            // statics; a library of that name without hipfile-rs's functions is refused below.
+            let lib = unsafe { libloading::Library::new(path) }.ok()?;
+            let api = Api::from(&lib).ok()?;
+            // The functions stay valid for the life of the process.
+            std::mem::forget(lib);
+            Some(api)
+        })
+    })
+    .as_ref()
+}
+
+/// Where to look for `libhipfile.so.0`, in order: the install tree's `lib/` above this
+/// library, this library's directory, then the loader's search.
+fn candidates() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `dladdr` fills `info` for an address inside a loaded object (this function).
+    let found = unsafe { libc::dladdr(candidates as *const c_void, info.as_mut_ptr()) } != 0;
+    // SAFETY: zero-initialised, and filled where `dladdr` succeeded.
+    let info = unsafe { info.assume_init() };
+    if found && !info.dli_fname.is_null() {
+        // SAFETY: `dladdr` gives a NUL-terminated path that lives as long as the object.
+        let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+        let me = PathBuf::from(std::ffi::OsStr::new(&*me.to_string_lossy()));
+        if let Some(dir) = me.parent() {
+            paths.push(dir.join("../libhipfile.so.0"));
+            paths.push(dir.join("libhipfile.so.0"));
+        }
+    }
+    paths.push(PathBuf::from("libhipfile.so.0"));
+    paths
+}
+
+/// `cuFileGetVersion`: [`CUFILE_VERSION`]; `CU_FILE_INVALID_VALUE` for null. Needs no driver.
+///
+/// # Safety
+/// `version` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetVersion(version: *mut c_int) -> CUfileError_t {
+    if version.is_null() {
+        return CUfileError_t::op(INVALID_VALUE);
+    }
+    // SAFETY: non-null, writable by the caller's contract.
+    unsafe { version.write(CUFILE_VERSION) };
+    CUfileError_t::SUCCESS
+}
+
+/// `cuFileDriverGetProperties`: hipFile's properties in cuFile's layout (sizes above 32 bits
+/// saturate).
+///
+/// # Safety
+/// `props` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+        let Some(api) = api() else { return UNSERVED };
+        if props.is_null() {
+            return CUfileError_t::op(INVALID_VALUE);
+        }
+        let mut hip = HipFileDriverProps::default();
+        // SAFETY: a writable hipFileDriverProps_t.
+        let e = unsafe { (api.properties)(&mut hip) };
+        if e == CUfileError_t::SUCCESS {
+            // SAFETY: non-null, writable by the caller's contract.
+            unsafe { props.write(CUfileDrvProps_t::from(&hip)) };
+        }
+        e
+    })
+}
+
+/// `cuFileGetParameterMinMaxValue`: the values a size parameter takes here.
+///
+/// # Safety
+/// `min` and `max` must each be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetParameterMinMaxValue(
+    param: c_int,
+    min: *mut usize,
+    max: *mut usize,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        // SAFETY: the caller's contract, which is the hook's.
+        Some(api) => unsafe { (api.parameter_range)(param, min, max) },
+        None => UNSERVED,
+    })
+}
+
+/// `cuFileSetStatsLevel`: 0 to 3 (`CU_FILE_INVALID_VALUE` otherwise), in effect at once and
+/// for the next open.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileSetStatsLevel(level: c_int) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        _ if !(0..=3).contains(&level) => CUfileError_t::op(INVALID_VALUE),
+        // SAFETY: the hook takes any level.
+        Some(api) => match unsafe { (api.stats_level)(level) } {
+            -1 => CUfileError_t::op(INVALID_VALUE),
+            _ => CUfileError_t::SUCCESS,
+        },
+        None => UNSERVED,
+    })
+}
+
+/// `cuFileGetStatsLevel`: the level in effect.
+///
+/// # Safety
+/// `level` must be null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetStatsLevel(level: *mut c_int) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match (api(), level.is_null()) {
+        (None, _) => UNSERVED,
+        (_, true) => CUfileError_t::op(INVALID_VALUE),
+        (Some(api), false) => {
+            // SAFETY: a negative level only asks.
+            let now = unsafe { (api.stats_level)(-1) };
+            // SAFETY: non-null, writable by the caller's contract.
+            unsafe { level.write(now) };
+            CUfileError_t::SUCCESS
+        }
+    })
+}
+
+/// The statistics level in effect (0 where no library serves).
+fn current_level() -> c_int {
+    // SAFETY: a negative level only asks.
+    api().map_or(0, |api| unsafe { (api.stats_level)(-1) })
+}
+
+/// `cuFileStatsStart`: statistics are counted at the level set; at level 0 (after
+/// `cuFileStatsStop`, say) `CU_FILE_INTERNAL_ERROR`, as cuFile 1.15 answers.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileStatsStart() -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(_) if current_level() > 0 => CUfileError_t::SUCCESS,
+        Some(_) => CUfileError_t::op(INTERNAL_ERROR),
+    })
+}
+
+/// `cuFileStatsStop`: stops counting (the level becomes 0).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileStatsStop() -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(api) => {
+            // SAFETY: 0 is a level the hook takes.
+            unsafe { (api.stats_level)(0) };
+            CUfileError_t::SUCCESS
+        }
+    })
+}
+
+/// `cuFileStatsReset`: the counters start from zero again (for this process's reads).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileStatsReset() -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(api) => {
+            // SAFETY: no arguments.
+            unsafe { (api.stats_reset)() };
+            CUfileError_t::SUCCESS
+        }
+    })
+}
+
+/// The statistics of `level` (1 to 3) into `out` through `get`: `CU_FILE_INVALID_VALUE` when
+/// counting is below that level or `out` is null, as cuFile answers.
+///
+/// # Safety
+/// `out` must be null or writable for the level's structure.
+unsafe fn stats_at(
+    level: c_int,
+    out: *mut c_void,
+    get: fn(&Api) -> unsafe extern "C" fn(*mut c_void) -> CUfileError_t,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(_) if out.is_null() || current_level() < level => CUfileError_t::op(INVALID_VALUE),
+        // SAFETY: the caller's contract: the structures are hipFile's, with the same layout.
+        Some(api) => unsafe { get(api)(out) },
+    })
+}
+
+/// `cuFileGetStatsL1`: needs statistics at level 1 or more.
+///
+/// # Safety
+/// `stats` must be null or writable for a `CUfileStatsLevel1_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetStatsL1(stats: *mut c_void) -> CUfileError_t {
+    // SAFETY: the caller's contract.
+    unsafe { stats_at(1, stats, |a| a.stats_l1) }
+}
+
+/// `cuFileGetStatsL2`: needs level 2 or more.
+///
+/// # Safety
+/// `stats` must be null or writable for a `CUfileStatsLevel2_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetStatsL2(stats: *mut c_void) -> CUfileError_t {
+    // SAFETY: the caller's contract.
+    unsafe { stats_at(2, stats, |a| a.stats_l2) }
+}
+
+/// `cuFileGetStatsL3`: needs level 3.
+///
+/// # Safety
+/// `stats` must be null or writable for a `CUfileStatsLevel3_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetStatsL3(stats: *mut c_void) -> CUfileError_t {
+    // SAFETY: the caller's contract.
+    unsafe { stats_at(3, stats, |a| a.stats_l3) }
+}
+
+/// `cuFileGetBARSizeInKB`: the GPU's BAR is what a direct path maps; there is none here, so a
+/// valid call is `CU_FILE_PLATFORM_NOT_SUPPORTED` (a negative index or null pointer:
+/// `CU_FILE_INVALID_VALUE`).
+///
+/// # Safety
+/// `bar_size` must be null or writable (it is never written).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetBARSizeInKB(gpu_index: c_int, bar_size: *mut usize) -> CUfileError_t {
+    if gpu_index < 0 || bar_size.is_null() {
+        return CUfileError_t::op(INVALID_VALUE);
+    }
+    CUfileError_t::op(PLATFORM_NOT_SUPPORTED)
+}
+
+/// cuFile's POSIX pool (the staging its compatibility mode reads through): slab sizes (KiB)
+/// and counts. Kept and read back; the bounce path's staging is set by its own parameters.
+static POSIX_POOL: Mutex<Option<(Vec<usize>, Vec<usize>)>> = Mutex::new(None);
+
+/// cuFile's default pool: 4 KiB, 1 MiB and 16 MiB slabs.
+const DEFAULT_POOL: ([usize; 3], [usize; 3]) = ([4, 1024, 16384], [128, 64, 64]);
+
+/// The most slab kinds a pool takes here.
+const MAX_SLABS: usize = 64;
+
+/// `cuFileSetParameterPosixPoolSlabArray`: stages `len` slab sizes and counts (all above 0, at
+/// most 64 kinds): `CU_FILE_INVALID_VALUE` otherwise, `CU_FILE_DRIVER_ALREADY_OPEN` while the
+/// driver is open.
+///
+/// # Safety
+/// `sizes` and `counts` must each be null or readable for `len` values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileSetParameterPosixPoolSlabArray(
+    sizes: *const usize,
+    counts: *const usize,
+    len: c_int,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+        let n = match usize::try_from(len) {
+            Ok(n @ 1..=MAX_SLABS) if !sizes.is_null() && !counts.is_null() => n,
+            _ => return CUfileError_t::op(INVALID_VALUE),
+        };
+        // SAFETY: non-null, `len` readable values by the caller's contract.
+        let sizes = unsafe { std::slice::from_raw_parts(sizes, n) };
+        // SAFETY: as above.
+        let counts = unsafe { std::slice::from_raw_parts(counts, n) };
+        if sizes.iter().chain(counts).any(|&v| v == 0) {
+            return CUfileError_t::op(INVALID_VALUE);
+        }
+        match api() {
+            None => UNSERVED,
+            // SAFETY: no arguments.
+            Some(api) if unsafe { (api.use_count)() } > 0 => CUfileError_t::op(DRIVER_ALREADY_OPEN),
+            Some(_) => {
+                *POSIX_POOL.lock().unwrap_or_else(|p| p.into_inner()) = Some((sizes.to_vec(), counts.to_vec()));
+                CUfileError_t::SUCCESS
+            }
+        }
+    })
+}
+
+/// `cuFileGetParameterPosixPoolSlabArray`: the pool's slab sizes and counts, `len` being their
+/// number exactly (`CU_FILE_INVALID_VALUE` otherwise, as cuFile answers).
+///
+/// # Safety
+/// `sizes` and `counts` must each be null or writable for `len` values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileGetParameterPosixPoolSlabArray(
+    sizes: *mut usize,
+    counts: *mut usize,
+    len: c_int,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+        let pool = POSIX_POOL.lock().unwrap_or_else(|p| p.into_inner());
+        let (have_sizes, have_counts) = match pool.as_ref() {
+            Some((s, c)) => (s.as_slice(), c.as_slice()),
+            None => (&DEFAULT_POOL.0[..], &DEFAULT_POOL.1[..]),
+        };
+        if sizes.is_null() || counts.is_null() || usize::try_from(len) != Ok(have_sizes.len()) {
+            return CUfileError_t::op(INVALID_VALUE);
+        }
+        // SAFETY: non-null, writable for `len` values by the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(have_sizes.as_ptr(), sizes, have_sizes.len()) };
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(have_counts.as_ptr(), counts, have_counts.len()) };
+        CUfileError_t::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_cufiles_and_hipfiles() {
+        assert_eq!(std::mem::size_of::<CUfileError_t>(), 8);
+        assert_eq!(std::mem::size_of::<CUfileDrvProps_t>(), 56);
+        assert_eq!(std::mem::offset_of!(CUfileDrvProps_t, fflags), 32);
+        assert_eq!(std::mem::size_of::<HipFileDriverProps>(), 72);
+        assert_eq!(std::mem::offset_of!(HipFileDriverProps, max_batch_io_count), 64);
+    }
+
+    #[test]
+    fn properties_narrow_to_32_bits_saturating() {
+        let hip = HipFileDriverProps {
+            nvfs: Nvfs {
+                major_version: 0,
+                minor_version: 5,
+                poll_thresh_size: 4,
+                max_direct_io_size: 4096,
+                dstatusflags: 0,
+                dcontrolflags: 2,
+            },
+            feature_flags: 0xf,
+            max_device_cache_size: 1 << 40,
+            per_buffer_cache_size: 1024,
+            max_device_pinned_mem_size: 33554432,
+            max_batch_io_count: 128,
+            max_batch_io_timeout_msecs: 5,
+        };
+        let cu = CUfileDrvProps_t::from(&hip);
+        assert_eq!((cu.nvfs.minor_version, cu.nvfs.max_direct_io_size, cu.nvfs.dcontrolflags), (5, 4096, 2));
+        assert_eq!((cu.fflags, cu.max_device_cache_size, cu.per_buffer_cache_size), (0xf, u32::MAX, 1024));
+        assert_eq!(
+            (cu.max_device_pinned_mem_size, cu.max_batch_io_size, cu.max_batch_io_timeout_msecs),
+            (33554432, 128, 5)
+        );
+    }
+}
