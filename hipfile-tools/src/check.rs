@@ -58,12 +58,39 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         "runtime": runtime,
         "devices": devices,
         "kernel": kernel(),
+        "cufile": cufile(),
         "backends": backends,
         "backend_asked": want,
         "paths": paths,
         "served": all_served,
     });
     Ok((report, all_served))
+}
+
+/// The `libcufile.so.0` a program started from here (with no search path of its own) would
+/// load, found as the dynamic loader searches: `LD_LIBRARY_PATH`, its cache (`ldconfig -p`),
+/// then the default directories; and whether it is hipfile-rs's (docs/cufile.md).
+fn cufile() -> Value {
+    const NAME: &str = "libcufile.so.0";
+    let from_env = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let listed = from_env.split(':').filter(|d| !d.is_empty()).map(|d| (Path::new(d).join(NAME), "LD_LIBRARY_PATH"));
+    let cache = std::process::Command::new("ldconfig").arg("-p").output().map(|o| o.stdout).unwrap_or_default();
+    let cached = String::from_utf8_lossy(&cache)
+        .lines()
+        .filter(|l| l.trim_start().starts_with(&format!("{NAME} ")))
+        .filter_map(|l| l.rsplit_once("=> ").map(|(_, path)| (Path::new(path.trim()).to_path_buf(), "ld.so.cache")))
+        .collect::<Vec<_>>();
+    let defaults = ["/lib64", "/usr/lib64", "/lib", "/usr/lib"].map(|d| (Path::new(d).join(NAME), "default directory"));
+    let found = listed.chain(cached).chain(defaults).find(|(path, _)| path.is_file());
+    match found {
+        None => json!({"path": null, "found_by": null, "hipfile_rs": false}),
+        Some((path, how)) => {
+            // hipfile-rs's library names the hooks it looks up in libhipfile.so.0.
+            let ours = std::fs::read(&path)
+                .is_ok_and(|bytes| bytes.windows(29).any(|w| w == b"hipfile_rs_cufile_stats_level"));
+            json!({"path": path, "found_by": how, "hipfile_rs": ours})
+        }
+    }
 }
 
 /// The kernel's side: P2PDMA in its configuration, the GPUDirect Storage module, AMD's AIS.
@@ -244,6 +271,16 @@ pub(crate) fn print(report: &Value) {
     println!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
     println!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
     println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
+    let c = &report["cufile"];
+    match (c["path"].as_str(), c["hipfile_rs"] == json!(true)) {
+        (None, _) => println!("cuFile programs load: no libcufile.so.0 found"),
+        (Some(path), true) => println!("cuFile programs load: {path} (hipfile-rs's; found by {})", s(&c["found_by"])),
+        (Some(path), false) => println!(
+            "cuFile programs load: {path} (not hipfile-rs's; found by {}): put hipfile-rs's lib/cufile first on \
+             LD_LIBRARY_PATH to serve them",
+            s(&c["found_by"])
+        ),
+    }
     println!("backends:");
     for b in report["backends"].as_array().into_iter().flatten() {
         let kind = if b["p2p"] == json!(true) { "p2p" } else { "bounce" };

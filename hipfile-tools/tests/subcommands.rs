@@ -49,6 +49,21 @@ fn check_reports_the_machine_and_each_path() {
     assert!(paths[0]["o_direct"].is_boolean() || paths[0]["o_direct"].is_string());
     assert!(paths[0]["p2p"]["served"].is_boolean());
     assert_eq!(paths[1]["file_system"], "tmpfs", "{}", paths[1]);
+    // Which libcufile.so.0 programs would load: hipfile-rs's, first on LD_LIBRARY_PATH.
+    let lib_dir = scratch("check-cufile");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    let built = Path::new(env!("CARGO_BIN_EXE_hipfile")).parent().unwrap().join("deps/libhipfile_cufile.so");
+    let link = lib_dir.join("libcufile.so.0");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&built, &link).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(["check", "--json", "--backend", "mock"])
+        .env("LD_LIBRARY_PATH", &lib_dir)
+        .output()
+        .unwrap();
+    let cufile = &json(&String::from_utf8_lossy(&out.stdout))["cufile"];
+    assert_eq!((cufile["path"].as_str(), &cufile["hipfile_rs"]), (link.to_str(), &serde_json::json!(true)), "{cufile}");
+    assert_eq!(cufile["found_by"], "LD_LIBRARY_PATH");
     // A path that does not exist: reported, and the exit status says so.
     let (ok, out, _) = hipfile(&["check", "--backend", "mock", file.to_str().unwrap(), missing.to_str().unwrap()]);
     assert!(!ok);

@@ -12,6 +12,9 @@
 //! PREFIX/lib/libhipfile_cxx.a                     the C++ and C APIs, static
 //! PREFIX/lib/libhipfile_mockhip.so.0.5.0          the mock HIP runtime (no GPU), SONAME
 //!                                                 libhipfile_mockhip.so.0, with .so.0 and .so links
+//! PREFIX/lib/cufile/libcufile.so.0                cuFile's C API over libhipfile.so.0 (for
+//! PREFIX/lib/cufile/libcufile.so -> libcufile.so.0  LD_LIBRARY_PATH), and its header:
+//! PREFIX/include/cufile/cufile.h                  apart, so as not to hide CUDA's
 //! PREFIX/lib/pkgconfig/hipfile.pc                 pkg-config
 //! PREFIX/lib/cmake/hipfile/hipfile-config.cmake   find_package(hipfile): hip::hipfile, ...
 //! ```
@@ -35,7 +38,18 @@ pub(crate) fn dist(args: &[String]) -> Result<(), String> {
     let prefix = std::path::absolute(prefix).map_err(|e| format!("{prefix}: {e}"))?;
     let profile = if debug.is_empty() { "release" } else { "debug" };
     let release: &[&str] = if profile == "release" { &["--release"] } else { &[] };
-    let libraries = ["build", "--locked", "-p", "hipfile-capi", "-p", "hipfile-cxx", "-p", "hipfile-mockhip"];
+    let libraries = [
+        "build",
+        "--locked",
+        "-p",
+        "hipfile-capi",
+        "-p",
+        "hipfile-cxx",
+        "-p",
+        "hipfile-mockhip",
+        "-p",
+        "hipfile-cufile",
+    ];
     run("cargo", &[&libraries[..], release].concat(), &[])?;
     // Apart: built with the tool, the C library would get the tool's features (the mock GPU).
     run("cargo", &[&["build", "--locked", "-p", "hipfile-tools"][..], release].concat(), &[])?;
@@ -51,14 +65,16 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
     let so = format!("libhipfile.so.{VERSION}");
     let mock_so = format!("libhipfile_mockhip.so.{VERSION}");
     let bridge = target_dir().join("cxxbridge");
-    let copies: [(PathBuf, PathBuf); 10] = [
+    let copies: [(PathBuf, PathBuf); 12] = [
         (built.join("libhipfile_capi.so"), lib.join(&so)),
         (built.join("libhipfile_capi.a"), lib.join("libhipfile.a")),
         (built.join("libhipfile_cxx.a"), lib.join("libhipfile_cxx.a")),
         (built.join("libhipfile_mockhip.so"), lib.join(&mock_so)),
+        (built.join("libhipfile_cufile.so"), lib.join("cufile/libcufile.so.0")),
         (built.join("hipfile"), bin.join("hipfile")),
         (root.join("include/hipfile.h"), include.join("hipfile.h")),
         (root.join("include/hipfile.hpp"), include.join("hipfile.hpp")),
+        (root.join("include/cufile.h"), include.join("cufile/cufile.h")),
         (bridge.join("hipfile-cxx/src/lib.rs.h"), include.join("hipfile-cxx/src/lib.rs.h")),
         (bridge.join("rust/cxx.h"), include.join("rust/cxx.h")),
         (root.join("README.md"), prefix.join("share/doc/hipfile/README.md")),
@@ -74,6 +90,7 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
         ("libhipfile.so", "libhipfile.so.0"),
         ("libhipfile_mockhip.so.0", mock_so.as_str()),
         ("libhipfile_mockhip.so", "libhipfile_mockhip.so.0"),
+        ("cufile/libcufile.so", "libcufile.so.0"),
     ] {
         let path = lib.join(link);
         let _ = std::fs::remove_file(&path);

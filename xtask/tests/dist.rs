@@ -1,7 +1,8 @@
 //! `cargo xtask dist` into a temporary prefix, then, from that tree alone: AMD's guide example
-//! built with `pkg-config --cflags --libs hipfile`, and a CMake project using
+//! built with `pkg-config --cflags --libs hipfile`, a CMake project using
 //! `find_package(hipfile)` with `hip::hipfile` (the example) and `hip::hipfile_cxx` (the C++
-//! example), all run over the mock HIP runtime the tree carries. No link made by hand.
+//! example), and a cuFile program on the tree's `libcufile.so.0`, all run over the mock HIP
+//! runtime the tree carries. No link made by hand.
 //!
 //! The tree is built in a target directory of its own (`target/dist-test`): a build with the
 //! C library's own features in the shared one would replace libraries other tests are using.
@@ -39,8 +40,13 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
         .args(["dist", prefix.to_str().unwrap(), "--debug"])
         .current_dir(root())
         .env("CARGO_TARGET_DIR", root().join("target/dist-test")));
-    for link in ["lib/libhipfile.so", "lib/libhipfile.so.0", "lib/libhipfile_mockhip.so", "lib/libhipfile_mockhip.so.0"]
-    {
+    for link in [
+        "lib/libhipfile.so",
+        "lib/libhipfile.so.0",
+        "lib/libhipfile_mockhip.so",
+        "lib/libhipfile_mockhip.so.0",
+        "lib/cufile/libcufile.so",
+    ] {
         assert!(prefix.join(link).is_symlink() && prefix.join(link).exists(), "{link}");
     }
     // Both shared libraries carry the SONAME their links name.
@@ -107,6 +113,21 @@ target_link_libraries(roundtrip PRIVATE hip::hipfile_cxx hip::hipfile_mockhip)
     let out = run(clean(&mut Command::new(build.join("roundtrip"))).arg(&data));
     assert!(out.starts_with("ok: 1048576 bytes"), "{out}");
     assert_eq!(std::fs::read(format!("{}.copy", data.display())).unwrap(), std::fs::read(&data).unwrap());
+
+    // A cuFile program from the tree: its header and libcufile.so.0, which finds the tree's
+    // libhipfile.so.0 itself.
+    let exe = scratch.join("cufile");
+    run(Command::new("cc")
+        .args(["-std=c11", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE", "-I"])
+        .arg(prefix.join("include/cufile"))
+        .arg(root().join("hipfile-capi/tests/c/cufile.c"))
+        .arg(format!("-L{}", prefix.join("lib/cufile").display()))
+        .arg(format!("-L{}", prefix.join("lib").display()))
+        .args(["-lcufile", "-Wl,--no-as-needed", "-lhipfile_mockhip", "-Wl,--as-needed", "-ldl"])
+        .arg(format!("-Wl,-rpath,{}:{}", prefix.join("lib/cufile").display(), prefix.join("lib").display()))
+        .arg("-o")
+        .arg(&exe));
+    assert_eq!(run(clean(&mut Command::new(&exe)).arg(&scratch)).trim(), "ok");
 
     // The tool from the tree.
     let out = run(clean(&mut Command::new(prefix.join("bin/hipfile"))).arg("--version"));
