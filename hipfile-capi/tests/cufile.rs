@@ -159,7 +159,7 @@ fn layout_with(name: &str, include: &Path) -> String {
     std::fs::write(dir.join("cuda.h"), CUDA_H).unwrap();
     let exe = dir.join("layout");
     run_ok(
-        cc().args(["-std=c11", "-Wall", "-Werror", "-I"])
+        cc().args(["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I"])
             .arg(include)
             .arg("-I")
             .arg(&dir)
@@ -225,7 +225,7 @@ fn the_prototypes_are_nvidias() {
     let src = format!("#include <time.h>\n#include <cufile.h>\n{}\n", ours.join("\n"));
     std::fs::write(dir.join("both.c"), src).unwrap();
     run_ok(
-        cc().args(["-std=c11", "-Wall", "-Werror", "-c", "-I"])
+        cc().args(["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-c", "-I"])
             .arg(&nvidia)
             .arg("-I")
             .arg(&dir)

@@ -213,18 +213,6 @@ hipfile_api! {
         cuFileDriverClose_v2 => driver_close_v2 = "hipFileDriverClose" () -> CUfileError_t, else UNSERVED;
         /// `cuFileUseCount` (`hipFileUseCount`).
         cuFileUseCount => use_count = "hipFileUseCount" () -> c_long, else 0;
-        /// `cuFileDriverSetPollMode`: staged for the next open.
-        cuFileDriverSetPollMode => set_poll_mode = "hipFileDriverSetPollMode"
-            (poll: bool, threshold_kb: usize) -> CUfileError_t, else UNSERVED;
-        /// `cuFileDriverSetMaxDirectIOSize` (KiB): staged for the next open.
-        cuFileDriverSetMaxDirectIOSize => set_max_direct_io = "hipFileDriverSetMaxDirectIOSize"
-            (kb: usize) -> CUfileError_t, else UNSERVED;
-        /// `cuFileDriverSetMaxCacheSize` (KiB): staged for the next open.
-        cuFileDriverSetMaxCacheSize => set_max_cache = "hipFileDriverSetMaxCacheSize"
-            (kb: usize) -> CUfileError_t, else UNSERVED;
-        /// `cuFileDriverSetMaxPinnedMemSize` (KiB): staged for the next open.
-        cuFileDriverSetMaxPinnedMemSize => set_max_pinned = "hipFileDriverSetMaxPinnedMemSize"
-            (kb: usize) -> CUfileError_t, else UNSERVED;
         /// `cuFileBatchIOSetUp` (`hipFileBatchIOSetUp`).
         cuFileBatchIOSetUp => batch_setup = "hipFileBatchIOSetUp"
             (batch: *mut *mut c_void, nr: c_uint) -> CUfileError_t, else UNSERVED;
@@ -276,6 +264,10 @@ hipfile_api! {
     }
     used {
         properties = "hipFileDriverGetProperties" (*mut HipFileDriverProps) -> CUfileError_t;
+        set_poll_mode = "hipFileDriverSetPollMode" (bool, usize) -> CUfileError_t;
+        set_max_direct_io = "hipFileDriverSetMaxDirectIOSize" (usize) -> CUfileError_t;
+        set_max_cache = "hipFileDriverSetMaxCacheSize" (usize) -> CUfileError_t;
+        set_max_pinned = "hipFileDriverSetMaxPinnedMemSize" (usize) -> CUfileError_t;
         stats_l1 = "hipFileGetStatsL1" (*mut c_void) -> CUfileError_t;
         stats_l2 = "hipFileGetStatsL2" (*mut c_void) -> CUfileError_t;
         stats_l3 = "hipFileGetStatsL3" (*mut c_void) -> CUfileError_t;
@@ -359,6 +351,46 @@ pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t)
         }
         e
     })
+}
+
+/// A driver setter's result as cuFile gives it: NVIDIA's library accepts these while the
+/// driver is open, where hipFile's stage them for the next open and refuse an open driver
+/// (`CU_FILE_DRIVER_ALREADY_OPEN`). Here the running driver keeps its settings and the call
+/// succeeds, changing nothing (docs/cufile.md).
+fn setter(call: impl FnOnce(&Api) -> CUfileError_t) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api().map(call) {
+        None => UNSERVED,
+        Some(e) if e.err == DRIVER_ALREADY_OPEN => CUfileError_t::SUCCESS,
+        Some(e) => e,
+    })
+}
+
+/// `cuFileDriverSetPollMode`: staged for the next open (see [`setter`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverSetPollMode(poll: bool, threshold_kb: usize) -> CUfileError_t {
+    // SAFETY: plain values.
+    setter(|api| unsafe { (api.set_poll_mode)(poll, threshold_kb) })
+}
+
+/// `cuFileDriverSetMaxDirectIOSize` (KiB): staged for the next open (see [`setter`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverSetMaxDirectIOSize(kb: usize) -> CUfileError_t {
+    // SAFETY: a plain value.
+    setter(|api| unsafe { (api.set_max_direct_io)(kb) })
+}
+
+/// `cuFileDriverSetMaxCacheSize` (KiB): staged for the next open (see [`setter`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverSetMaxCacheSize(kb: usize) -> CUfileError_t {
+    // SAFETY: a plain value.
+    setter(|api| unsafe { (api.set_max_cache)(kb) })
+}
+
+/// `cuFileDriverSetMaxPinnedMemSize` (KiB): staged for the next open (see [`setter`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverSetMaxPinnedMemSize(kb: usize) -> CUfileError_t {
+    // SAFETY: a plain value.
+    setter(|api| unsafe { (api.set_max_pinned)(kb) })
 }
 
 /// `cuFileGetParameterMinMaxValue`: the values a size parameter takes here.

@@ -126,6 +126,11 @@ static void driver_and_io(const char *dir) {
     CHECK(props.fflags & (1u << CU_FILE_STREAMS_SUPPORTED));
     EXPECT_ERR(cuFileDriverGetProperties(NULL), CU_FILE_INVALID_VALUE);
     EXPECT_ERR(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 1), CU_FILE_DRIVER_ALREADY_OPEN);
+    /* The driver setters are accepted while the driver is open, as cuFile's are. */
+    EXPECT_OK(cuFileDriverSetPollMode(true, 64));
+    EXPECT_OK(cuFileDriverSetMaxDirectIOSize(1024));
+    EXPECT_OK(cuFileDriverSetMaxCacheSize(1024));
+    EXPECT_OK(cuFileDriverSetMaxPinnedMemSize(65536));
     const size_t one[1] = {64};
     EXPECT_ERR(cuFileSetParameterPosixPoolSlabArray(one, one, 1), CU_FILE_DRIVER_ALREADY_OPEN);
 
