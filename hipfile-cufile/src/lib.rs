@@ -15,6 +15,7 @@
 //! No panic crosses the boundary: every export runs in [`guard`].
 #![allow(non_snake_case, non_camel_case_types)]
 
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -186,25 +187,12 @@ const UNSERVED_IO: isize = -(PLATFORM_NOT_SUPPORTED as isize);
 
 hipfile_api! {
     passed {
-        /// `cuFileHandleRegister` (`hipFileHandleRegister`).
-        cuFileHandleRegister => handle_register = "hipFileHandleRegister"
-            (fh: *mut *mut c_void, descr: *mut c_void) -> CUfileError_t, else UNSERVED;
-        /// `cuFileHandleDeregister` (`hipFileHandleDeregister`).
-        cuFileHandleDeregister => handle_deregister = "hipFileHandleDeregister" (fh: *mut c_void) -> (), else ();
         /// `cuFileBufRegister` (`hipFileBufRegister`).
         cuFileBufRegister => buf_register = "hipFileBufRegister"
             (base: *const c_void, length: usize, flags: c_int) -> CUfileError_t, else UNSERVED;
         /// `cuFileBufDeregister` (`hipFileBufDeregister`).
         cuFileBufDeregister => buf_deregister = "hipFileBufDeregister"
             (base: *const c_void) -> CUfileError_t, else UNSERVED;
-        /// `cuFileRead` (`hipFileRead`): bytes read; -1 with errno; a negative status.
-        cuFileRead => read = "hipFileRead"
-            (fh: *mut c_void, base: *mut c_void, size: usize, file_offset: i64, buf_offset: i64) -> isize,
-            else UNSERVED_IO;
-        /// `cuFileWrite` (`hipFileWrite`).
-        cuFileWrite => write = "hipFileWrite"
-            (fh: *mut c_void, base: *const c_void, size: usize, file_offset: i64, buf_offset: i64) -> isize,
-            else UNSERVED_IO;
         /// `cuFileDriverOpen` (`hipFileDriverOpen`).
         cuFileDriverOpen => driver_open = "hipFileDriverOpen" () -> CUfileError_t, else UNSERVED;
         /// `cuFileDriverClose`, the name programs built before CUDA 12.4 call.
@@ -228,15 +216,6 @@ hipfile_api! {
             else UNSERVED;
         /// `cuFileBatchIODestroy` (`hipFileBatchIODestroy`).
         cuFileBatchIODestroy => batch_destroy = "hipFileBatchIODestroy" (batch: *mut c_void) -> (), else ();
-        /// `cuFileReadAsync` (`hipFileReadAsync`; a `CUstream` is the runtime's stream).
-        cuFileReadAsync => read_async = "hipFileReadAsync"
-            (fh: *mut c_void, base: *mut c_void, size_p: *mut usize, file_offset_p: *mut i64,
-             buf_offset_p: *mut i64, bytes_read_p: *mut isize, stream: *mut c_void) -> CUfileError_t, else UNSERVED;
-        /// `cuFileWriteAsync` (`hipFileWriteAsync`).
-        cuFileWriteAsync => write_async = "hipFileWriteAsync"
-            (fh: *mut c_void, base: *mut c_void, size_p: *mut usize, file_offset_p: *mut i64,
-             buf_offset_p: *mut i64, bytes_written_p: *mut isize, stream: *mut c_void) -> CUfileError_t,
-            else UNSERVED;
         /// `cuFileStreamRegister` (`hipFileStreamRegister`; the flags are the same).
         cuFileStreamRegister => stream_register = "hipFileStreamRegister"
             (stream: *mut c_void, flags: c_uint) -> CUfileError_t, else UNSERVED;
@@ -263,6 +242,14 @@ hipfile_api! {
             (param: c_int, value: *const c_char) -> CUfileError_t, else UNSERVED;
     }
     used {
+        handle_register = "hipFileHandleRegister" (*mut *mut c_void, *mut CUfileDescr) -> CUfileError_t;
+        handle_deregister = "hipFileHandleDeregister" (*mut c_void) -> ();
+        read = "hipFileRead" (*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+        write = "hipFileWrite" (*mut c_void, *const c_void, usize, i64, i64) -> isize;
+        read_async = "hipFileReadAsync"
+            (*mut c_void, *mut c_void, *mut usize, *mut i64, *mut i64, *mut isize, *mut c_void) -> CUfileError_t;
+        write_async = "hipFileWriteAsync"
+            (*mut c_void, *mut c_void, *mut usize, *mut i64, *mut i64, *mut isize, *mut c_void) -> CUfileError_t;
         properties = "hipFileDriverGetProperties" (*mut HipFileDriverProps) -> CUfileError_t;
         set_poll_mode = "hipFileDriverSetPollMode" (bool, usize) -> CUfileError_t;
         set_max_direct_io = "hipFileDriverSetMaxDirectIOSize" (usize) -> CUfileError_t;
@@ -350,6 +337,170 @@ pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t)
             unsafe { props.write(CUfileDrvProps_t::from(&hip)) };
         }
         e
+    })
+}
+
+/// `CUfileDescr_t`: what `cuFileHandleRegister` registers (a descriptor, for the kinds served).
+#[repr(C)]
+pub struct CUfileDescr {
+    /// `CU_FILE_HANDLE_TYPE_*`.
+    pub r#type: c_int,
+    /// The union `handle`: `fd` in its first 4 bytes for `CU_FILE_HANDLE_TYPE_OPAQUE_FD`.
+    pub handle: usize,
+    /// `fs_ops`.
+    pub fs_ops: *const c_void,
+}
+
+/// `CU_FILE_HANDLE_TYPE_OPAQUE_FD`.
+const OPAQUE_FD: c_int = 1;
+
+/// `CU_FILE_INVALID_FILE_OPEN_FLAG`.
+const INVALID_FILE_OPEN_FLAG: c_int = 5019;
+
+/// The access mode (`O_RDONLY`, `O_WRONLY` or `O_RDWR`) of each registered handle's descriptor
+/// when it was registered: cuFile refuses a read of a file opened write-only, and a write of
+/// one opened read-only, with `CU_FILE_INVALID_FILE_OPEN_FLAG` before any I/O (KvikIO's tests
+/// expect it), where hipFile's calls meet the system's `EBADF`.
+static ACCESS: Mutex<BTreeMap<usize, c_int>> = Mutex::new(BTreeMap::new());
+
+fn access() -> std::sync::MutexGuard<'static, BTreeMap<usize, c_int>> {
+    ACCESS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether `fh` is registered with an access mode that refuses `direction` (`O_WRONLY` for a
+/// read, `O_RDONLY` for a write).
+fn refused(fh: *mut c_void, refusing: c_int) -> bool {
+    access().get(&(fh as usize)) == Some(&refusing)
+}
+
+/// `cuFileHandleRegister` (`hipFileHandleRegister`), remembering the descriptor's access mode.
+///
+/// # Safety
+/// `fh` and `descr` must each be null or valid (`*fh` writable, `*descr` readable).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileHandleRegister(fh: *mut *mut c_void, descr: *mut CUfileDescr) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+        let Some(api) = api() else { return UNSERVED };
+        // SAFETY: the caller's contract, which is hipFile's.
+        let e = unsafe { (api.handle_register)(fh, descr) };
+        if e == CUfileError_t::SUCCESS {
+            // SAFETY: registered, so `descr` was valid to read.
+            let descr = unsafe { &*descr };
+            // SAFETY: registered, so `*fh` was written.
+            let handle = unsafe { fh.read() };
+            let (handle_type, fd) = (descr.r#type, descr.handle as c_int);
+            // SAFETY: F_GETFL takes no pointer argument.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            if handle_type == OPAQUE_FD && flags >= 0 {
+                access().insert(handle as usize, flags & libc::O_ACCMODE);
+            }
+        }
+        e
+    })
+}
+
+/// `cuFileHandleDeregister` (`hipFileHandleDeregister`).
+///
+/// # Safety
+/// None beyond hipFile's: any handle value is accepted.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileHandleDeregister(fh: *mut c_void) {
+    guard((), || {
+        access().remove(&(fh as usize));
+        if let Some(api) = api() {
+            // SAFETY: any handle value is accepted.
+            unsafe { (api.handle_deregister)(fh) }
+        }
+    })
+}
+
+/// `cuFileRead` (`hipFileRead`): bytes read; -1 with `errno`; a negative status
+/// (`-CU_FILE_INVALID_FILE_OPEN_FLAG` for a file opened write-only).
+///
+/// # Safety
+/// As `hipFileRead`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileRead(
+    fh: *mut c_void,
+    base: *mut c_void,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+) -> isize {
+    guard(-(INTERNAL_ERROR as isize), || match api() {
+        None => UNSERVED_IO,
+        Some(_) if refused(fh, libc::O_WRONLY) => -(INVALID_FILE_OPEN_FLAG as isize),
+        // SAFETY: the caller's contract, which is hipFile's.
+        Some(api) => unsafe { (api.read)(fh, base, size, file_offset, buf_offset) },
+    })
+}
+
+/// `cuFileWrite` (`hipFileWrite`); `-CU_FILE_INVALID_FILE_OPEN_FLAG` for a file opened
+/// read-only.
+///
+/// # Safety
+/// As `hipFileWrite`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileWrite(
+    fh: *mut c_void,
+    base: *const c_void,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+) -> isize {
+    guard(-(INTERNAL_ERROR as isize), || match api() {
+        None => UNSERVED_IO,
+        Some(_) if refused(fh, libc::O_RDONLY) => -(INVALID_FILE_OPEN_FLAG as isize),
+        // SAFETY: the caller's contract, which is hipFile's.
+        Some(api) => unsafe { (api.write)(fh, base, size, file_offset, buf_offset) },
+    })
+}
+
+/// `cuFileReadAsync` (`hipFileReadAsync`; a `CUstream` is the runtime's stream);
+/// `CU_FILE_INVALID_FILE_OPEN_FLAG` for a file opened write-only.
+///
+/// # Safety
+/// As `hipFileReadAsync`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileReadAsync(
+    fh: *mut c_void,
+    base: *mut c_void,
+    size_p: *mut usize,
+    file_offset_p: *mut i64,
+    buf_offset_p: *mut i64,
+    bytes_read_p: *mut isize,
+    stream: *mut c_void,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(_) if refused(fh, libc::O_WRONLY) => CUfileError_t::op(INVALID_FILE_OPEN_FLAG),
+        // SAFETY: the caller's contract, which is hipFile's.
+        Some(api) => unsafe { (api.read_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_read_p, stream) },
+    })
+}
+
+/// `cuFileWriteAsync` (`hipFileWriteAsync`); `CU_FILE_INVALID_FILE_OPEN_FLAG` for a file
+/// opened read-only.
+///
+/// # Safety
+/// As `hipFileWriteAsync`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFileWriteAsync(
+    fh: *mut c_void,
+    base: *mut c_void,
+    size_p: *mut usize,
+    file_offset_p: *mut i64,
+    buf_offset_p: *mut i64,
+    bytes_written_p: *mut isize,
+    stream: *mut c_void,
+) -> CUfileError_t {
+    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+        None => UNSERVED,
+        Some(_) if refused(fh, libc::O_RDONLY) => CUfileError_t::op(INVALID_FILE_OPEN_FLAG),
+        // SAFETY: the caller's contract, which is hipFile's.
+        Some(api) => unsafe {
+            (api.write_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_written_p, stream)
+        },
     })
 }
 

@@ -248,6 +248,28 @@ static void driver_and_io(const char *dir) {
     EXPECT_ERR(cuFileStreamDeregister((CUstream)stream), CU_FILE_INVALID_VALUE);
     HIP_OK(hipStreamDestroy(stream));
 
+    /* A file opened write-only cannot be read, nor one opened read-only written: cuFile's
+     * code, before any I/O. */
+    int wronly = open(path, O_WRONLY), rdonly = open(path, O_RDONLY);
+    CHECK(wronly >= 0 && rdonly >= 0);
+    CUfileHandle_t wfh = NULL, rfh = NULL;
+    descr.handle.fd = wronly;
+    EXPECT_OK(cuFileHandleRegister(&wfh, &descr));
+    descr.handle.fd = rdonly;
+    EXPECT_OK(cuFileHandleRegister(&rfh, &descr));
+    CHECK(cuFileRead(wfh, dev2, 4096, 0, 0) == -CU_FILE_INVALID_FILE_OPEN_FLAG);
+    CHECK(cuFileWrite(rfh, dev2, 4096, 0, 0) == -CU_FILE_INVALID_FILE_OPEN_FLAG);
+    CHECK(cuFileWrite(wfh, dev, 4096, 0, 0) == 4096 && cuFileRead(rfh, dev2, 4096, 0, 0) == 4096);
+    size = 4096;
+    EXPECT_ERR(cuFileReadAsync(wfh, dev2, &size, &file_offset, &buf_offset, &bytes, NULL),
+               CU_FILE_INVALID_FILE_OPEN_FLAG);
+    EXPECT_ERR(cuFileWriteAsync(rfh, dev2, &size, &file_offset, &buf_offset, &written, NULL),
+               CU_FILE_INVALID_FILE_OPEN_FLAG);
+    cuFileHandleDeregister(wfh);
+    cuFileHandleDeregister(rfh);
+    close(wronly);
+    close(rdonly);
+
     EXPECT_OK(cuFileBufDeregister(dev));
     EXPECT_ERR(cuFileBufDeregister(dev), CU_FILE_MEMORY_NOT_REGISTERED);
     cuFileHandleDeregister(fh);
