@@ -605,7 +605,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
         drop(tx);
         self.work(&dev, &work);
-        for () in rx {}
+        while let Ok(()) = hipfile_core::pool::recv_soon(&rx) {}
         let mut results = work.results();
         if work.direction() == Direction::Write && self.settings.durable_writes {
             // One fdatasync per file that was written.
