@@ -12,7 +12,7 @@
 //! Where no `libhipfile.so.0` can be loaded, every call fails with
 //! `CU_FILE_PLATFORM_NOT_SUPPORTED` (`cuFileUseCount` is 0).
 //!
-//! No panic crosses the boundary: every export runs in [`guard`].
+//! No panic crosses the boundary: every export runs in `guard`.
 #![allow(non_snake_case, non_camel_case_types)]
 
 use std::collections::BTreeMap;
@@ -516,28 +516,28 @@ fn setter(call: impl FnOnce(&Api) -> CUfileError_t) -> CUfileError_t {
     })
 }
 
-/// `cuFileDriverSetPollMode`: staged for the next open (see [`setter`]).
+/// `cuFileDriverSetPollMode`: staged for the next open (accepted while the driver is open, changing nothing then).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileDriverSetPollMode(poll: bool, threshold_kb: usize) -> CUfileError_t {
     // SAFETY: plain values.
     setter(|api| unsafe { (api.set_poll_mode)(poll, threshold_kb) })
 }
 
-/// `cuFileDriverSetMaxDirectIOSize` (KiB): staged for the next open (see [`setter`]).
+/// `cuFileDriverSetMaxDirectIOSize` (KiB): staged for the next open (accepted while the driver is open, changing nothing then).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileDriverSetMaxDirectIOSize(kb: usize) -> CUfileError_t {
     // SAFETY: a plain value.
     setter(|api| unsafe { (api.set_max_direct_io)(kb) })
 }
 
-/// `cuFileDriverSetMaxCacheSize` (KiB): staged for the next open (see [`setter`]).
+/// `cuFileDriverSetMaxCacheSize` (KiB): staged for the next open (accepted while the driver is open, changing nothing then).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileDriverSetMaxCacheSize(kb: usize) -> CUfileError_t {
     // SAFETY: a plain value.
     setter(|api| unsafe { (api.set_max_cache)(kb) })
 }
 
-/// `cuFileDriverSetMaxPinnedMemSize` (KiB): staged for the next open (see [`setter`]).
+/// `cuFileDriverSetMaxPinnedMemSize` (KiB): staged for the next open (accepted while the driver is open, changing nothing then).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileDriverSetMaxPinnedMemSize(kb: usize) -> CUfileError_t {
     // SAFETY: a plain value.
