@@ -129,9 +129,9 @@ fn awake() -> std::time::Duration {
     })
 }
 
-/// `rx.recv()`, looking for a message for a while (200 µs on machines of 8 CPUs or more, yielding the CPU between looks)
-/// before sleeping on the channel. Calls that follow each other (a loop of reads) find their
-/// threads awake: on the H200 machine's virtual CPUs, waking a sleeping thread took a large
+/// `rx.recv()`, looking for a message for a while (200 µs on machines of 8 CPUs or more,
+/// yielding the CPU between looks) before sleeping on the channel. Calls that follow each
+/// other (a loop of reads) find their threads awake: on the H200 machine's virtual CPUs, waking a sleeping thread took a large
 /// part of a 16 MiB read's time.
 pub fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, mpsc::RecvError> {
     let (since, awake) = (std::time::Instant::now(), awake());
