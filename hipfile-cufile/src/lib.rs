@@ -373,6 +373,25 @@ fn refused(fh: *mut c_void, refusing: c_int) -> bool {
     access().get(&(fh as usize)) == Some(&refusing)
 }
 
+/// The results of a call on a registered file in its convention: no library to serve it, the
+/// file's access mode refusing it (`CU_FILE_INVALID_FILE_OPEN_FLAG`), a panic.
+type Outcomes<T> = (T, T, T);
+
+const IO_OUTCOMES: Outcomes<isize> = (UNSERVED_IO, -(INVALID_FILE_OPEN_FLAG as isize), -(INTERNAL_ERROR as isize));
+const STATUS_OUTCOMES: Outcomes<CUfileError_t> =
+    (UNSERVED, CUfileError_t::op(INVALID_FILE_OPEN_FLAG), CUfileError_t::op(INTERNAL_ERROR));
+
+/// `call` on file `fh`, unless `fh` was registered with the access mode `refusing` rules
+/// out (then the refusal, before any I/O).
+fn on_file<T: Copy>(fh: *mut c_void, refusing: c_int, outcomes: Outcomes<T>, call: impl FnOnce(&Api) -> T) -> T {
+    let (unserved, refused_by_mode, panicked) = outcomes;
+    guard(panicked, || match api() {
+        None => unserved,
+        Some(_) if refused(fh, refusing) => refused_by_mode,
+        Some(api) => call(api),
+    })
+}
+
 /// `cuFileHandleRegister` (`hipFileHandleRegister`), remembering the descriptor's access mode.
 ///
 /// # Safety
@@ -427,12 +446,8 @@ pub unsafe extern "C" fn cuFileRead(
     file_offset: i64,
     buf_offset: i64,
 ) -> isize {
-    guard(-(INTERNAL_ERROR as isize), || match api() {
-        None => UNSERVED_IO,
-        Some(_) if refused(fh, libc::O_WRONLY) => -(INVALID_FILE_OPEN_FLAG as isize),
-        // SAFETY: the caller's contract, which is hipFile's.
-        Some(api) => unsafe { (api.read)(fh, base, size, file_offset, buf_offset) },
-    })
+    // SAFETY: the caller's contract, which is hipFile's.
+    on_file(fh, libc::O_WRONLY, IO_OUTCOMES, |api| unsafe { (api.read)(fh, base, size, file_offset, buf_offset) })
 }
 
 /// `cuFileWrite` (`hipFileWrite`); `-CU_FILE_INVALID_FILE_OPEN_FLAG` for a file opened
@@ -448,12 +463,8 @@ pub unsafe extern "C" fn cuFileWrite(
     file_offset: i64,
     buf_offset: i64,
 ) -> isize {
-    guard(-(INTERNAL_ERROR as isize), || match api() {
-        None => UNSERVED_IO,
-        Some(_) if refused(fh, libc::O_RDONLY) => -(INVALID_FILE_OPEN_FLAG as isize),
-        // SAFETY: the caller's contract, which is hipFile's.
-        Some(api) => unsafe { (api.write)(fh, base, size, file_offset, buf_offset) },
-    })
+    // SAFETY: the caller's contract, which is hipFile's.
+    on_file(fh, libc::O_RDONLY, IO_OUTCOMES, |api| unsafe { (api.write)(fh, base, size, file_offset, buf_offset) })
 }
 
 /// `cuFileReadAsync` (`hipFileReadAsync`; a `CUstream` is the runtime's stream);
@@ -471,11 +482,9 @@ pub unsafe extern "C" fn cuFileReadAsync(
     bytes_read_p: *mut isize,
     stream: *mut c_void,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
-        None => UNSERVED,
-        Some(_) if refused(fh, libc::O_WRONLY) => CUfileError_t::op(INVALID_FILE_OPEN_FLAG),
-        // SAFETY: the caller's contract, which is hipFile's.
-        Some(api) => unsafe { (api.read_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_read_p, stream) },
+    // SAFETY: the caller's contract, which is hipFile's.
+    on_file(fh, libc::O_WRONLY, STATUS_OUTCOMES, |api| unsafe {
+        (api.read_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_read_p, stream)
     })
 }
 
@@ -494,13 +503,9 @@ pub unsafe extern "C" fn cuFileWriteAsync(
     bytes_written_p: *mut isize,
     stream: *mut c_void,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
-        None => UNSERVED,
-        Some(_) if refused(fh, libc::O_RDONLY) => CUfileError_t::op(INVALID_FILE_OPEN_FLAG),
-        // SAFETY: the caller's contract, which is hipFile's.
-        Some(api) => unsafe {
-            (api.write_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_written_p, stream)
-        },
+    // SAFETY: the caller's contract, which is hipFile's.
+    on_file(fh, libc::O_RDONLY, STATUS_OUTCOMES, |api| unsafe {
+        (api.write_async)(fh, base, size_p, file_offset_p, buf_offset_p, bytes_written_p, stream)
     })
 }
 
