@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError};
-use hipfile_runtime::DeviceProp;
+use hipfile_runtime::{DeviceProp, DevicePropR0600};
 
 use crate::{call, gpu, put, stream};
 
@@ -442,6 +442,20 @@ fn properties(device: c_int) -> Result<DeviceProp, HipError> {
 pub unsafe extern "C" fn hipGetDeviceProperties(prop: *mut DeviceProp, device: c_int) -> c_int {
     call(|| {
         let props = properties(device)?;
+        // SAFETY: the caller's contract.
+        unsafe { put(prop, props) }
+    })
+}
+
+/// `hipGetDevicePropertiesR0600`: the call HIP 6's headers make of `hipGetDeviceProperties`,
+/// the same device in HIP 6's `hipDeviceProp_tR0600`.
+///
+/// # Safety
+/// `prop` must be null or point to a writable `hipDeviceProp_tR0600`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut DevicePropR0600, device: c_int) -> c_int {
+    call(|| {
+        let props = DevicePropR0600::from(&properties(device)?);
         // SAFETY: the caller's contract.
         unsafe { put(prop, props) }
     })

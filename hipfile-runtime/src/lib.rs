@@ -33,7 +33,7 @@ mod loader;
 pub mod runtime;
 
 pub use ais::{AmdFileHandle, AmdFileIo};
-pub use device::{DeviceProp, device_attribute_v5};
+pub use device::{DeviceProp, DevicePropR0600, device_attribute_v5};
 pub(crate) use loader::Library;
 pub use loader::LoadError;
 pub use runtime::{

@@ -73,6 +73,22 @@ int main(void)
         HIP_OK(hipDeviceGetAttribute(&v, attrs[i].attr, 0));
         CHECK(v == attrs[i].expected);
     }
+    /* The same device as HIP 6's headers ask for it: hipGetDeviceProperties is
+     * hipGetDevicePropertiesR0600 there, filling hipDeviceProp_tR0600 (1472 bytes; read here at
+     * that layout's offsets: name 0, totalGlobalMem 288, warpSize 308, gcnArchName 1160). */
+    extern hipError_t hipGetDevicePropertiesR0600(void *prop, int device);
+    static unsigned char r0600[1472 + 64];
+    memset(r0600, 0xee, sizeof r0600);
+    HIP_OK(hipGetDevicePropertiesR0600(r0600, 0));
+    size_t total_r0600;
+    int warp_r0600;
+    memcpy(&total_r0600, r0600 + 288, sizeof total_r0600);
+    memcpy(&warp_r0600, r0600 + 308, sizeof warp_r0600);
+    CHECK(strcmp((const char *)r0600, prop.name) == 0 && total_r0600 == prop.totalGlobalMem);
+    CHECK(warp_r0600 == prop.warpSize && strcmp((const char *)r0600 + 1160, prop.gcnArchName) == 0);
+    CHECK(r0600[1472] == 0xee); /* nothing written past the structure */
+    EXPECT_HIP(hipGetDevicePropertiesR0600(r0600, 99), hipErrorInvalidDevice);
+    EXPECT_HIP(hipGetDevicePropertiesR0600(NULL, 0), hipErrorInvalidValue);
     int unused = 0;
     EXPECT_HIP(hipGetDeviceProperties(&prop, 99), hipErrorInvalidDevice);
     EXPECT_HIP(hipGetDeviceProperties(&prop, -1), hipErrorInvalidDevice);
