@@ -38,6 +38,8 @@ struct Alloc {
     size: usize,
     device: i32,
     kind: Kind,
+    /// Device memory from `hipMallocManaged`: reported as managed, reachable from the host.
+    managed: bool,
     /// Where the bytes are: the address handed out, or for guarded device memory the
     /// allocation behind it.
     view: usize,
@@ -197,7 +199,7 @@ impl MockGpu {
         &self.faults
     }
 
-    fn allocate(&self, len: usize, kind: Kind, guard: bool) -> Result<usize, HipError> {
+    fn allocate(&self, len: usize, kind: Kind, guard: bool, managed: bool) -> Result<usize, HipError> {
         if len == 0 {
             return Ok(0); // as hipMalloc: success and a null pointer
         }
@@ -221,7 +223,7 @@ impl MockGpu {
         } else {
             view
         };
-        lock(&self.allocs).insert(handed, Alloc { size: len, device, kind, view });
+        lock(&self.allocs).insert(handed, Alloc { size: len, device, kind, managed, view });
         Ok(handed)
     }
 
@@ -242,13 +244,13 @@ impl MockGpu {
     /// `hipMalloc`: device memory on the current device, zero-filled (out of the host's
     /// reach on a guarded mock).
     pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
-        self.allocate(len, Kind::Device, self.guarded)
+        self.allocate(len, Kind::Device, self.guarded, false)
     }
 
     /// `hipMallocManaged`: device memory on the current device that the host reaches too,
-    /// guarded mock or not.
+    /// guarded mock or not, reported as managed memory.
     pub fn malloc_managed(&self, len: usize) -> Result<usize, HipError> {
-        self.allocate(len, Kind::Device, false)
+        self.allocate(len, Kind::Device, false, true)
     }
 
     /// `hipFree`.
@@ -432,7 +434,11 @@ impl GpuRuntime for MockGpu {
         let allocs = lock(&self.allocs);
         Ok(match allocs.range(..=addr).next_back() {
             Some((&base, a)) if addr < base + a.size => PointerInfo {
-                memory_type: if a.kind == Kind::Device { MemoryType::Device } else { MemoryType::Host },
+                memory_type: match (a.kind, a.managed) {
+                    (Kind::Device, true) => MemoryType::Managed,
+                    (Kind::Device, false) => MemoryType::Device,
+                    _ => MemoryType::Host,
+                },
                 device: a.device,
                 base,
                 size: a.size,
@@ -539,7 +545,7 @@ impl GpuRuntime for MockGpu {
     }
 
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
-        self.allocate(len, Kind::PinnedHost, false).map(|a| a as *mut u8)
+        self.allocate(len, Kind::PinnedHost, false, false).map(|a| a as *mut u8)
     }
 
     unsafe fn host_free(&self, ptr: *mut u8) -> Result<(), HipError> {
@@ -558,7 +564,7 @@ impl GpuRuntime for MockGpu {
         if overlaps {
             return Err(HipError(712)); // hipErrorHostMemoryAlreadyRegistered
         }
-        allocs.insert(addr, Alloc { size: len, device, kind: Kind::RegisteredHost, view: addr });
+        allocs.insert(addr, Alloc { size: len, device, kind: Kind::RegisteredHost, managed: false, view: addr });
         Ok(())
     }
 
@@ -652,6 +658,7 @@ mod tests {
         assert_eq!(gpu.pointer_info(dev + 5).unwrap().memory_type, MemoryType::Device);
         let managed = gpu.malloc_managed(64).unwrap();
         assert_eq!(gpu.device_view(managed, 64).unwrap(), managed, "managed memory is the host's too");
+        assert_eq!(gpu.pointer_info(managed + 8).unwrap().memory_type, MemoryType::Managed);
         gpu.free(dev).unwrap();
         gpu.free(managed).unwrap();
         assert_eq!(gpu.device_view(dev, 1), Err(HipError::INVALID_VALUE));

@@ -312,7 +312,17 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
                 is_managed: 0,
                 allocation_flags: 0,
             },
-            MemoryType::Unregistered | MemoryType::Managed if hip6() && !ptr.is_null() => PointerAttributes {
+            // Managed memory: HIP 6 says so in `type`, HIP 5 reports device memory; both set
+            // `isManaged`, and the host reaches it at the same address.
+            MemoryType::Managed => PointerAttributes {
+                memory_type: if hip6() { memory_type_v6::MANAGED } else { device },
+                device: info.device,
+                device_pointer: p,
+                host_pointer: p,
+                is_managed: 1,
+                allocation_flags: 0,
+            },
+            MemoryType::Unregistered if hip6() && !ptr.is_null() => PointerAttributes {
                 memory_type: memory_type_v6::UNREGISTERED,
                 device: -1,
                 device_pointer: std::ptr::null_mut(),
@@ -320,7 +330,7 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
                 is_managed: 0,
                 allocation_flags: 0,
             },
-            MemoryType::Unregistered | MemoryType::Managed => return Err(HipError::INVALID_VALUE),
+            MemoryType::Unregistered => return Err(HipError::INVALID_VALUE),
         };
         // SAFETY: the caller's contract.
         unsafe { put(attributes, attr) }

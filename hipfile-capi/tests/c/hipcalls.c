@@ -255,6 +255,11 @@ int main(void)
     managed[0] = 7;
     HIP_OK(hipMemcpyDtoH(host, managed, 4));
     CHECK(host[0] == 7);
+    /* Its attributes: HIP 6 says managed (3) in the type, HIP 5 device memory; both isManaged,
+     * one address for both sides. */
+    HIP_OK(hipPointerGetAttributes(&pa, managed + 10));
+    CHECK((int)pa.memoryType == (hip6 ? 3 : 1) && pa.isManaged == 1 && pa.device == 0);
+    CHECK(pa.devicePointer == (void *)(managed + 10) && pa.hostPointer == (void *)(managed + 10));
     EXPECT_HIP(hipMallocManaged((void **)&managed, 4096, 4), hipErrorInvalidValue);
     HIP_OK(hipFree(managed));
 
