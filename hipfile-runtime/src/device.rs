@@ -2,8 +2,8 @@
 //! `hipDeviceAttribute_t`, as the mock HIP runtime answers `hipGetDeviceProperties` and
 //! `hipDeviceGetAttribute` (docs/mockhip.md). `tests/hip_abi.rs` checks both against HIP's
 //! header. And HIP 6's description, `hipDeviceProp_tR0600`, for programs built with HIP 6's
-//! headers (no HIP 6 header here to check it against: its size and the offset of
-//! `gcnArchName`, published figures of ROCm 6, are checked below).
+//! headers (CI has no HIP 6 header to check it against: its size and field offsets, measured
+//! with ROCm 6.3's header, are checked below).
 
 use std::ffi::{c_char, c_int, c_uint};
 
@@ -71,7 +71,7 @@ pub struct DeviceProp {
 }
 
 /// `hipDeviceProp_tR0600` of HIP 6 (what `hipGetDevicePropertiesR0600` fills, the name HIP 6's
-/// headers give `hipGetDeviceProperties`), field for field: 1472 bytes, `gcnArchName` at 1160.
+/// headers give `hipGetDeviceProperties`), field for field: 1472 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 #[allow(missing_docs)] // each field is the header's of the same name, in snake case
@@ -306,10 +306,33 @@ mod r0600_tests {
     use super::*;
 
     #[test]
-    fn hip_6s_layout_has_its_published_size_and_arch_name_offset() {
+    fn hip_6s_layout_has_its_published_size_and_offsets() {
+        // Measured with ROCm 6.3's `hip_runtime_api.h` (`offsetof(hipDeviceProp_t, ...)`).
+        use std::mem::offset_of;
         assert_eq!(std::mem::size_of::<DevicePropR0600>(), 1472);
-        assert_eq!(std::mem::offset_of!(DevicePropR0600, gcn_arch_name), 1160);
-        assert_eq!(std::mem::offset_of!(DevicePropR0600, total_global_mem), 288);
+        let offsets = [
+            (offset_of!(DevicePropR0600, total_global_mem), 288),
+            (offset_of!(DevicePropR0600, warp_size), 308),
+            (offset_of!(DevicePropR0600, max_texture_1d), 408),
+            (offset_of!(DevicePropR0600, surface_alignment), 568),
+            (offset_of!(DevicePropR0600, pci_bus_id), 584),
+            (offset_of!(DevicePropR0600, shared_mem_per_multiprocessor), 640),
+            (offset_of!(DevicePropR0600, shared_mem_per_block_optin), 696),
+            (offset_of!(DevicePropR0600, reserved_shared_mem_per_block), 720),
+            (offset_of!(DevicePropR0600, gpu_direct_rdma_flush_writes_options), 752),
+            (offset_of!(DevicePropR0600, reserved), 780),
+            (offset_of!(DevicePropR0600, hip_reserved), 1032),
+            (offset_of!(DevicePropR0600, gcn_arch_name), 1160),
+            (offset_of!(DevicePropR0600, max_shared_memory_per_multi_processor), 1416),
+            (offset_of!(DevicePropR0600, clock_instruction_rate), 1424),
+            (offset_of!(DevicePropR0600, arch), 1428),
+            (offset_of!(DevicePropR0600, hdp_mem_flush_cntl), 1432),
+            (offset_of!(DevicePropR0600, is_large_bar), 1464),
+            (offset_of!(DevicePropR0600, asic_revision), 1468),
+        ];
+        for (i, (ours, hips)) in offsets.into_iter().enumerate() {
+            assert_eq!(ours, hips, "field {i}");
+        }
     }
 }
 
