@@ -141,6 +141,13 @@ impl Batches {
         (section, map)
     }
 
+    /// Forgets every batch, each canceled as `hipFileBatchIODestroy` cancels it (the driver's
+    /// last close, semantics §2): entries not started never run, running ones are waited for.
+    pub(crate) fn forget_all(&self) {
+        let all: Vec<Arc<Batch>> = self.registry().1.drain().map(|(_, batch)| batch).collect();
+        all.iter().for_each(|batch| cancel(batch));
+    }
+
     /// Ends the batch threads (idle once the driver has closed); the next submission starts them.
     pub(crate) fn stop_threads(&self) {
         self.runner.stop();

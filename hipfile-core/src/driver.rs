@@ -479,6 +479,8 @@ impl<P: Platform> Driver<P> {
                 self.stats.registered_bytes(b.device, -(b.len as i64)); // dropped unregistered
             }
             drop(state); // I/O in flight may need it to finish
+            // Batches end with the driver, as upstream's and cuFile's do (semantics §2).
+            self.batches.forget_all();
             open.retire();
             // Nothing of the library runs once the last close returns (semantics §2): the idle
             // batch and stream threads end (the next use starts them again), and so does the

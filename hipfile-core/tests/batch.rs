@@ -211,14 +211,22 @@ fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
     unsafe { d.batch_submit(b, &reads) }.unwrap();
     d.batch_destroy(b);
     assert_untouched(&gpu, dev, 64 * OP, Duration::from_millis(50), "the destroy");
-    // Closing the driver with entries queued waits for them (they hold the file), never hangs.
+    // Closing the driver with entries queued ends the batch as a destroy does (entries not
+    // started never run, running ones are waited for: they hold the file), never hangs; the
+    // batch is gone afterwards.
     let b = d.batch_setup(64).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     unsafe { d.batch_submit(b, &reads) }.unwrap();
     d.close().unwrap();
     assert_eq!(d.use_count(), 0);
-    let events = d.batch_status(b, 64, 64, Some(Duration::from_secs(10))).unwrap();
-    assert_eq!(events.len(), 64, "the entries queued before the close still finished");
+    assert_untouched(&gpu, dev, 64 * OP, Duration::from_millis(50), "the close");
+    assert_eq!(d.batch_status(b, 1, 64, Some(Duration::from_secs(1))).unwrap_err(), OpError::InvalidValue.into());
+    // A batch set up while the driver is closed lives until the next last close.
+    let early = d.batch_setup(4).unwrap();
+    d.open().unwrap();
+    assert!(d.batch_status(early, 0, 4, Some(Duration::ZERO)).unwrap().is_empty());
+    d.close().unwrap();
+    assert!(d.batch_status(early, 0, 4, Some(Duration::ZERO)).is_err());
 }
 
 #[test]

@@ -1365,6 +1365,11 @@ impl Run<'_> {
                         self.stale_handles.extend(f.handle.take());
                     }
                     self.allocs.iter_mut().for_each(|a| a.registered = None);
+                    // Batches end with the driver (semantics §2), as a destroy ends them.
+                    for batch in std::mem::take(&mut self.batches) {
+                        self.dropped(batch.pending.into_values());
+                        self.stale_batches.push(batch.id);
+                    }
                 }
             }
         }
