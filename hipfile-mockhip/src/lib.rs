@@ -197,14 +197,27 @@ pub extern "C" fn hipFree(ptr: *mut c_void) -> c_int {
     call(|| gpu().free(ptr as usize))
 }
 
-/// `hipHostMalloc`: pinned host memory.
+/// `hipHostMalloc`'s flags: `Portable`, `Mapped`, `WriteCombined`, HIP 6's `Uncached`,
+/// `NumaUser`, `Coherent` and `NonCoherent` (every pinned allocation here is all of them that
+/// make sense together).
+const HOST_MALLOC_FLAGS: c_uint = 0x1 | 0x2 | 0x4 | 0x1000_0000 | 0x2000_0000 | 0x4000_0000 | 0x8000_0000;
+
+/// `hipHostMallocCoherent | hipHostMallocNonCoherent`: asking for both is an error.
+const COHERENT_AND_NOT: c_uint = 0x4000_0000 | 0x8000_0000;
+
+/// `hipHostRegister`'s flags: `Portable`, `Mapped`, `IoMemory`, `ReadOnly` (HIP 5.2's
+/// `hipExtHostRegisterCoarseGrained` has its value) and HIP 6's coarse-grained flag.
+const HOST_REGISTER_FLAGS: c_uint = 0x1 | 0x2 | 0x4 | 0x8 | 0x10;
+
+/// `hipHostMalloc`: pinned host memory. Flags outside [`HOST_MALLOC_FLAGS`], or both
+/// coherent and non-coherent, are `hipErrorInvalidValue`, as HIP's.
 ///
 /// # Safety
 /// `ptr` must be null or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, _flags: c_uint) -> c_int {
+pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> c_int {
     call(|| {
-        if ptr.is_null() {
+        if ptr.is_null() || flags & !HOST_MALLOC_FLAGS != 0 || flags & COHERENT_AND_NOT == COHERENT_AND_NOT {
             return Err(HipError::INVALID_VALUE);
         }
         let p = gpu().host_alloc(size)?;
@@ -223,14 +236,20 @@ pub unsafe extern "C" fn hipHostFree(ptr: *mut c_void) -> c_int {
     call(|| unsafe { gpu().host_free(ptr.cast()) })
 }
 
-/// `hipHostRegister`.
+/// `hipHostRegister`: flags outside [`HOST_REGISTER_FLAGS`] are `hipErrorInvalidValue`; a
+/// range already registered `hipErrorHostMemoryAlreadyRegistered`.
 ///
 /// # Safety
 /// `[ptr, ptr + size)` must be host memory that outlives the registration.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipHostRegister(ptr: *mut c_void, size: usize, _flags: c_uint) -> c_int {
-    // SAFETY: the caller's contract.
-    call(|| unsafe { gpu().host_register(ptr.cast(), size) })
+pub unsafe extern "C" fn hipHostRegister(ptr: *mut c_void, size: usize, flags: c_uint) -> c_int {
+    call(|| {
+        if flags & !HOST_REGISTER_FLAGS != 0 {
+            return Err(HipError::INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { gpu().host_register(ptr.cast(), size) }
+    })
 }
 
 /// `hipHostUnregister`.

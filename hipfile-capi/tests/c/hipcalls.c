@@ -219,6 +219,18 @@ int main(void)
     HIP_OK(hipPointerGetAttributes(&pa, (char *)dev + 10));
     CHECK((int)pa.memoryType == (hip6 ? 2 : 1) && pa.device == 0);
     void *pinned = NULL;
+    /* Flags: HIP's set, not both coherent and not; unknown ones refused. */
+    void *flagged = NULL;
+    HIP_OK(hipHostMalloc(&flagged, 64, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent));
+    HIP_OK(hipHostFree(flagged));
+    EXPECT_HIP(hipHostMalloc(&flagged, 64, hipHostMallocCoherent | hipHostMallocNonCoherent), hipErrorInvalidValue);
+    EXPECT_HIP(hipHostMalloc(&flagged, 64, 0x100), hipErrorInvalidValue);
+    static char registrable[8192];
+    EXPECT_HIP(hipHostRegister(registrable, sizeof registrable, 0x100), hipErrorInvalidValue);
+    HIP_OK(hipHostRegister(registrable, sizeof registrable, hipHostRegisterPortable | hipHostRegisterMapped));
+    EXPECT_HIP(hipHostRegister(registrable, sizeof registrable, 0), hipErrorHostMemoryAlreadyRegistered);
+    HIP_OK(hipHostUnregister(registrable));
+    EXPECT_HIP(hipHostUnregister(registrable), hipErrorHostMemoryNotRegistered);
     HIP_OK(hipHostMalloc(&pinned, 64, 0));
     HIP_OK(hipPointerGetAttributes(&pa, pinned));
     CHECK((int)pa.memoryType == (hip6 ? 1 : 0) && pa.hostPointer == pinned);
