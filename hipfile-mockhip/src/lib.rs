@@ -209,7 +209,7 @@ const COHERENT_AND_NOT: c_uint = 0x4000_0000 | 0x8000_0000;
 /// `hipExtHostRegisterCoarseGrained` has its value) and HIP 6's coarse-grained flag.
 const HOST_REGISTER_FLAGS: c_uint = 0x1 | 0x2 | 0x4 | 0x8 | 0x10;
 
-/// `hipHostMalloc`: pinned host memory. Flags outside [`HOST_MALLOC_FLAGS`], or both
+/// `hipHostMalloc`: pinned host memory. Flags other than the ones HIP defines, or both
 /// coherent and non-coherent, are `hipErrorInvalidValue`, as HIP's.
 ///
 /// # Safety
@@ -236,7 +236,7 @@ pub unsafe extern "C" fn hipHostFree(ptr: *mut c_void) -> c_int {
     call(|| unsafe { gpu().host_free(ptr.cast()) })
 }
 
-/// `hipHostRegister`: flags outside [`HOST_REGISTER_FLAGS`] are `hipErrorInvalidValue`; a
+/// `hipHostRegister`: flags other than the ones HIP defines are `hipErrorInvalidValue`; a
 /// range already registered `hipErrorHostMemoryAlreadyRegistered`.
 ///
 /// # Safety
