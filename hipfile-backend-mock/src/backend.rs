@@ -44,14 +44,16 @@ pub struct MockEngine {
 pub type MockP2p = P2p<MockEngine>;
 
 impl MockEngine {
-    /// An engine moving bytes into `gpu`'s memory.
+    /// An engine moving bytes into `gpu`'s memory, which must not be guarded (its device
+    /// memory is then host memory the engine reaches).
     pub fn new(gpu: &MockGpu) -> Self {
-        // SAFETY: MockGpu device memory is host memory.
+        assert!(!gpu.is_guarded(), "a guarded mock GPU's device memory is out of the host's reach");
+        // SAFETY: an unguarded MockGpu's device memory is host memory.
         unsafe { Self::host_addressable(Arc::clone(gpu.faults())) }
     }
 
-    /// An engine for a platform whose device memory the host can address (the mock HIP
-    /// runtime seen through the HIP loader), with file faults from `faults`.
+    /// An engine for a platform whose device memory the host can address (the in-process
+    /// mock GPU, unguarded), with file faults from `faults`.
     ///
     /// # Safety
     /// Every device range in a request this engine is given must be host memory, valid for

@@ -174,6 +174,16 @@ impl std::fmt::Debug for MockGpu {
 impl MockGpu {
     /// A mock GPU with `devices` devices (at least one).
     pub fn new(devices: i32) -> Arc<MockGpu> {
+        Self::build(devices, false)
+    }
+
+    /// A mock GPU whose device memory the host cannot touch (see the module's notes); managed
+    /// memory ([`MockGpu::malloc_managed`]) stays reachable from both sides.
+    pub fn guarded(devices: i32) -> Arc<MockGpu> {
+        Self::build(devices, true)
+    }
+
+    fn build(devices: i32, guarded: bool) -> Arc<MockGpu> {
         Arc::new(MockGpu {
             devices: devices.max(1),
             allocs: Mutex::new(BTreeMap::new()),
@@ -182,16 +192,13 @@ impl MockGpu {
             next_stream: AtomicUsize::new(1),
             events: Mutex::new(HashMap::new()),
             faults: Arc::new(Faults::default()),
-            guarded: false,
+            guarded,
         })
     }
 
-    /// A mock GPU whose device memory the host cannot touch (see the module's notes); managed
-    /// memory ([`MockGpu::malloc_managed`]) stays reachable from both sides.
-    pub fn guarded(devices: i32) -> Arc<MockGpu> {
-        let mut gpu = Arc::into_inner(Self::new(devices)).expect("just made");
-        gpu.guarded = true;
-        Arc::new(gpu)
+    /// Whether device memory is out of the host's reach ([`MockGpu::guarded`]).
+    pub fn is_guarded(&self) -> bool {
+        self.guarded
     }
 
     /// The faults armed on this GPU and the data paths built on it.
@@ -199,7 +206,7 @@ impl MockGpu {
         &self.faults
     }
 
-    fn allocate(&self, len: usize, kind: Kind, guard: bool, managed: bool) -> Result<usize, HipError> {
+    fn allocate(&self, len: usize, kind: Kind, managed: bool) -> Result<usize, HipError> {
         if len == 0 {
             return Ok(0); // as hipMalloc: success and a null pointer
         }
@@ -211,7 +218,7 @@ impl MockGpu {
             return Err(HipError::OUT_OF_MEMORY);
         }
         let view = ptr as usize;
-        let handed = if guard {
+        let handed = if self.guarded && kind == Kind::Device && !managed {
             match no_access(len) {
                 Some(addr) => addr,
                 None => {
@@ -244,13 +251,13 @@ impl MockGpu {
     /// `hipMalloc`: device memory on the current device, zero-filled (out of the host's
     /// reach on a guarded mock).
     pub fn malloc(&self, len: usize) -> Result<usize, HipError> {
-        self.allocate(len, Kind::Device, self.guarded, false)
+        self.allocate(len, Kind::Device, false)
     }
 
     /// `hipMallocManaged`: device memory on the current device that the host reaches too,
     /// guarded mock or not, reported as managed memory.
     pub fn malloc_managed(&self, len: usize) -> Result<usize, HipError> {
-        self.allocate(len, Kind::Device, false, true)
+        self.allocate(len, Kind::Device, true)
     }
 
     /// `hipFree`.
@@ -274,11 +281,7 @@ impl MockGpu {
 
     /// Where the bytes at `addr` are: a device address's view, any other address itself.
     fn view_of(&self, addr: usize) -> usize {
-        let allocs = lock(&self.allocs);
-        match allocs.range(..=addr).next_back() {
-            Some((base, a)) if a.kind == Kind::Device && addr < base + a.size => a.view + (addr - base),
-            _ => addr,
-        }
+        self.device_view(addr, 1).unwrap_or(addr)
     }
 
     /// Copies device memory out to `dst` (a test's view of GPU memory; not counted as a copy).
@@ -545,7 +548,7 @@ impl GpuRuntime for MockGpu {
     }
 
     fn host_alloc(&self, len: usize) -> Result<*mut u8, HipError> {
-        self.allocate(len, Kind::PinnedHost, false, false).map(|a| a as *mut u8)
+        self.allocate(len, Kind::PinnedHost, false).map(|a| a as *mut u8)
     }
 
     unsafe fn host_free(&self, ptr: *mut u8) -> Result<(), HipError> {

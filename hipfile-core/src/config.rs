@@ -2,6 +2,8 @@
 //! `HIPFILE_*` variables. Nothing reads the environment on an I/O path.
 
 use crate::error::{ConfigError, Error, Result};
+use crate::params::SizeParam::{MaxDevicePinnedMemSizeKb, MaxDirectIoSizeKb, MaxIoQueueDepth, MaxIoThreads};
+use crate::params::size_accepted;
 use crate::stream::StreamSignal;
 
 /// Which family of backends the driver uses (`HIPFILE_BACKEND`).
@@ -196,15 +198,17 @@ impl Config {
                 .transpose()
         };
         let b = &mut config.bounce;
-        if let Some(n) = number("HIPFILE_BOUNCE_THREADS", "0 (automatic) to 256", |n| n <= 256)? {
+        if let Some(n) = number("HIPFILE_BOUNCE_THREADS", "0 (automatic) to 256", |n| size_accepted(MaxIoThreads, n))? {
             b.threads = n;
         }
         if let Some(kib) = number("HIPFILE_BOUNCE_CHUNK_KIB", "a multiple of 4 from 64 to 262144", |k| {
-            (64..=256 << 10).contains(&k) && k % 4 == 0
+            size_accepted(MaxDirectIoSizeKb, k)
         })? {
             b.chunk = kib << 10;
         }
-        if let Some(mib) = number("HIPFILE_BOUNCE_MEMORY_MIB", "1 to 1048576", |m| (1..=1 << 20).contains(&m))? {
+        if let Some(mib) = number("HIPFILE_BOUNCE_MEMORY_MIB", "1 to 1048576", |m| {
+            m.checked_mul(1024).is_some_and(|kib| size_accepted(MaxDevicePinnedMemSizeKb, kib))
+        })? {
             b.memory_limit = mib << 20;
         }
         if let Some(value) = get("HIPFILE_STREAM_SIGNAL") {
@@ -225,7 +229,7 @@ impl Config {
             }
             config.stats_level = digits.parse::<u64>().map_or(3, |n| n.min(3) as usize);
         }
-        if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| (1..=1024).contains(&n))? {
+        if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| size_accepted(MaxIoQueueDepth, n))? {
             b.direct_streams = n;
         }
         Ok(config)

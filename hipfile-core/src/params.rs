@@ -190,6 +190,13 @@ pub fn size_range(p: SizeParam) -> std::ops::RangeInclusive<usize> {
     }
 }
 
+/// Whether size parameter `p` takes `v`: inside its [`size_range`], and for
+/// `MaxDirectIOSizeKB` a multiple of 4 (the bounce chunk is whole pages). The `HIPFILE_*`
+/// variables that set the same things take the same values.
+pub(crate) fn size_accepted(p: SizeParam, v: usize) -> bool {
+    size_range(p).contains(&v) && (p != SizeParam::MaxDirectIoSizeKb || v.is_multiple_of(4))
+}
+
 fn invalid<T>() -> Result<T> {
     Err(OpError::InvalidValue.into())
 }
@@ -214,18 +221,20 @@ impl Config {
         }
     }
 
-    /// Sets a size parameter; out of its [`size_range`] (or, for `MaxDirectIOSizeKB`, not a
-    /// multiple of 4) is `hipFileInvalidValue` (and changes nothing).
+    /// Sets a size parameter; a value it does not take (`size_accepted`) is
+    /// `hipFileInvalidValue` (and changes nothing).
     pub fn set_size_parameter(&mut self, p: SizeParam, v: usize) -> Result<()> {
         use SizeParam::*;
-        let fits = |ok: bool| if ok && size_range(p).contains(&v) { Ok(v) } else { invalid() };
+        if !size_accepted(p, v) {
+            return invalid();
+        }
         match p {
-            ProfileStats => self.stats_level = fits(true)?,
-            MaxIoQueueDepth => self.bounce.direct_streams = fits(true)?,
-            MaxIoThreads => self.bounce.threads = fits(true)?,
-            MaxDirectIoSizeKb => self.bounce.chunk = fits(v.is_multiple_of(4))? << 10,
-            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = fits(true)? << 10,
-            IoBatchsize => self.batch_size = fits(true)?,
+            ProfileStats => self.stats_level = v,
+            MaxIoQueueDepth => self.bounce.direct_streams = v,
+            MaxIoThreads => self.bounce.threads = v,
+            MaxDirectIoSizeKb => self.bounce.chunk = v << 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = v << 10,
+            IoBatchsize => self.batch_size = v,
             MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
             MaxRequestParallelism => self.kept.max_request_parallelism = v,
             MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb = v,

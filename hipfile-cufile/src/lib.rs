@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 /// cuFile's result: a status and the GPU runtime's error.
 #[repr(C)]
@@ -184,6 +184,8 @@ macro_rules! hipfile_api {
 
 const UNSERVED: CUfileError_t = CUfileError_t::op(PLATFORM_NOT_SUPPORTED);
 const UNSERVED_IO: isize = -(PLATFORM_NOT_SUPPORTED as isize);
+/// What a call answers when this library panicked (it never unwinds into C).
+const PANICKED: CUfileError_t = CUfileError_t::op(INTERNAL_ERROR);
 
 hipfile_api! {
     passed {
@@ -324,7 +326,7 @@ pub unsafe extern "C" fn cuFileGetVersion(version: *mut c_int) -> CUfileError_t 
 /// `props` must be null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+    guard(PANICKED, || {
         let Some(api) = api() else { return UNSERVED };
         if props.is_null() {
             return CUfileError_t::op(INVALID_VALUE);
@@ -361,16 +363,17 @@ const INVALID_FILE_OPEN_FLAG: c_int = 5019;
 /// when it was registered: cuFile refuses a read of a file opened write-only, and a write of
 /// one opened read-only, with `CU_FILE_INVALID_FILE_OPEN_FLAG` before any I/O (KvikIO's tests
 /// expect it), where hipFile's calls meet the system's `EBADF`.
-static ACCESS: Mutex<BTreeMap<usize, c_int>> = Mutex::new(BTreeMap::new());
+/// Read by every `cuFileRead` and `cuFileWrite`, written only by (de)registrations.
+static ACCESS: RwLock<BTreeMap<usize, c_int>> = RwLock::new(BTreeMap::new());
 
-fn access() -> std::sync::MutexGuard<'static, BTreeMap<usize, c_int>> {
-    ACCESS.lock().unwrap_or_else(|p| p.into_inner())
+fn access_mut() -> std::sync::RwLockWriteGuard<'static, BTreeMap<usize, c_int>> {
+    ACCESS.write().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Whether `fh` is registered with an access mode that refuses `direction` (`O_WRONLY` for a
 /// read, `O_RDONLY` for a write).
 fn refused(fh: *mut c_void, refusing: c_int) -> bool {
-    access().get(&(fh as usize)) == Some(&refusing)
+    ACCESS.read().unwrap_or_else(|p| p.into_inner()).get(&(fh as usize)) == Some(&refusing)
 }
 
 /// The results of a call on a registered file in its convention: no library to serve it, the
@@ -378,8 +381,7 @@ fn refused(fh: *mut c_void, refusing: c_int) -> bool {
 type Outcomes<T> = (T, T, T);
 
 const IO_OUTCOMES: Outcomes<isize> = (UNSERVED_IO, -(INVALID_FILE_OPEN_FLAG as isize), -(INTERNAL_ERROR as isize));
-const STATUS_OUTCOMES: Outcomes<CUfileError_t> =
-    (UNSERVED, CUfileError_t::op(INVALID_FILE_OPEN_FLAG), CUfileError_t::op(INTERNAL_ERROR));
+const STATUS_OUTCOMES: Outcomes<CUfileError_t> = (UNSERVED, CUfileError_t::op(INVALID_FILE_OPEN_FLAG), PANICKED);
 
 /// `call` on file `fh`, unless `fh` was registered with the access mode `refusing` rules
 /// out (then the refusal, before any I/O).
@@ -398,7 +400,7 @@ fn on_file<T: Copy>(fh: *mut c_void, refusing: c_int, outcomes: Outcomes<T>, cal
 /// `fh` and `descr` must each be null or valid (`*fh` writable, `*descr` readable).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileHandleRegister(fh: *mut *mut c_void, descr: *mut CUfileDescr) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+    guard(PANICKED, || {
         let Some(api) = api() else { return UNSERVED };
         // SAFETY: the caller's contract, which is hipFile's.
         let e = unsafe { (api.handle_register)(fh, descr) };
@@ -411,7 +413,7 @@ pub unsafe extern "C" fn cuFileHandleRegister(fh: *mut *mut c_void, descr: *mut 
             // SAFETY: F_GETFL takes no pointer argument.
             let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
             if handle_type == OPAQUE_FD && flags >= 0 {
-                access().insert(handle as usize, flags & libc::O_ACCMODE);
+                access_mut().insert(handle as usize, flags & libc::O_ACCMODE);
             }
         }
         e
@@ -425,7 +427,7 @@ pub unsafe extern "C" fn cuFileHandleRegister(fh: *mut *mut c_void, descr: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileHandleDeregister(fh: *mut c_void) {
     guard((), || {
-        access().remove(&(fh as usize));
+        access_mut().remove(&(fh as usize));
         if let Some(api) = api() {
             // SAFETY: any handle value is accepted.
             unsafe { (api.handle_deregister)(fh) }
@@ -514,7 +516,7 @@ pub unsafe extern "C" fn cuFileWriteAsync(
 /// (`CU_FILE_DRIVER_ALREADY_OPEN`). Here the running driver keeps its settings and the call
 /// succeeds, changing nothing (docs/cufile.md).
 fn setter(call: impl FnOnce(&Api) -> CUfileError_t) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api().map(call) {
+    guard(PANICKED, || match api().map(call) {
         None => UNSERVED,
         Some(e) if e.err == DRIVER_ALREADY_OPEN => CUfileError_t::SUCCESS,
         Some(e) => e,
@@ -559,24 +561,24 @@ pub unsafe extern "C" fn cuFileGetParameterMinMaxValue(
     min: *mut usize,
     max: *mut usize,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         // SAFETY: the caller's contract, which is the hook's.
         Some(api) => unsafe { (api.parameter_range)(param, min, max) },
         None => UNSERVED,
     })
 }
 
-/// `cuFileSetStatsLevel`: 0 to 3 (`CU_FILE_INVALID_VALUE` otherwise), in effect at once and
-/// for the next open.
+/// `cuFileSetStatsLevel`: 0 to 3 (`CU_FILE_INVALID_VALUE` otherwise), in effect at once; set
+/// while the driver is closed, also for the next open (while it is open, until it closes).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileSetStatsLevel(level: c_int) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         _ if !(0..=3).contains(&level) => CUfileError_t::op(INVALID_VALUE),
-        // SAFETY: the hook takes any level.
-        Some(api) => match unsafe { (api.stats_level)(level) } {
-            -1 => CUfileError_t::op(INVALID_VALUE),
-            _ => CUfileError_t::SUCCESS,
-        },
+        Some(api) => {
+            // SAFETY: the hook takes any level (and this one is in range).
+            unsafe { (api.stats_level)(level) };
+            CUfileError_t::SUCCESS
+        }
         None => UNSERVED,
     })
 }
@@ -587,7 +589,7 @@ pub extern "C" fn cuFileSetStatsLevel(level: c_int) -> CUfileError_t {
 /// `level` must be null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileGetStatsLevel(level: *mut c_int) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match (api(), level.is_null()) {
+    guard(PANICKED, || match (api(), level.is_null()) {
         (None, _) => UNSERVED,
         (_, true) => CUfileError_t::op(INVALID_VALUE),
         (Some(api), false) => {
@@ -600,19 +602,19 @@ pub unsafe extern "C" fn cuFileGetStatsLevel(level: *mut c_int) -> CUfileError_t
     })
 }
 
-/// The statistics level in effect (0 where no library serves).
-fn current_level() -> c_int {
+/// The statistics level in effect.
+fn level(api: &Api) -> c_int {
     // SAFETY: a negative level only asks.
-    api().map_or(0, |api| unsafe { (api.stats_level)(-1) })
+    unsafe { (api.stats_level)(-1) }
 }
 
 /// `cuFileStatsStart`: statistics are counted at the level set; at level 0 (after
 /// `cuFileStatsStop`, say) `CU_FILE_INTERNAL_ERROR`, as cuFile 1.15 answers.
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileStatsStart() -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         None => UNSERVED,
-        Some(_) if current_level() > 0 => CUfileError_t::SUCCESS,
+        Some(api) if level(api) > 0 => CUfileError_t::SUCCESS,
         Some(_) => CUfileError_t::op(INTERNAL_ERROR),
     })
 }
@@ -620,7 +622,7 @@ pub extern "C" fn cuFileStatsStart() -> CUfileError_t {
 /// `cuFileStatsStop`: stops counting (the level becomes 0).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileStatsStop() -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         None => UNSERVED,
         Some(api) => {
             // SAFETY: 0 is a level the hook takes.
@@ -633,7 +635,7 @@ pub extern "C" fn cuFileStatsStop() -> CUfileError_t {
 /// `cuFileStatsReset`: the counters start from zero again (for this process's reads).
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileStatsReset() -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         None => UNSERVED,
         Some(api) => {
             // SAFETY: no arguments.
@@ -653,9 +655,9 @@ unsafe fn stats_at(
     out: *mut c_void,
     get: fn(&Api) -> unsafe extern "C" fn(*mut c_void) -> CUfileError_t,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || match api() {
+    guard(PANICKED, || match api() {
         None => UNSERVED,
-        Some(_) if out.is_null() || current_level() < level => CUfileError_t::op(INVALID_VALUE),
+        Some(api) if out.is_null() || self::level(api) < level => CUfileError_t::op(INVALID_VALUE),
         // SAFETY: the caller's contract: the structures are hipFile's, with the same layout.
         Some(api) => unsafe { get(api)(out) },
     })
@@ -727,7 +729,7 @@ pub unsafe extern "C" fn cuFileSetParameterPosixPoolSlabArray(
     counts: *const usize,
     len: c_int,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+    guard(PANICKED, || {
         let n = match usize::try_from(len) {
             Ok(n @ 1..=MAX_SLABS) if !sizes.is_null() && !counts.is_null() => n,
             _ => return CUfileError_t::op(INVALID_VALUE),
@@ -762,7 +764,7 @@ pub unsafe extern "C" fn cuFileGetParameterPosixPoolSlabArray(
     counts: *mut usize,
     len: c_int,
 ) -> CUfileError_t {
-    guard(CUfileError_t::op(INTERNAL_ERROR), || {
+    guard(PANICKED, || {
         let pool = POSIX_POOL.lock().unwrap_or_else(|p| p.into_inner());
         let (have_sizes, have_counts) = match pool.as_ref() {
             Some((s, c)) => (s.as_slice(), c.as_slice()),

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError};
 use hipfile_runtime::{DeviceProp, DevicePropR0600};
 
-use crate::{call, gpu, put, stream};
+use crate::{call, copy_kind, gpu, put, stream, wait_event};
 
 /// The device memory the mock reports per device (`hipMemGetInfo`'s total).
 pub const DEVICE_MEMORY: usize = 64 << 30;
@@ -29,8 +29,11 @@ fn fill(dest: *mut c_void, value: &[u8], count: usize) -> Result<(), HipError> {
     if len == 0 {
         return Ok(());
     }
-    let pattern: Vec<u8> = value.iter().copied().cycle().take(len).collect();
-    gpu().write_device(dest as usize, &pattern)
+    let at = gpu().device_view(dest as usize, len)?;
+    // SAFETY: the range lies inside a live device allocation's bytes, host memory.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, len) };
+    bytes.chunks_exact_mut(value.len()).for_each(|word| word.copy_from_slice(value));
+    Ok(())
 }
 
 /// `hipMemsetAsync`: as `hipMemset`, in `s`'s order.
@@ -167,7 +170,7 @@ pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> c
 /// must be device memory and the device must exist (`hipErrorInvalidValue`,
 /// `hipErrorInvalidDevice`).
 #[unsafe(no_mangle)]
-pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, device: c_int, s: *mut c_void) -> c_int {
+pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, device: c_int, _s: *mut c_void) -> c_int {
     call(|| {
         if device < 0 || device >= gpu().device_count()? {
             return Err(HipError(101)); // hipErrorInvalidDevice
@@ -177,7 +180,6 @@ pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, devi
         if info.memory_type != hipfile_core::MemoryType::Device || !inside {
             return Err(HipError::INVALID_VALUE);
         }
-        let _ = stream(s);
         Ok(())
     })
 }
@@ -198,16 +200,12 @@ pub extern "C" fn hipStreamQuery(s: *mut c_void) -> c_int {
 /// `hipStreamWaitEvent`: work queued on `s` after this call runs after the work `event`
 /// recorded (the call waits for it; `flags` must be 0).
 #[unsafe(no_mangle)]
-pub extern "C" fn hipStreamWaitEvent(s: *mut c_void, event: *mut c_void, flags: c_uint) -> c_int {
+pub extern "C" fn hipStreamWaitEvent(_s: *mut c_void, event: *mut c_void, flags: c_uint) -> c_int {
     call(|| {
         if flags != 0 {
             return Err(HipError::INVALID_VALUE);
         }
-        let _ = stream(s);
-        while !gpu().event_query(Event(event as usize))? {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
-        Ok(())
+        wait_event(event)
     })
 }
 
@@ -306,7 +304,7 @@ unsafe fn copy_2d(
     s: *mut c_void,
 ) -> c_int {
     call(|| {
-        let kind = CopyKind::from_hip(kind).ok_or(HipError(21))?; // hipErrorInvalidMemcpyDirection
+        let kind = copy_kind(kind)?;
         if width > dpitch || width > spitch {
             return Err(HipError(12)); // hipErrorInvalidPitchValue
         }

@@ -463,15 +463,18 @@ pub extern "C" fn hipEventQuery(event: *mut c_void) -> c_int {
     call(|| if gpu().event_query(Event(event as usize))? { Ok(()) } else { Err(HipError::NOT_READY) })
 }
 
+/// Waits until the streams have reached `event`.
+fn wait_event(event: *mut c_void) -> Result<(), HipError> {
+    while !gpu().event_query(Event(event as usize))? {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+    Ok(())
+}
+
 /// `hipEventSynchronize`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventSynchronize(event: *mut c_void) -> c_int {
-    call(|| {
-        while !gpu().event_query(Event(event as usize))? {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-        }
-        Ok(())
-    })
+    call(|| wait_event(event))
 }
 
 /// `hipEventDestroy`.

@@ -387,6 +387,14 @@ struct FutureState {
     queued: AtomicBool,
 }
 
+impl FutureState {
+    /// A request's state: ended with `result`, or (`None`) queued.
+    fn new(result: Option<hipfile::Result<usize>>) -> Slot {
+        let queued = AtomicBool::new(result.is_none());
+        Arc::new(FutureState { result: Mutex::new(result), ready: Condvar::new(), queued })
+    }
+}
+
 type Slot = Arc<FutureState>;
 
 /// A future's request, waiting for the coalescer.
@@ -446,7 +454,6 @@ impl Coalescer {
                 for p in &pending {
                     finish(&p.slot, Err(OpError::InternalError.into()));
                 }
-                release(pending);
                 return;
             }
         }
@@ -498,16 +505,12 @@ impl Coalescer {
             for (p, r) in round.iter().zip(results) {
                 finish(&p.slot, r.unwrap_or(Err(OpError::InternalError.into())));
             }
-            release(round);
+            // The ended requests' buffer objects go without taking the GIL (a thread holding
+            // it may be waiting for this one): PyO3 queues the references and drops them at
+            // the module's next call.
+            drop(round);
         }
     }
-}
-
-/// Lets go of the buffer objects of ended requests. Without taking the GIL (a thread holding
-/// it may be waiting for this one): PyO3 queues the references and drops them at the module's
-/// next call.
-fn release(ended: Vec<Pending>) {
-    drop(ended);
 }
 
 fn finish(slot: &FutureState, result: hipfile::Result<usize>) {
@@ -627,7 +630,7 @@ impl Future {
         Ok(total)
     }
 
-    /// `await future`: [`get`](Self::get) on the running loop's default executor.
+    /// `await future`: `get()` on the running loop's default executor.
     fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let running = slf.py().import("asyncio")?.call_method0("get_running_loop")?;
         running.call_method1("run_in_executor", (slf.py().None(), slf.getattr("get")?))?.call_method0("__await__")
@@ -669,9 +672,7 @@ fn submit(
 ) -> PyResult<Future> {
     let size = fitted(extent, size, buf_offset)?;
     if size == 0 {
-        let ended =
-            FutureState { result: Mutex::new(Some(Ok(0))), ready: Condvar::new(), queued: AtomicBool::new(false) };
-        return Ok(Future { parts: vec![Arc::new(ended)] });
+        return Ok(Future { parts: vec![FutureState::new(Some(Ok(0)))] });
     }
     let cap = hipfile::max_rw_count();
     let mut parts = Vec::with_capacity(size.div_ceil(cap).max(1));
@@ -680,8 +681,7 @@ fn submit(
         let n = (size - done).min(cap);
         let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
         let entry = batch_entry(write, handle, addr, extent, n, at, buf_at, 0)?;
-        let state: Slot =
-            Arc::new(FutureState { result: Mutex::new(None), ready: Condvar::new(), queued: AtomicBool::new(true) });
+        let state = FutureState::new(None);
         coalescer().push(entry, Arc::clone(&state), keep.clone_ref(py));
         parts.push(state);
         done += n;
@@ -1095,7 +1095,6 @@ fn op_error_message(code: i32) -> PyResult<&'static str> {
         .ok_or_else(|| PyTypeError::new_err(format!("no hipFile code {code}")))
 }
 
-/// The native half of the `hipfile` package.
 /// A safetensors error as Python's: `OSError` for a file that cannot be read, else a
 /// `ValueError` naming the problem.
 fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyErr {
@@ -1149,6 +1148,7 @@ fn safetensors_shard_rows(rows: u64, rank: u64, world: u64) -> (u64, u64) {
     (r.start, r.end)
 }
 
+/// The native half of the `hipfile` package.
 #[pymodule]
 fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Future>()?;

@@ -738,7 +738,7 @@ impl Snapshot {
             Ok(())
         };
         fill(&mut words[..HEADER_WORDS], 0)?;
-        if words[header::MAGIC] != MAGIC || words[header::VERSION] != VERSION {
+        if !Snapshot::is_region([words[header::MAGIC], words[header::VERSION]]) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "statistics of another layout or version",

@@ -327,8 +327,9 @@ def load_file(
 ) -> Dict[str, Any]:
     """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
     (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
-    safetensors 0.8 gives them, empty tensors at one offset in name order), in ``framework``'s memory on ``device``
-    (``None``: ``"cuda:0"``, or host memory for ``"np"``; ``"cpu"`` for host memory).
+    safetensors 0.8 gives them, empty tensors at one offset in name order), in ``framework``'s
+    memory on ``device`` (``None``: ``"cuda:0"``, or host memory for ``"np"``; ``"cpu"`` for
+    host memory).
 
     ``copy=False`` (default): views into one allocation per file, freed when the last tensor is
     gone. ``copy=True``: each tensor owns its memory. ``shard=(rank, world_size)``: only the
@@ -366,9 +367,9 @@ def load_model_dir(
 ) -> Dict[str, Any]:
     """Every tensor of a checkpoint directory (``model.safetensors.index.json`` and its files,
     or every ``*.safetensors`` in it; keys file by file, each file's in offset order), files
-    read in parallel (``max_workers`` at a time); the
-    options are :func:`load_file`'s. A tensor the index maps to a file that lacks it, or a name
-    in two files, is a :class:`SafetensorError`."""
+    read in parallel (``max_workers`` at a time); the options are :func:`load_file`'s. A
+    tensor the index maps to a file that lacks it, or a name in two files, is a
+    :class:`SafetensorError`."""
     try:
         files, weight_map = _hipfile.safetensors_checkpoint(os.fspath(path))
     except ValueError as exc:
@@ -399,8 +400,6 @@ class safe_open(_Closing):  # noqa: N801 - the safetensors package's name
     only what is asked for."""
 
     def __init__(self, path, framework: str = "pt", device="cpu") -> None:
-        if framework in ("np", "numpy") and device == "cpu":
-            device = None
         self._file = None
         self._fw = _Framework(framework, device)
         self._header = Header(path)
