@@ -167,7 +167,8 @@ pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> c
 }
 
 /// `hipMemPrefetchAsync`: nothing to move (the mock's memory is in one place), but the range
-/// must be device memory and the device must exist (`hipErrorInvalidValue`,
+/// must be device memory (managed memory, what prefetching is for, included) and the device
+/// must exist (`hipErrorInvalidValue`,
 /// `hipErrorInvalidDevice`).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, device: c_int, _s: *mut c_void) -> c_int {
@@ -175,12 +176,7 @@ pub extern "C" fn hipMemPrefetchAsync(dev_ptr: *const c_void, count: usize, devi
         if device < 0 || device >= gpu().device_count()? {
             return Err(HipError(101)); // hipErrorInvalidDevice
         }
-        let info = gpu().pointer_info(dev_ptr as usize)?;
-        let inside = (dev_ptr as usize).checked_add(count).is_some_and(|end| end <= info.base + info.size);
-        if info.memory_type != hipfile_core::MemoryType::Device || !inside {
-            return Err(HipError::INVALID_VALUE);
-        }
-        Ok(())
+        gpu().device_view(dev_ptr as usize, count).map(drop)
     })
 }
 

@@ -272,6 +272,7 @@ int main(void)
     HIP_OK(hipPointerGetAttributes(&pa, managed + 10));
     CHECK((int)pa.memoryType == (hip6 ? 3 : 1) && pa.isManaged == 1 && pa.device == 0);
     CHECK(pa.devicePointer == (void *)(managed + 10) && pa.hostPointer == (void *)(managed + 10));
+    HIP_OK(hipMemPrefetchAsync(managed, 4096, 0, NULL)); /* what prefetching is for */
     EXPECT_HIP(hipMallocManaged((void **)&managed, 4096, 4), hipErrorInvalidValue);
     HIP_OK(hipFree(managed));
 
