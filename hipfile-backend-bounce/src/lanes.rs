@@ -204,21 +204,6 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         }
     }
 
-    /// A free lane, or a new one while the device has fewer than its limit; `None` when every
-    /// lane is in use. The calling thread's current device must be this pool's.
-    pub(crate) fn try_take(&self) -> Result<Option<Lane>, HipError> {
-        let mut lanes = lock(&self.lanes);
-        if let Some(lane) = lanes.free.pop() {
-            return Ok(Some(lane));
-        }
-        if lanes.created >= self.max {
-            return Ok(None);
-        }
-        lanes.created += 1;
-        drop(lanes);
-        self.create_counted().map(Some)
-    }
-
     /// Gives a lane back (a copy still queued on it is waited for by its next user).
     pub(crate) fn put(&self, lane: Lane) {
         lock(&self.lanes).free.push(lane);

@@ -10,11 +10,6 @@
 //!   storage reading (or writing) sequentially, as one stream would, and balances the threads;
 //! - each lane pipelines: while its last chunk is copied to the device asynchronously on the
 //!   lane's stream, the file read of its next chunk fills the other buffer (writes mirror this);
-//! - reads that run at once on a device pipeline as one: a worker whose read runs out of chunks
-//!   goes on with another open read of the device on the same lane, its last copy overlapping
-//!   the next read's first file read, instead of draining its pipeline and leaving; a chunk
-//!   counts done once its copy has been waited for, and each caller waits for its own chunks
-//!   (the caller's own thread never goes on to others' work);
 //! - reads are page-cache aware: cached chunks are read buffered, uncached ones with
 //!   `O_DIRECT` where aligned;
 //! - writes are durable when the call returns: one `fdatasync` per call, not per chunk
@@ -95,18 +90,6 @@ struct Device<G: GpuRuntime + ?Sized + 'static> {
     warming: AtomicBool,
     /// Requests for this device in flight.
     in_flight: AtomicUsize,
-    /// Reads of this device with chunks nobody has taken yet, oldest first: a worker whose
-    /// read runs out goes on with one of these on the same lane (see [`Inner::read`]).
-    open: Mutex<Vec<Arc<Work>>>,
-}
-
-impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
-    /// The oldest open read with chunks left (exhausted ones are dropped from the list).
-    fn open_read(&self) -> Option<Arc<Work>> {
-        let mut open = lock(&self.open);
-        open.retain(|w| !w.exhausted());
-        open.first().cloned()
-    }
 }
 
 /// Smallest chunk a request is cut into when devices share the staging budget.
@@ -166,8 +149,6 @@ struct Profile {
     copy_wait_ns: AtomicU64,
     /// Waiting for (or creating) a lane.
     lane_wait_ns: AtomicU64,
-    /// Times a worker's lane went on with another request's read (see [`Inner::read`]).
-    went_on: AtomicU64,
 }
 
 /// Adds the time since `start` to `counter`.
@@ -328,8 +309,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
 
 /// The chunks of one or more requests (one device, one direction), taken in order by the
 /// threads working on them. A request that fails (a file error) stops taking chunks; a lane
-/// that fails (a GPU error) fails every request. A chunk is done once its bytes have arrived
-/// (a read's copy has been waited for); the work's caller waits for the last.
+/// that fails (a GPU error) fails every request.
 struct Work {
     /// One or more, all of one device and one direction.
     reqs: Vec<Request>,
@@ -339,32 +319,20 @@ struct Work {
     moved: Vec<AtomicUsize>,
     finished: AtomicUsize,
     errors: Vec<OnceLock<Error>>,
-    /// Dropped with the last chunk done: the caller's receiver then returns.
-    unfinished: Mutex<Option<mpsc::Sender<()>>>,
 }
 
 impl Work {
-    /// The work, and what its caller waits on (a receiver that returns once every chunk is
-    /// done).
-    fn new(reqs: Vec<Request>) -> (Work, mpsc::Receiver<()>) {
+    fn new(reqs: Vec<Request>) -> Work {
         let pieces: Vec<(usize, usize)> =
             reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
-        let (tx, rx) = mpsc::channel();
-        let work = Work {
+        Work {
             next: AtomicUsize::new(0),
             moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
             finished: AtomicUsize::new(0),
             errors: reqs.iter().map(|_| OnceLock::new()).collect(),
-            unfinished: Mutex::new((!pieces.is_empty()).then_some(tx)),
             pieces,
             reqs,
-        };
-        (work, rx)
-    }
-
-    /// Every chunk has been taken.
-    fn exhausted(&self) -> bool {
-        self.next.load(Ordering::Relaxed) >= self.pieces.len()
+        }
     }
 
     fn direction(&self) -> Direction {
@@ -383,14 +351,6 @@ impl Work {
     /// Every request failed.
     fn fail_all(&self, e: &Error) {
         (0..self.reqs.len()).for_each(|r| self.fail(r, e.clone()));
-    }
-
-    /// Every request failed with `e`; the chunks nobody has taken are done (moving nothing),
-    /// so that the caller does not wait for them.
-    fn abandon(&self, e: &Error) {
-        self.fail_all(e);
-        let none = self.take(); // passes every chunk left, each counted done
-        debug_assert!(none.is_none());
     }
 
     /// The next piece nobody has taken whose request has not failed (the others are counted
@@ -415,15 +375,13 @@ impl Work {
 
     fn done(&self, i: usize, n: usize) {
         self.moved[i].store(n, Ordering::Relaxed);
-        if self.finished.fetch_add(1, Ordering::AcqRel) + 1 == self.pieces.len() {
-            lock(&self.unfinished).take();
-        }
+        self.finished.fetch_add(1, Ordering::Release);
     }
 
-    /// Each request's outcome, once every chunk is done: its error, or its bytes up to its
-    /// first short chunk (end of file).
+    /// Each request's outcome: its error, or its bytes up to its first short chunk (end of
+    /// file).
     fn results(&self) -> Vec<Result<usize>> {
-        debug_assert_eq!(self.finished.load(Ordering::Acquire), self.pieces.len());
+        let complete = self.finished.load(Ordering::Acquire) == self.pieces.len();
         let mut results: Vec<Result<usize>> = self.reqs.iter().map(|_| Ok(0)).collect();
         let mut short = vec![false; self.reqs.len()];
         for (i, &(r, c)) in self.pieces.iter().enumerate() {
@@ -436,59 +394,11 @@ impl Work {
         for (r, result) in results.iter_mut().enumerate() {
             if let Some(e) = self.errors[r].get() {
                 *result = Err(e.clone());
+            } else if !complete {
+                *result = Err(OpError::InternalError.into()); // a helper panicked
             }
         }
         results
-    }
-}
-
-/// The chunks a thread has taken and not yet done (at most two: one whose copy may still run,
-/// and the one it is working on), oldest first, with the bytes each moved. Chunks still here
-/// when it goes (a GPU error, a panic) fail their works, so that no caller waits for them.
-#[derive(Default)]
-struct Taken {
-    chunks: Vec<(Arc<Work>, usize, usize)>,
-    error: Option<Error>,
-}
-
-impl Taken {
-    fn push(&mut self, work: &Arc<Work>, i: usize) {
-        self.chunks.push((Arc::clone(work), i, 0));
-    }
-
-    /// The newest chunk moved `n` bytes.
-    fn moved(&mut self, n: usize) {
-        if let Some(last) = self.chunks.last_mut() {
-            last.2 = n;
-        }
-    }
-
-    /// The oldest chunk is done, having moved `n` bytes.
-    fn done_oldest(&mut self, n: usize) {
-        self.chunks[0].2 = n;
-        self.done(1);
-    }
-
-    /// The `count` oldest chunks are done.
-    fn done(&mut self, count: usize) {
-        for (work, i, n) in self.chunks.drain(..count) {
-            work.done(i, n);
-        }
-    }
-
-    /// Every chunk left fails its work with `e` when this goes.
-    fn fail(&mut self, e: Error) {
-        self.error = Some(e);
-    }
-}
-
-impl Drop for Taken {
-    fn drop(&mut self) {
-        let e = self.error.take().unwrap_or_else(|| OpError::InternalError.into());
-        for (work, i, _) in self.chunks.drain(..) {
-            work.abandon(&e); // errors first: the last chunk done lets the caller read them
-            work.done(i, 0);
-        }
     }
 }
 
@@ -531,90 +441,59 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 threads,
                 warming: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
-                open: Mutex::new(Vec::new()),
             })
         });
         Ok(Arc::clone(device))
     }
 
     /// Takes chunks of `work` until none is left, with one lane of `dev`, the request's
-    /// device (the thread's own device is restored afterwards). A worker (`go_on`) then goes
-    /// on with the device's other open reads; the caller's thread does not, and takes a lane
-    /// only if one is free when others will help (`wait_for_lane` false), so that it is not
-    /// held up once its work is done.
-    fn work(&self, dev: &Device<G>, work: Arc<Work>, go_on: bool, wait_for_lane: bool) {
-        if work.exhausted() {
-            return; // a helper that came late
-        }
+    /// device (the thread's own device is restored afterwards).
+    fn work(&self, dev: &Device<G>, work: &Work) {
         let device = work.device();
         let gpu = &self.gpu;
         let previous = match gpu.current_device() {
             Ok(d) => d,
-            Err(e) => return work.abandon(&e.into()),
+            Err(e) => return work.fail_all(&e.into()),
         };
         if previous != device
             && let Err(e) = gpu.set_device(device)
         {
-            return work.abandon(&e.into());
+            return work.fail_all(&e.into());
         }
         let waited = Instant::now();
-        let lane = if wait_for_lane { dev.lanes.take().map(Some) } else { dev.lanes.try_take() };
+        let lane = dev.lanes.take();
         charge(&self.profile.lane_wait_ns, waited);
         match lane {
-            Err(e) => work.abandon(&e.into()),
-            Ok(None) => {}
-            Ok(Some(mut lane)) => {
-                let mut taken = Taken::default();
+            Err(e) => work.fail_all(&e.into()),
+            Ok(mut lane) => {
                 let moved = match work.direction() {
-                    Direction::Read => self.read(dev, &mut lane, work, go_on, &mut taken),
-                    Direction::Write => self.write(&mut lane, &work, &mut taken),
+                    Direction::Read => self.read(&mut lane, work),
+                    Direction::Write => self.write(&mut lane, work),
                 };
-                // The requests' device memory is the callers' again when their calls return:
+                // The request's device memory is the caller's again when the call returns:
                 // nothing may still be copying.
                 let waited = Instant::now();
                 let drained = lane.synchronize(&**gpu);
                 charge(&self.profile.copy_wait_ns, waited);
                 dev.lanes.put(lane);
-                match moved.and_then(|()| drained.map_err(Error::from)) {
-                    Ok(()) => taken.done(taken.chunks.len()),
-                    Err(e) => taken.fail(e),
+                if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
+                    work.fail_all(&e);
                 }
             }
         }
         if previous != device
             && let Err(e) = gpu.set_device(previous)
         {
-            tracing::debug!(target: "hipfile", "bounce: could not give a thread back its device {previous}: {e}");
+            work.fail_all(&e.into());
         }
     }
 
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
-    /// took before, also across requests: with `go_on`, once `work` runs out the lane goes on
-    /// with the device's other open reads (requests that run at once pipeline as one, without
-    /// a fill and drain each). A file error fails the chunk's request; a GPU error (returned)
-    /// the requests of the chunks in `taken`.
-    fn read(
-        &self,
-        dev: &Device<G>,
-        lane: &mut Lane,
-        mut work: Arc<Work>,
-        go_on: bool,
-        taken: &mut Taken,
-    ) -> Result<()> {
+    /// took before. A file error fails the chunk's request; a GPU error (returned) the lane.
+    fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let gpu = &*self.gpu;
         let mut k = 0; // chunks this lane has taken
-        loop {
-            let Some(i) = work.take() else {
-                match go_on.then(|| dev.open_read()).flatten() {
-                    Some(next) => {
-                        self.profile.went_on.fetch_add(1, Ordering::Relaxed);
-                        work = next;
-                        continue;
-                    }
-                    None => return Ok(()),
-                }
-            };
-            taken.push(&work, i);
+        while let Some(i) = work.take() {
             let (r, req, skip, len) = work.piece(i);
             let offset = req.file_offset + skip as u64;
             let started = Instant::now();
@@ -626,7 +505,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 let waited = Instant::now();
                 lane.synchronize(gpu)?;
                 charge(&self.profile.copy_wait_ns, waited);
-                taken.done(taken.chunks.len() - 1); // all but this one have arrived
             }
             let n = match read {
                 Ok(n) => n,
@@ -638,23 +516,22 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             if n > 0 {
                 lane.upload(gpu, k % 2, offset, n, req.memory.part(skip, n))?;
             }
-            taken.moved(n);
+            work.done(i, n);
             k += 1;
         }
+        Ok(())
     }
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
-    fn write(&self, lane: &mut Lane, work: &Arc<Work>, taken: &mut Taken) -> Result<()> {
+    fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let gpu = &*self.gpu;
         let mut staged: Option<(usize, usize)> = None; // (stage, piece)
         let mut k = 0;
         while let Some(i) = work.take() {
-            taken.push(work, i);
             let (_, req, skip, len) = work.piece(i);
             lane.download(gpu, k % 2, req.file_offset + skip as u64, req.memory.part(skip, len))?;
             if let Some((s, j)) = staged.take() {
-                let n = self.put(lane, work, s, j)?;
-                taken.done_oldest(n);
+                self.put(lane, work, s, j)?;
             }
             let waited = Instant::now();
             lane.synchronize(gpu)?;
@@ -663,16 +540,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             k += 1;
         }
         if let Some((s, j)) = staged {
-            let n = self.put(lane, work, s, j)?;
-            taken.done_oldest(n);
+            self.put(lane, work, s, j)?;
         }
         Ok(())
     }
 
-    /// Writes piece `i` of `work` to the file from stage `k` of `lane`, where it was copied:
-    /// the bytes written. A file error fails the piece's request (0 bytes); a GPU error is
-    /// returned.
-    fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<usize> {
+    /// Writes piece `i` of `work` to the file from stage `k` of `lane`, where it was copied. A
+    /// file error fails the piece's request; a GPU error is returned.
+    fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<()> {
         let (r, req, skip, len) = work.piece(i);
         let offset = req.file_offset + skip as u64;
         let started = Instant::now();
@@ -680,13 +555,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let mut io = DirectIo { ring, state: &self.uring };
         let written = req.file.write(&mut io, staged, offset, self.settings.durable_writes);
         charge(&self.profile.file_ns, started);
-        Ok(match written {
-            Ok(()) => len,
+        match written {
+            Ok(()) => work.done(i, len),
             Err(e) => {
                 work.fail(r, e);
-                0
+                work.done(i, 0);
             }
-        })
+        }
+        Ok(())
     }
 
     /// Runs requests of one device and one direction together: their chunks are taken in
@@ -707,29 +583,29 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             let total = reqs.iter().map(|r| r.size()).sum();
             chunk = alone_chunk(chunk, total, dev.threads.min(dev.lanes.max()));
         }
-        let (work, finished) = Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect());
-        let work = Arc::new(work);
+        let work = Arc::new(Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect()));
         let chunks = work.pieces.len();
         // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
         // into pieces so that the caller's lane pipelines too was measured on the H200: with
         // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
         // overlap gained.)
         let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
-        if work.direction() == Direction::Read && threads > 1 {
-            lock(&dev.open).push(Arc::clone(&work));
-        }
+        let (tx, rx) = mpsc::channel::<()>();
         for _ in 1..threads {
-            let (inner, d, work) = (Arc::clone(self), Arc::clone(&dev), Arc::clone(&work));
-            // The descriptors and device range stay valid: this call waits for every chunk to
-            // be done, and a worker that comes after that finds nothing left to take. (A
-            // worker may hold the backend when it goes: the pool never joins its own thread.)
-            dev.workers.submit(Box::new(move || inner.work(&d, work, true, true)));
+            let (inner, d, work, tx) = (Arc::clone(self), Arc::clone(&dev), Arc::clone(&work), tx.clone());
+            // The descriptors and device range stay valid: this call waits for every helper
+            // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
+            // of the backend before it says it is done, so the backend is never dropped on a
+            // worker (which could not join itself).
+            dev.workers.submit(Box::new(move || {
+                inner.work(&d, &work);
+                drop((inner, d, work));
+                drop(tx);
+            }));
         }
-        self.work(&dev, Arc::clone(&work), false, threads == 1);
-        while let Ok(()) = hipfile_core::pool::recv_soon(&finished) {}
-        if threads > 1 {
-            lock(&dev.open).retain(|w| !Arc::ptr_eq(w, &work));
-        }
+        drop(tx);
+        self.work(&dev, &work);
+        while let Ok(()) = hipfile_core::pool::recv_soon(&rx) {}
         let mut results = work.results();
         if work.direction() == Direction::Write && self.settings.durable_writes {
             // One fdatasync per file that was written.
@@ -772,7 +648,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             ("file_ns", get(&p.file_ns)),
             ("copy_wait_ns", get(&p.copy_wait_ns)),
             ("lane_wait_ns", get(&p.lane_wait_ns)),
-            ("lanes_went_on", get(&p.went_on)),
             ("direct_slot_wait_ns", get(&r.direct_streams.wait_ns)),
         ]
     }
@@ -806,8 +681,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hipfile_backend_mock::MockGpu;
-    use hipfile_core::HipError;
 
     #[test]
     fn a_request_alone_is_cut_into_two_chunks_per_thread_within_bounds() {
@@ -822,6 +695,7 @@ mod tests {
 
     #[test]
     fn a_request_counts_its_device_busy_before_choosing_its_chunk() {
+        use hipfile_backend_mock::MockGpu;
         use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(2);
         let settings = BounceSettings { threads: 2, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
@@ -845,91 +719,6 @@ mod tests {
         let _elsewhere = Busy::new(&dev0.in_flight, &bounce.inner.busy);
         assert_eq!(bounce.transfer(&req), Ok(16 << 20));
         assert_eq!(chunks(), 4 + 8, "two devices busy: 2 MiB chunks");
-    }
-
-    /// A bounce backend of `threads` threads and 64 KiB chunks over a mock GPU, a file of
-    /// 1 MiB of pattern bytes, and its handle.
-    fn fixture(threads: usize) -> (Arc<MockGpu>, Bounce<MockGpu>, tempfile::TempDir, std::fs::File, Vec<u8>) {
-        let gpu = MockGpu::new(1);
-        let settings = BounceSettings { threads, chunk: 64 << 10, io_uring: false, ..BounceSettings::default() };
-        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
-        let data: Vec<u8> = (0..1usize << 20).map(|i| (i * 7 % 251) as u8).collect();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, &data).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        (gpu, bounce, dir, file, data)
-    }
-
-    /// A read of `len` bytes at file offset `at` into fresh device memory, as a work of 64 KiB
-    /// chunks; its receiver; the device address.
-    fn read_work(
-        gpu: &MockGpu,
-        handle: &hipfile_core::FileHandle,
-        at: usize,
-        len: usize,
-    ) -> (Arc<Work>, mpsc::Receiver<()>, usize) {
-        let dev = gpu.malloc(len).unwrap();
-        // SAFETY: the allocation above, alive until the mock GPU goes.
-        let memory = unsafe { DeviceSpan::new(dev, len) };
-        let req = IoRequest::new(Direction::Read, handle, memory, 0, at as u64);
-        let (work, finished) = Work::new(vec![Request::new(&req, 64 << 10)]);
-        (Arc::new(work), finished, dev)
-    }
-
-    fn device_bytes(gpu: &MockGpu, dev: usize, len: usize) -> Vec<u8> {
-        let mut bytes = vec![0u8; len];
-        gpu.read_device(dev, &mut bytes).unwrap();
-        bytes
-    }
-
-    #[test]
-    fn a_worker_goes_on_with_the_devices_other_open_reads_and_the_caller_does_not() {
-        use std::os::fd::AsRawFd;
-        let (gpu, bounce, _dir, file, data) = fixture(2);
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
-        let dev = bounce.inner.device(0).unwrap();
-        let (a, a_finished, a_dev) = read_work(&gpu, &handle, 0, 256 << 10);
-        let (b, b_finished, b_dev) = read_work(&gpu, &handle, 256 << 10, 768 << 10);
-        lock(&dev.open).push(Arc::clone(&b));
-        // A caller's thread takes its own chunks only.
-        bounce.inner.work(&dev, Arc::clone(&a), false, true);
-        assert_eq!(a_finished.try_recv(), Err(mpsc::TryRecvError::Disconnected), "every chunk of a done");
-        assert_eq!(a.results(), vec![Ok(256 << 10)]);
-        assert!(device_bytes(&gpu, a_dev, 256 << 10) == data[..256 << 10]);
-        assert!(!b.exhausted() && b_finished.try_recv() == Err(mpsc::TryRecvError::Empty), "b untouched");
-        // A worker whose read runs out goes on with b, on the same lane.
-        let (a, a_finished, a_dev) = read_work(&gpu, &handle, 64 << 10, 100 << 10);
-        bounce.inner.work(&dev, Arc::clone(&a), true, true);
-        for finished in [&a_finished, &b_finished] {
-            assert_eq!(finished.try_recv(), Err(mpsc::TryRecvError::Disconnected));
-        }
-        assert_eq!((a.results(), b.results()), (vec![Ok(100 << 10)], vec![Ok(768 << 10)]));
-        assert!(device_bytes(&gpu, a_dev, 100 << 10) == data[64 << 10..164 << 10]);
-        assert!(device_bytes(&gpu, b_dev, 768 << 10) == data[256 << 10..]);
-        assert_eq!(bounce.inner.profile.went_on.load(Ordering::Relaxed), 1);
-        assert!(lock(&dev.open).is_empty(), "a read with nothing left to take leaves the list");
-    }
-
-    #[test]
-    fn a_gpu_error_after_going_on_fails_the_read_it_hit_and_no_other() {
-        use std::os::fd::AsRawFd;
-        let (gpu, bounce, _dir, file, data) = fixture(2);
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
-        let dev = bounce.inner.device(0).unwrap();
-        let (a, a_finished, a_dev) = read_work(&gpu, &handle, 0, 256 << 10);
-        let (b, b_finished, _) = read_work(&gpu, &handle, 256 << 10, 768 << 10);
-        lock(&dev.open).push(Arc::clone(&b));
-        // a's four chunks copy; b's first copy fails.
-        gpu.faults().fail_copy(5, HipError::LAUNCH_FAILURE);
-        bounce.inner.work(&dev, Arc::clone(&a), true, true);
-        gpu.faults().clear();
-        for finished in [&a_finished, &b_finished] {
-            assert_eq!(finished.try_recv(), Err(mpsc::TryRecvError::Disconnected), "nobody is left waiting");
-        }
-        assert_eq!(a.results(), vec![Ok(256 << 10)]);
-        assert!(device_bytes(&gpu, a_dev, 256 << 10) == data[..256 << 10]);
-        assert_eq!(b.results(), vec![Err(Error::Hip(HipError::LAUNCH_FAILURE))]);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hipfile::boundary::Vendor;
@@ -406,14 +406,11 @@ struct Pending {
 }
 
 /// Futures go to the driver together: one thread gathers the requests of a burst (`pread` after
-/// `pread` from a loop) into rounds, each submitted as one batch, where the bounce path
-/// pipelines them across its workers (`Backend::transfer_many`). A round starts once
-/// [`Coalescer::ROUND`] requests are queued, the queue has not grown for [`Coalescer::GAP`], has
-/// reached the batch limit, has waited [`Coalescer::LINGER`], or someone waits for one of its
-/// requests (`get`, `done`, `await`): a future waited for at once starts at once. Rounds run
-/// side by side (up to [`Coalescer::ROUNDS`]), so a burst starts moving data while Python is
-/// still issuing it, and the bounce path's workers go from one round's reads to the next's
-/// without draining their pipelines; a second thread ends each round's futures.
+/// `pread` from a loop) and runs them as one batch (up to the batch limit), where the bounce path
+/// pipelines them across its workers (`Backend::transfer_many`). A round starts once the queue
+/// has not grown for [`Coalescer::GAP`], has reached the batch limit, has waited
+/// [`Coalescer::LINGER`], or someone waits for one of its requests (`get`, `done`, `await`):
+/// a future waited for at once starts at once. While a round runs, the next one fills.
 struct Coalescer {
     queue: Mutex<Queue>,
     ready: Condvar,
@@ -421,48 +418,34 @@ struct Coalescer {
 
 struct Queue {
     pending: Vec<Pending>,
-    /// The process whose threads serve the queue (a forked child has none of its parent's).
+    /// The process whose thread serves the queue (a forked child has none of its parent's).
     pid: u32,
     /// Someone waits for a queued request: start the round now.
     flush: bool,
-    /// Rounds submitted and not yet ended.
-    running: usize,
-}
-
-/// A round submitted as a batch: its requests, in cookie order.
-struct Round {
-    batch: hipfile::BatchId,
-    pending: Vec<Pending>,
 }
 
 fn coalescer() -> &'static Coalescer {
     static COALESCER: OnceLock<Coalescer> = OnceLock::new();
     COALESCER.get_or_init(|| Coalescer {
-        queue: Mutex::new(Queue { pending: Vec::new(), pid: 0, flush: false, running: 0 }),
+        queue: Mutex::new(Queue { pending: Vec::new(), pid: 0, flush: false }),
         ready: Condvar::new(),
     })
 }
 
 impl Coalescer {
-    /// Requests that start a round without waiting for the burst to end: enough to give
-    /// every worker of a device a chunk or two of 1 MiB reads.
-    const ROUND: usize = 16;
     /// How long a quiet queue waits for the next request of a burst. One `pread` costs
     /// 1-4 µs of Python; the gap leaves room for a collector or a scheduler's hiccup.
     const GAP: Duration = Duration::from_micros(50);
     /// The longest a request waits for others.
     const LINGER: Duration = Duration::from_millis(1);
-    /// Rounds running at once; the next waits for one to end.
-    const ROUNDS: usize = 8;
 
-    /// Queues a request; starts the threads in this process if it has none.
+    /// Queues a request; starts the thread in this process if it has none.
     fn push(&'static self, entry: BatchEntry, slot: Slot, keep: Py<PyAny>) {
         let mut queue = lock(&self.queue);
         queue.pending.push(Pending { entry, slot, _keep: keep });
         let pid = std::process::id();
         if queue.pid != pid {
             queue.pid = pid;
-            queue.running = 0; // a forked child: its parent's rounds are not its own
             let started = std::thread::Builder::new().name("hipfile-py-futures".into()).spawn(move || self.run());
             if started.is_err() {
                 queue.pid = 0;
@@ -474,10 +457,9 @@ impl Coalescer {
                 return;
             }
         }
-        // The first request of a round wakes the thread, and so does a full round; the
-        // others it finds when it looks.
-        if matches!(queue.pending.len(), 1 | Self::ROUND) {
-            self.ready.notify_all();
+        // The first request of a round wakes the thread; the others it finds when it looks.
+        if queue.pending.len() == 1 {
+            self.ready.notify_one();
         }
     }
 
@@ -485,98 +467,49 @@ impl Coalescer {
     fn hurry(&self, slot: &FutureState) {
         if slot.queued.load(Ordering::Acquire) {
             lock(&self.queue).flush = true;
-            self.ready.notify_all();
+            self.ready.notify_one();
         }
     }
 
-    /// Gathers rounds and submits them; a second thread (started here) ends them.
-    fn run(&'static self) {
-        let (rounds, ended) = mpsc::channel::<Round>();
-        let reaper = std::thread::Builder::new().name("hipfile-py-ends".into()).spawn(move || {
-            for round in ended {
-                self.end(round);
-            }
-        });
-        if reaper.is_err() {
-            // No thread to end rounds: this one runs each to its end before the next.
-            loop {
-                let (batch, pending) = self.gather();
-                if let Some(batch) = batch {
-                    self.end(Round { batch, pending });
-                }
-            }
-        }
+    fn run(&self) {
         loop {
-            let (batch, pending) = self.gather();
-            if let Some(batch) = batch {
-                // The receiver lives as long as this thread's loop: sending cannot fail.
-                let _ = rounds.send(Round { batch, pending });
-            }
-        }
-    }
-
-    /// The next round, submitted: its batch (`None` when submitting failed, its requests
-    /// then ended with the error) and its requests.
-    fn gather(&self) -> (Option<hipfile::BatchId>, Vec<Pending>) {
-        let round: Vec<Pending> = {
-            let mut queue = lock(&self.queue);
-            while queue.pending.is_empty() || queue.running >= Self::ROUNDS {
-                queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
-            }
-            // The batch limit of the driver as it is now (a reopened driver may have another).
-            let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
-            let since = Instant::now();
-            while !queue.flush
-                && queue.pending.len() < limit.min(Self::ROUND)
-                && since.elapsed() < Self::LINGER
-            {
-                let before = queue.pending.len();
-                queue = self.ready.wait_timeout(queue, Self::GAP).unwrap_or_else(|p| p.into_inner()).0;
-                if queue.pending.len() == before {
-                    break;
+            let round: Vec<Pending> = {
+                let mut queue = lock(&self.queue);
+                while queue.pending.is_empty() {
+                    queue = self.ready.wait(queue).unwrap_or_else(|p| p.into_inner());
                 }
+                // The batch limit of the driver as it is now (a reopened driver may have another).
+                let limit = (driver().properties().max_batch_io_count as usize).clamp(1, hipfile::MAX_BATCH_ENTRIES);
+                let since = Instant::now();
+                while !queue.flush && queue.pending.len() < limit && since.elapsed() < Self::LINGER {
+                    let before = queue.pending.len();
+                    queue = self.ready.wait_timeout(queue, Self::GAP).unwrap_or_else(|p| p.into_inner()).0;
+                    if queue.pending.len() == before {
+                        break;
+                    }
+                }
+                queue.flush = false;
+                let take = queue.pending.len().min(limit);
+                let round: Vec<Pending> = queue.pending.drain(..take).collect();
+                round.iter().for_each(|p| p.slot.queued.store(false, Ordering::Release));
+                round
+            };
+            let entries: Vec<BatchEntry> =
+                round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
+            let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; round.len()];
+            // SAFETY: each entry lies inside its buffer object's memory (checked when it was
+            // made), which `round` holds until after the batch has ended.
+            if let Err(e) = unsafe { run_batch(&entries, &mut results, None) } {
+                results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone())));
             }
-            queue.flush = false;
-            let take = queue.pending.len().min(limit);
-            let round: Vec<Pending> = queue.pending.drain(..take).collect();
-            round.iter().for_each(|p| p.slot.queued.store(false, Ordering::Release));
-            queue.running += 1;
-            round
-        };
-        let entries: Vec<BatchEntry> =
-            round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
-        // SAFETY: each entry lies inside its buffer object's memory (checked when it was made),
-        // which the round holds until its batch has ended (`end`).
-        match unsafe { submit_batch(&entries) } {
-            Ok(batch) => (Some(batch), round),
-            Err(e) => {
-                round.iter().for_each(|p| finish(&p.slot, Err(e.clone())));
-                self.ended();
-                (None, round)
+            for (p, r) in round.iter().zip(results) {
+                finish(&p.slot, r.unwrap_or(Err(OpError::InternalError.into())));
             }
+            // The ended requests' buffer objects go without taking the GIL (a thread holding
+            // it may be waiting for this one): PyO3 queues the references and drops them at
+            // the module's next call.
+            drop(round);
         }
-    }
-
-    /// Waits for a round's batch to end, then ends its futures.
-    fn end(&self, round: Round) {
-        let mut results: Vec<Option<hipfile::Result<usize>>> = vec![None; round.pending.len()];
-        if let Err(e) = reap_batch(round.batch, &mut results, None) {
-            results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone())));
-        }
-        for (p, r) in round.pending.iter().zip(results) {
-            finish(&p.slot, r.unwrap_or(Err(OpError::InternalError.into())));
-        }
-        // The ended requests' buffer objects go without taking the GIL (a thread holding it
-        // may be waiting for this one): PyO3 queues the references and drops them at the
-        // module's next call.
-        drop(round);
-        self.ended();
-    }
-
-    /// A round has ended: the next may start.
-    fn ended(&self) {
-        lock(&self.queue).running -= 1;
-        self.ready.notify_all();
     }
 }
 
@@ -596,42 +529,13 @@ unsafe fn run_batch(
     results: &mut [Option<hipfile::Result<usize>>],
     wait: Option<Duration>,
 ) -> hipfile::Result<()> {
-    // SAFETY: the caller's contract, kept by reaping the batch before returning.
-    let batch = unsafe { submit_batch(entries) }?;
-    reap_batch(batch, results, wait)
-}
-
-/// A batch of `entries` (cookies their indices), submitted.
-///
-/// # Safety
-/// Each entry lies inside memory that stays valid until the batch has been reaped
-/// ([`reap_batch`]).
-unsafe fn submit_batch(entries: &[BatchEntry]) -> hipfile::Result<hipfile::BatchId> {
     let d = driver();
-    let batch = d.batch_setup(entries.len().max(1))?;
+    let id = d.batch_setup(entries.len().max(1))?;
     // SAFETY: the caller's contract.
-    match unsafe { d.batch_submit(batch, entries) } {
-        Ok(()) => Ok(batch),
-        Err(e) => {
-            d.batch_destroy(batch);
-            Err(e)
-        }
-    }
-}
-
-/// Waits for every entry of a submitted `batch` (each entry's result in `results`, by cookie)
-/// or until `wait` has passed (what has not run then is cancelled), then destroys it: when
-/// this returns, nothing of the batch touches memory.
-fn reap_batch(
-    batch: hipfile::BatchId,
-    results: &mut [Option<hipfile::Result<usize>>],
-    wait: Option<Duration>,
-) -> hipfile::Result<()> {
-    let d = driver();
-    let mut left = results.len();
-    let mut outcome = Ok(());
+    let submitted = unsafe { d.batch_submit(id, entries) };
+    let mut left = if submitted.is_ok() { entries.len() } else { 0 };
     while left > 0 {
-        match d.batch_status(batch, left, left, wait) {
+        match d.batch_status(id, left, left, wait) {
             Ok(events) if events.is_empty() => break, // timed out: the rest are cancelled
             Ok(events) => {
                 for e in events {
@@ -640,13 +544,13 @@ fn reap_batch(
                 }
             }
             Err(e) => {
-                outcome = Err(e);
-                break;
+                d.batch_destroy(id);
+                return Err(e);
             }
         }
     }
-    d.batch_destroy(batch);
-    outcome
+    d.batch_destroy(id);
+    submitted
 }
 
 /// A read or write running on the library's threads (`pread`/`pwrite`): `get()` waits for the
