@@ -197,10 +197,6 @@ hipfile_api! {
             (base: *const c_void) -> CUfileError_t, else UNSERVED;
         /// `cuFileDriverOpen` (`hipFileDriverOpen`).
         cuFileDriverOpen => driver_open = "hipFileDriverOpen" () -> CUfileError_t, else UNSERVED;
-        /// `cuFileDriverClose`, the name programs built before CUDA 12.4 call.
-        cuFileDriverClose => driver_close = "hipFileDriverClose" () -> CUfileError_t, else UNSERVED;
-        /// `cuFileDriverClose_v2`, which `cufile.h` names `cuFileDriverClose`.
-        cuFileDriverClose_v2 => driver_close_v2 = "hipFileDriverClose" () -> CUfileError_t, else UNSERVED;
         /// `cuFileUseCount` (`hipFileUseCount`).
         cuFileUseCount => use_count = "hipFileUseCount" () -> c_long, else 0;
         /// `cuFileBatchIOSetUp` (`hipFileBatchIOSetUp`).
@@ -244,6 +240,7 @@ hipfile_api! {
             (param: c_int, value: *const c_char) -> CUfileError_t, else UNSERVED;
     }
     used {
+        driver_close = "hipFileDriverClose" () -> CUfileError_t;
         handle_register = "hipFileHandleRegister" (*mut *mut c_void, *mut CUfileDescr) -> CUfileError_t;
         handle_deregister = "hipFileHandleDeregister" (*mut c_void) -> ();
         read = "hipFileRead" (*mut c_void, *mut c_void, usize, i64, i64) -> isize;
@@ -392,6 +389,31 @@ fn on_file<T: Copy>(fh: *mut c_void, refusing: c_int, outcomes: Outcomes<T>, cal
         Some(_) if refused(fh, refusing) => refused_by_mode,
         Some(api) => call(api),
     })
+}
+
+/// `cuFileDriverClose`, the name programs built before CUDA 12.4 call (`hipFileDriverClose`).
+/// The last close forgets every registered handle (semantics §2), and their access modes with
+/// them.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverClose() -> CUfileError_t {
+    guard(PANICKED, || match api() {
+        None => UNSERVED,
+        Some(api) => {
+            // SAFETY: takes no arguments.
+            let e = unsafe { (api.driver_close)() };
+            // SAFETY: takes no arguments.
+            if e == CUfileError_t::SUCCESS && unsafe { (api.use_count)() } == 0 {
+                access_mut().clear();
+            }
+            e
+        }
+    })
+}
+
+/// `cuFileDriverClose_v2`, which `cufile.h` names `cuFileDriverClose`: the same call.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFileDriverClose_v2() -> CUfileError_t {
+    cuFileDriverClose()
 }
 
 /// `cuFileHandleRegister` (`hipFileHandleRegister`), remembering the descriptor's access mode.

@@ -282,17 +282,37 @@ static void driver_and_io(const char *dir) {
     unlink(path);
 }
 
-static void closing(void) {
+static void closing(const char *dir) {
     /* cufile.h turns cuFileDriverClose into cuFileDriverClose_v2; the old name is exported
      * too, for programs built before it did. */
     CUfileError_t (*old_close)(void) = (CUfileError_t(*)(void))dlsym(RTLD_DEFAULT, "cuFileDriverClose");
     CHECK(old_close != NULL);
     EXPECT_OK(cuFileDriverOpen());
     CHECK(cuFileUseCount() == 2 && hipfile_use_count() == 2);
+    /* A handle left registered goes with the last close, its access mode too: after a reopen
+     * it is unknown, not refused for being write-only. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cufile-close-%d.bin", dir, (int)getpid());
+    int wronly = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(wronly >= 0);
+    CUfileDescr_t descr;
+    memset(&descr, 0, sizeof descr);
+    descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    descr.handle.fd = wronly;
+    CUfileHandle_t left = NULL;
+    EXPECT_OK(cuFileHandleRegister(&left, &descr));
     EXPECT_OK(old_close());
     EXPECT_OK(cuFileDriverClose());
     CHECK(cuFileUseCount() == 0 && hipfile_use_count() == 0);
     EXPECT_ERR(cuFileDriverClose(), CU_FILE_DRIVER_NOT_INITIALIZED);
+    EXPECT_OK(cuFileDriverOpen());
+    void *dev = NULL;
+    HIP_OK(hipMalloc(&dev, 4096));
+    CHECK(cuFileRead(left, dev, 4096, 0, 0) == -CU_FILE_HANDLE_NOT_REGISTERED);
+    HIP_OK(hipFree(dev));
+    EXPECT_OK(cuFileDriverClose());
+    close(wronly);
+    unlink(path);
     CHECK(strcmp(CUFILE_ERRSTR(-CU_FILE_INVALID_VALUE), "invalid argument") == 0);
     CHECK(IS_CUFILE_ERR(-5022) && !IS_CUFILE_ERR(-22));
 }
@@ -301,7 +321,7 @@ int main(int argc, char **argv) {
     CHECK(argc == 2);
     parameters_and_version();
     driver_and_io(argv[1]);
-    closing();
+    closing(argv[1]);
     printf("ok\n");
     return 0;
 }
