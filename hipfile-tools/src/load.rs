@@ -75,14 +75,13 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
         })?;
         files.extend(checkpoint.files);
     }
-    let opened: Vec<(PathBuf, File, Header)> = files
+    let opened: Vec<Checkpoint> = files
         .into_iter()
         .map(|path| {
-            // Read plainly (`O_DIRECT` reads need aligned buffers); the data through the driver.
             let plain = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let header = Header::read(&plain).map_err(|e| format!("{}: {e}", path.display()))?;
             let file = open(&path)?;
-            Ok((path, file, header))
+            Ok(Checkpoint { path, plain, file, header })
         })
         .collect::<Result<_, String>>()?;
     let mock_devices = args.device.unwrap_or(0) + 1;
@@ -93,13 +92,13 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
         None => gpu.current_device().map_err(|e| format!("current device: {e}"))?,
     };
     gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
-    let total: u64 = opened.iter().map(|(_, _, h)| h.data_len).sum();
+    let total: u64 = opened.iter().map(|c| c.header.data_len).sum();
     let done = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     // Allocated before the clock starts, as a loader's caller would have its memory.
     let buffers = opened
         .iter()
-        .map(|(_, _, h)| DeviceBuffer::new(&gpu, (pad(h) + h.data_len).max(1) as usize))
+        .map(|c| DeviceBuffer::new(&gpu, (pad(&c.header) + c.header.data_len).max(1) as usize))
         .collect::<Result<Vec<_>, _>>()?;
     let start = Instant::now();
     let loaded = std::thread::scope(|scope| {
@@ -110,9 +109,9 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
         let workers: Vec<_> = opened
             .iter()
             .zip(&buffers)
-            .map(|((path, file, header), dev)| {
+            .map(|(c, dev)| {
                 let (guard, gpu, done) = (&guard, &gpu, &done);
-                scope.spawn(move || load_one(guard, &**gpu, device, path, file, header, dev.memory, done))
+                scope.spawn(move || load_one(guard, &**gpu, device, c, dev.memory, done))
             })
             .collect();
         let results: Vec<Result<(), String>> =
@@ -124,8 +123,8 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     loaded?;
     let verified = if args.verify {
         let mut n = 0;
-        for ((path, _, header), dev) in opened.iter().zip(&buffers) {
-            n += verify(&*gpu, path, header, dev.memory)?;
+        for (c, dev) in opened.iter().zip(&buffers) {
+            n += verify(&*gpu, c, dev.memory)?;
         }
         Some(n)
     } else {
@@ -133,7 +132,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     };
     Ok(Loaded {
         files: opened.len(),
-        tensors: opened.iter().map(|(_, _, h)| h.tensors.len()).sum(),
+        tensors: opened.iter().map(|c| c.header.tensors.len()).sum(),
         bytes: total,
         seconds,
         verified,
@@ -142,18 +141,25 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     })
 }
 
+/// A checkpoint file to load: opened twice, plainly for its header and `--verify`'s reads
+/// (`O_DIRECT` reads need aligned buffers), and for the driver ([`open`]).
+struct Checkpoint {
+    path: PathBuf,
+    plain: File,
+    file: File,
+    header: Header,
+}
+
 /// One file's data area into `memory` (from [`pad`]), [`STEP`] bytes per call.
-#[allow(clippy::too_many_arguments)]
 fn load_one(
     guard: &DriverGuard<hipfile::SystemPlatform>,
     gpu: &dyn GpuRuntime,
     device: i32,
-    path: &Path,
-    file: &File,
-    header: &Header,
+    checkpoint: &Checkpoint,
     memory: DeviceSpan,
     done: &AtomicU64,
 ) -> Result<(), String> {
+    let Checkpoint { path, file, header, .. } = checkpoint;
     let shown = |e: hipfile::Error| format!("{}: {e}", path.display());
     gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
     let registered = guard.register_file(file).map_err(shown)?;
@@ -172,9 +178,8 @@ fn load_one(
 }
 
 /// Compares each tensor in `memory` with the file's bytes; the number compared.
-fn verify(gpu: &dyn GpuRuntime, path: &Path, header: &Header, memory: DeviceSpan) -> Result<usize, String> {
-    // Without `O_DIRECT`, whose reads need aligned buffers.
-    let plain = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn verify(gpu: &dyn GpuRuntime, checkpoint: &Checkpoint, memory: DeviceSpan) -> Result<usize, String> {
+    let Checkpoint { path, plain, header, .. } = checkpoint;
     for t in &header.tensors {
         let len = t.len() as usize;
         let mut on_gpu = vec![0u8; len];
@@ -183,7 +188,7 @@ fn verify(gpu: &dyn GpuRuntime, path: &Path, header: &Header, memory: DeviceSpan
                 .map_err(|e| format!("{}: copying {:?} back: {e}", path.display(), t.name))?;
         }
         let mut in_file = vec![0u8; len];
-        std::os::unix::fs::FileExt::read_exact_at(&plain, &mut in_file, header.data_start + t.begin)
+        std::os::unix::fs::FileExt::read_exact_at(plain, &mut in_file, header.data_start + t.begin)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         if on_gpu != in_file {
             return Err(format!("{}: tensor {:?} differs in GPU memory from the file", path.display(), t.name));
