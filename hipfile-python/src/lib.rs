@@ -250,7 +250,8 @@ fn buf_deregister(py: Python<'_>, addr: usize) -> PyResult<()> {
 
 /// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes at `file_offset`, into or
 /// from `[addr + buf_offset, ...)`, which must lie inside `[addr, addr + extent)`. The bytes
-/// moved.
+/// moved (fewer only at end of file): a transfer longer than one call may move
+/// ([`hipfile::max_rw_count`]) runs as several calls.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn transfer(
@@ -264,14 +265,38 @@ fn transfer(
     buf_offset: i64,
 ) -> PyResult<usize> {
     check_extent(extent, size, buf_offset)?;
-    if size == 0 {
-        return Ok(0); // as for host memory (the driver would refuse an offset at the very end)
-    }
     // SAFETY: the range lies inside the memory the buffer object holds (checked above), which
     // the caller keeps alive for the call; device memory is also checked by the driver.
-    detached(py, || unsafe {
-        driver().transfer(direction(write), HandleId(handle), addr, size, file_offset, buf_offset)
-    })
+    unsafe { transfer_all(py, write, handle, addr, size, file_offset, buf_offset) }
+}
+
+/// [`transfer`]'s calls, one after another until `size` bytes have moved or the file ended.
+///
+/// # Safety
+/// `[addr + buf_offset, addr + buf_offset + size)` lies inside memory that stays valid for
+/// the call (host memory, or device memory the driver checks).
+unsafe fn transfer_all(
+    py: Python<'_>,
+    write: bool,
+    handle: u64,
+    addr: usize,
+    size: usize,
+    file_offset: i64,
+    buf_offset: i64,
+) -> PyResult<usize> {
+    let mut done = 0;
+    while done < size {
+        let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
+        let left = size - done;
+        // SAFETY: the caller's contract.
+        let n =
+            detached(py, || unsafe { driver().transfer(direction(write), HandleId(handle), addr, left, at, buf_at) })?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
 }
 
 /// CPython's buffer protocol, declared here: PyO3 leaves it out of the stable ABI before 3.11
@@ -362,21 +387,11 @@ fn transfer_buffer(
     let (addr, extent) = (held.addr(), held.len());
     let size = size.unwrap_or_else(|| extent.saturating_sub(usize::try_from(buf_offset).unwrap_or(usize::MAX)));
     check_extent(extent, size, buf_offset)?;
-    let mut done = 0;
-    while done < size {
-        let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
-        let left = size - done;
-        // SAFETY: the range lies inside the buffer's memory (checked above), held (`held`) until
-        // this returns.
-        let n =
-            detached(py, || unsafe { driver().transfer(direction(write), HandleId(handle), addr, left, at, buf_at) })?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-    }
+    // SAFETY: the range lies inside the buffer's memory (checked above), held (`held`) until
+    // this returns.
+    let done = unsafe { transfer_all(py, write, handle, addr, size, file_offset, buf_offset) };
     drop(held);
-    Ok(done)
+    done
 }
 
 /// Where a future's result arrives.
@@ -1153,6 +1168,8 @@ fn safetensors_shard_rows(rows: u64, rank: u64, world: u64) -> (u64, u64) {
 fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Future>()?;
     m.add_class::<StreamOp>()?;
+    m.add("MAX_RW_COUNT", hipfile::max_rw_count())?;
+    m.add("MAX_BATCH_ENTRIES", hipfile::MAX_BATCH_ENTRIES)?;
     m.add_function(wrap_pyfunction!(driver_open, m)?)?;
     m.add_function(wrap_pyfunction!(driver_close, m)?)?;
     m.add_function(wrap_pyfunction!(use_count, m)?)?;

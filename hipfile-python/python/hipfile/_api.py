@@ -11,9 +11,9 @@ from hipfile._buffers import memory_of
 from hipfile._open import open_driver
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
-MAX_RW_COUNT = 0x7FFFF000
+MAX_RW_COUNT: int = _hipfile.MAX_RW_COUNT
 #: The most entries one batch holds: larger lists are split.
-MAX_BATCH_ENTRIES = 128
+MAX_BATCH_ENTRIES: int = _hipfile.MAX_BATCH_ENTRIES
 
 #: Host buffer types the native module takes directly (contiguous by construction).
 _HOST_TYPES = {bytearray, bytes}
@@ -266,18 +266,8 @@ class File(_Closing):
             size = max(nbytes - buf_offset, 0)
         elif size < 0:
             raise ValueError("size must not be negative")
-        if size <= MAX_RW_COUNT:  # one call; the native module checks the extent
-            return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
-        size = _fitted(nbytes, size, buf_offset)  # all of it, before any part moves
-        done = 0
-        while done < size:
-            n = _hipfile.transfer(
-                write, handle, addr, nbytes, min(size - done, MAX_RW_COUNT), file_offset + done, buf_offset + done
-            )
-            if n == 0:
-                break
-            done += n
-        return done
+        # The native module checks the extent, and splits what one call cannot move.
+        return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
 
     def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
