@@ -1123,7 +1123,15 @@ fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyE
 /// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
 /// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
 /// that does not end on a byte).
-type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Option<u64>);
+type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Row);
+
+/// A tensor's row along its first dimension, as Python sees it: its bytes (an int), or why it
+/// has none to slice (a str, the message of the `SafetensorError` slicing it raises).
+#[derive(IntoPyObject)]
+enum Row {
+    Bytes(u64),
+    Refused(String),
+}
 
 /// The checked header of the safetensors file at `path` (hipfile-safetensors): `(data_start,
 /// data_len, [tensor entries], metadata or None)`, tensors in offset order.
@@ -1140,7 +1148,8 @@ fn safetensors_header(
         .tensors
         .into_iter()
         .map(|t| {
-            let row = t.row_bytes().ok();
+            // The bytes of a row, or why the tensor has none to slice.
+            let row = t.row_bytes().map_or_else(|e| Row::Refused(e.to_string()), Row::Bytes);
             (t.name, t.dtype.name(), t.shape, t.begin, t.end, row)
         })
         .collect();

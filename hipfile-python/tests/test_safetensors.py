@@ -103,7 +103,7 @@ def test_safe_open_reads_single_tensors_and_slices(checkpoint):
             s[2]
         with pytest.raises(SafetensorError, match="step 1"):
             s[::2]
-        with pytest.raises(SafetensorError, match="scalar"):
+        with pytest.raises(SafetensorError, match=r"^tensor \"layer8.float32.0\": a scalar has no rows to slice$"):
             f.get_slice("layer8.float32.0")[0:1]
         with pytest.raises(SafetensorError, match="no tensor 'nope'"):
             f.get_tensor("nope")

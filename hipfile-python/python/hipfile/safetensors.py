@@ -72,10 +72,8 @@ class Header:
         """The bytes of one row of ``name``'s first dimension (a scalar has none; a row of a
         packed dtype must end on a byte)."""
         row = self._row_bytes[name]
-        if row is None:
-            dtype, shape, _, _ = self.tensors[name]
-            why = "a scalar has no rows to slice" if not shape else f"a row of {dtype} does not end on a byte boundary"
-            raise SafetensorError(f"tensor {name!r}: {why}")
+        if isinstance(row, str):  # why it has no rows (the header parser's words)
+            raise SafetensorError(row)
         return row
 
     def names(self) -> List[str]:
@@ -469,8 +467,7 @@ class TensorSlice:
             index, rest = (index[0], index[1:]) if index else (slice(None), ())
         if index is Ellipsis:
             index, rest = slice(None), (Ellipsis,) + tuple(rest)
-        if not self._shape:
-            raise SafetensorError(f"tensor {self._name!r}: a scalar cannot be sliced")
+        row = self._owner._header.row_bytes(self._name)  # refuses a scalar, or rows not ending on a byte
         rows = self._shape[0]
         drop = False
         if isinstance(index, int):
@@ -485,7 +482,6 @@ class TensorSlice:
             hi = max(hi, lo)
         else:
             raise TypeError(f"cannot index tensor {self._name!r} with {index!r}")
-        row = self._owner._header.row_bytes(self._name)
         shape = [hi - lo] + list(self._shape[1:])
         out = self._owner._read(self._name, self._dtype, shape, self._begin + lo * row, self._begin + hi * row)
         if drop:
