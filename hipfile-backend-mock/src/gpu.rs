@@ -171,6 +171,17 @@ impl std::fmt::Debug for MockGpu {
     }
 }
 
+/// A PCI address (function 0), as `hipDeviceProp_t` gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PciAddress {
+    /// The PCI domain.
+    pub domain: i32,
+    /// The bus.
+    pub bus: i32,
+    /// The device on the bus.
+    pub device: i32,
+}
+
 impl MockGpu {
     /// A mock GPU with `devices` devices (at least one).
     pub fn new(devices: i32) -> Arc<MockGpu> {
@@ -199,6 +210,15 @@ impl MockGpu {
     /// Whether device memory is out of the host's reach ([`MockGpu::guarded`]).
     pub fn is_guarded(&self) -> bool {
         self.guarded
+    }
+
+    /// Device N's made-up PCI address, domain 0, bus `0x10 + N`, device 0 (function 0): no
+    /// sysfs knows it, so the device's NUMA node is unknown.
+    pub fn pci_address(&self, device: i32) -> Result<PciAddress, HipError> {
+        if !(0..self.devices).contains(&device) {
+            return Err(HipError::INVALID_DEVICE);
+        }
+        Ok(PciAddress { domain: 0, bus: 0x10 + device, device: 0 })
     }
 
     /// The faults armed on this GPU and the data paths built on it.
@@ -591,13 +611,10 @@ impl GpuRuntime for MockGpu {
         Ok(())
     }
 
-    /// `0000:1N:00.0` for device N (a made-up address: no sysfs knows it, so the device's NUMA
-    /// node is unknown).
+    /// `0000:1N:00.0` for device N ([`MockGpu::pci_address`]).
     fn pci_bus_id(&self, device: i32) -> Result<String, HipError> {
-        if !(0..self.devices).contains(&device) {
-            return Err(HipError::INVALID_DEVICE);
-        }
-        Ok(format!("0000:{:02x}:00.0", 0x10 + device))
+        let PciAddress { domain, bus, device } = self.pci_address(device)?;
+        Ok(format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
     }
 }
 

@@ -19,7 +19,7 @@ mod gpu;
 
 pub use backend::{MockBackend, MockBounce, MockEngine, MockP2p, MockPlatform, STAGE_SIZE};
 pub use faults::Faults;
-pub use gpu::{MOCK_ALIGN, MockGpu};
+pub use gpu::{MOCK_ALIGN, MockGpu, PciAddress};
 
 /// Deterministic bytes that differ at every offset (xorshift64 from `seed`): test and
 /// benchmark data whose misplacement by even one byte shows.

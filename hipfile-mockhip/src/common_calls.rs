@@ -365,8 +365,7 @@ fn properties(device: c_int) -> Result<DeviceProp, HipError> {
         }
         out
     };
-    let bus = gpu.pci_bus_id(device)?; // "0000:BB:DD.F"
-    let field = |range: std::ops::Range<usize>| i32::from_str_radix(&bus[range], 16).unwrap_or(0);
+    let pci = gpu.pci_address(device)?;
     Ok(DeviceProp {
         name: text("hipfile mock GPU"),
         total_global_mem: DEVICE_MEMORY,
@@ -389,9 +388,9 @@ fn properties(device: c_int) -> Result<DeviceProp, HipError> {
         clock_instruction_rate: 100_000,
         arch: 0,
         concurrent_kernels: 1,
-        pci_domain_id: field(0..4),
-        pci_bus_id: field(5..7),
-        pci_device_id: field(8..10),
+        pci_domain_id: pci.domain,
+        pci_bus_id: pci.bus,
+        pci_device_id: pci.device,
         max_shared_memory_per_multi_processor: 64 << 10,
         is_multi_gpu_board: 0,
         can_map_host_memory: 1,
