@@ -130,6 +130,18 @@ impl FileSide {
         Ok(done)
     }
 
+    /// Whether a read of `[start, end)` goes `O_DIRECT`: the file has a direct descriptor and
+    /// the page cache holds none of the range.
+    pub(crate) fn reads_direct(&self, policy: &ReadPolicy, start: u64, end: u64) -> bool {
+        self.direct.is_some() && policy.cache.none_cached(self.buffered, start, end)
+    }
+
+    /// Reads `[offset, offset + buf.len())` into `buf` through the page cache, without asking
+    /// it first (the caller did); fewer bytes only at end of file.
+    pub(crate) fn read_buffered(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        transfer_loop(buf.len(), true, |d, r| pread(self.buffered, &mut buf[d..d + r], offset + d as u64))
+    }
+
     /// `[start, end)` as buffered head, direct interior and buffered tail (empty pieces
     /// dropped): the interior is the aligned part, when there is one and `direct` is given.
     fn pieces(&self, start: u64, end: u64, direct: Option<(i32, u64)>) -> Vec<(i32, u64, u64)> {

@@ -60,6 +60,81 @@ impl Stage {
     fn extent(&self) -> (usize, usize) {
         (self.base as usize, self.usable)
     }
+
+    /// The usable bytes, as an address and a length: where a stripe's pieces go
+    /// ([`crate::stripes`], whose threads fill disjoint parts of it at once).
+    pub(crate) fn span(&self) -> (usize, usize) {
+        (self.base as usize, self.usable)
+    }
+}
+
+// SAFETY: a stage is plain pinned memory; whoever holds it decides who touches which bytes
+// (a lane one thread at a time, a stripe disjoint pieces), raw pointers only stop the
+// automatic impl.
+unsafe impl Send for Stage {}
+
+/// Makes and frees pinned staging buffers of one device (on its NUMA node where known).
+pub(crate) struct Staging<G: GpuRuntime + ?Sized> {
+    pub(crate) gpu: Arc<G>,
+    node: Option<u32>,
+}
+
+impl<G: GpuRuntime + ?Sized> Staging<G> {
+    pub(crate) fn new(gpu: Arc<G>, node: Option<u32>) -> Self {
+        Staging { gpu, node }
+    }
+
+    /// A buffer for chunks of up to `chunk` bytes placed by the layout rule (`chunk + PAGE`
+    /// usable bytes): a huge-page mapping registered with the runtime, else the runtime's
+    /// pinned allocation. The calling thread's current device must be the buffer's.
+    pub(crate) fn stage(&self, chunk: usize) -> Result<Stage, HipError> {
+        let usable = chunk + PAGE as usize;
+        if let Some(stage) = self.huge_page_stage(usable) {
+            return Ok(stage);
+        }
+        let len = chunk + 2 * PAGE as usize;
+        let alloc = self.gpu.host_alloc(len)?;
+        // SAFETY: `len` bytes the runtime just allocated; initialised once, so that windows of
+        // it are plain byte slices.
+        unsafe { alloc.write_bytes(0, len) };
+        let pad = (alloc as usize).next_multiple_of(PAGE as usize) - alloc as usize;
+        Ok(Stage { pinned: Pinned::Allocated(alloc), base: alloc.wrapping_add(pad), usable })
+    }
+
+    /// A buffer of `usable` bytes (whole pages) mapped at a huge-page boundary, advised to
+    /// huge pages and registered with the runtime; `None` where mapping or registration fails
+    /// (the caller then lets the runtime allocate).
+    fn huge_page_stage(&self, usable: usize) -> Option<Stage> {
+        let len = usable.next_multiple_of(PAGE as usize);
+        let base = map_huge_page_aligned(len)?;
+        if let Some(node) = self.node {
+            crate::topology::prefer_node(base, len, node);
+        }
+        // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
+        if unsafe { self.gpu.host_register(base, len) }.is_ok() {
+            return Some(Stage { pinned: Pinned::Mapped { len }, base, usable });
+        }
+        // SAFETY: mapped above and unused.
+        unsafe { unmap(base, len) };
+        None
+    }
+
+    /// Frees a stage made by [`Staging::stage`] that nothing uses any more (no copy queued on
+    /// it). The calling thread's current device must be the stage's.
+    pub(crate) fn free(&self, stage: Stage) {
+        match stage.pinned {
+            Pinned::Allocated(alloc) => {
+                // SAFETY: made by `stage` with this runtime, unused.
+                let _ = unsafe { self.gpu.host_free(alloc) };
+            }
+            Pinned::Mapped { len } => {
+                // SAFETY: registered by `stage` with this runtime, unused.
+                let _ = unsafe { self.gpu.host_unregister(stage.base) };
+                // SAFETY: mapped by `stage`, unused.
+                unsafe { unmap(stage.base, len) };
+            }
+        }
+    }
 }
 
 /// A stream and two staging buffers on one device, and an io_uring with the buffers registered
@@ -143,8 +218,8 @@ impl Lane {
 pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
     gpu: Arc<G>,
     device: i32,
-    /// The NUMA node staging memory is placed on (see [`crate::topology`]).
-    node: Option<u32>,
+    /// Staging memory, placed on the device's NUMA node (see [`crate::topology`]).
+    staging: Staging<G>,
     uring: Arc<UringState>,
     chunk: usize,
     max: usize,
@@ -171,9 +246,9 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
     ) -> Self {
         let per_lane = 2 * (chunk + 2 * PAGE as usize);
         LanePool {
+            staging: Staging::new(Arc::clone(&gpu), node),
             gpu,
             device,
-            node,
             uring,
             chunk,
             max: (memory_limit / per_lane).max(1),
@@ -242,7 +317,7 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         let stream = self.gpu.stream_create()?;
         let mut stages = Vec::with_capacity(2);
         for _ in 0..2 {
-            match self.stage() {
+            match self.staging.stage(self.chunk) {
                 Ok(stage) => stages.push(stage),
                 Err(e) => {
                     self.release(stream, stages, None);
@@ -255,61 +330,12 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
         Ok(Lane { stream, stages, queued: [false; 2], ring })
     }
 
-    /// Bytes of a stage in use: a chunk placed up to a page in (the layout rule).
-    fn usable(&self) -> usize {
-        self.chunk + PAGE as usize
-    }
-
-    fn stage(&self) -> Result<Stage, HipError> {
-        if let Some(stage) = self.huge_page_stage() {
-            return Ok(stage);
-        }
-        let len = self.chunk + 2 * PAGE as usize;
-        let alloc = self.gpu.host_alloc(len)?;
-        // SAFETY: `len` bytes the runtime just allocated; initialised once, so that windows of
-        // it are plain byte slices.
-        unsafe { alloc.write_bytes(0, len) };
-        let pad = (alloc as usize).next_multiple_of(PAGE as usize) - alloc as usize;
-        Ok(Stage { pinned: Pinned::Allocated(alloc), base: alloc.wrapping_add(pad), usable: self.usable() })
-    }
-
-    /// A buffer of `chunk + PAGE` bytes (whole pages) mapped at a huge-page boundary, advised
-    /// to huge pages and registered with the runtime; `None` where mapping or registration
-    /// fails (the caller then lets the runtime allocate).
-    fn huge_page_stage(&self) -> Option<Stage> {
-        let len = (self.chunk + PAGE as usize).next_multiple_of(PAGE as usize);
-        let base = map_huge_page_aligned(len)?;
-        if let Some(node) = self.node {
-            crate::topology::prefer_node(base, len, node);
-        }
-        // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
-        if unsafe { self.gpu.host_register(base, len) }.is_ok() {
-            return Some(Stage { pinned: Pinned::Mapped { len }, base, usable: self.usable() });
-        }
-        // SAFETY: mapped above and unused.
-        unsafe { unmap(base, len) };
-        None
-    }
-
     fn release(&self, stream: Stream, stages: impl IntoIterator<Item = Stage>, ring: Option<LaneRing>) {
         let _ = self.gpu.stream_synchronize(stream);
         let _ = self.gpu.stream_destroy(stream);
         drop(ring); // unregisters the stages before they are freed
-        for stage in stages {
-            // Made by `stage` with this runtime; the lane is gone, so nothing uses it any more.
-            match stage.pinned {
-                Pinned::Allocated(alloc) => {
-                    // SAFETY: see above.
-                    let _ = unsafe { self.gpu.host_free(alloc) };
-                }
-                Pinned::Mapped { len } => {
-                    // SAFETY: see above.
-                    let _ = unsafe { self.gpu.host_unregister(stage.base) };
-                    // SAFETY: see above.
-                    unsafe { unmap(stage.base, len) };
-                }
-            }
-        }
+        // The lane is gone (its stream synchronised), so nothing uses its stages any more.
+        stages.into_iter().for_each(|stage| self.staging.free(stage));
     }
 }
 

@@ -23,13 +23,17 @@
 //! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
 //!   and when a buffer is registered (for its device), a background thread pins the lanes a
 //!   request will use, so the first request does not pay for pinning; the driver's open does
-//!   not wait for it.
+//!   not wait for it;
+//! - on trial (`HIPFILE_BOUNCE_READS=stripes`, the `stripes` module): reads through stripes
+//!   that the threads fill together, one large copy per stripe, instead of lanes; writes keep
+//!   their lanes.
 //!
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
 
 mod fileio;
 mod lanes;
+mod stripes;
 mod topology;
 mod uring;
 
@@ -43,12 +47,13 @@ use std::time::Instant;
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
-    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
+    Backend, BackendKind, BounceReads, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
 
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
 use hipfile_core::pool::WorkerPool;
 use lanes::{Lane, LanePool};
+use stripes::{Setup, SlotPool, Stripe, Stripes};
 use topology::{Placement, Topology};
 use uring::UringState;
 
@@ -80,8 +85,10 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     closing: AtomicBool,
 }
 
-/// What the backend keeps for one device: its lanes and its workers, placed near it.
+/// What the backend keeps for one device: its staging (slots for reads, lanes for writes) and
+/// its workers, placed near it.
 struct Device<G: GpuRuntime + ?Sized + 'static> {
+    slots: SlotPool<G>,
     lanes: LanePool<G>,
     workers: WorkerPool,
     /// Threads one request for this device uses at most (the caller's included).
@@ -267,7 +274,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         }
     }
 
-    /// Sets up the lanes of `device` in the background, once.
+    /// Sets up the staging reads of `device` use (lanes or stripes) in the background, once.
     fn warm(&self, device: i32) {
         let Ok(dev) = self.inner.device(device) else { return };
         if dev.warming.swap(true, Ordering::Relaxed) {
@@ -283,7 +290,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 .gpu
                 .set_device(device)
                 .map_err(Error::from)
-                .and_then(|()| Ok(dev.lanes.prefill(dev.threads, &|| inner.closing.load(Ordering::Relaxed))?));
+                .and_then(|()| {
+                    let stop = || inner.closing.load(Ordering::Relaxed);
+                    let ready = match inner.settings.reads {
+                        BounceReads::Stripes => dev.slots.prefill(usize::MAX, &stop),
+                        BounceReads::Lanes => dev.lanes.prefill(dev.threads, &stop),
+                    };
+                    Ok(ready?)
+                });
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {
                 Ok(()) => tracing::debug!(target: "hipfile", "bounce: staging of device {device} ready in {ms:.1} ms"),
@@ -402,6 +416,41 @@ impl Work {
     }
 }
 
+/// A read (one or more requests of one device) through stripes ([`stripes`]).
+struct ReadWork {
+    reqs: Vec<Request>,
+    stripes: Stripes,
+    /// Each request's first error.
+    errors: Vec<OnceLock<Error>>,
+    /// Where its copies are queued, in order.
+    stream: hipfile_core::Stream,
+    /// The piece each thread reads of a stripe the page cache holds.
+    piece: usize,
+}
+
+impl ReadWork {
+    /// Each request's outcome, once every stripe has ended and its copy run: its error, or its
+    /// bytes up to its first short stripe (end of file).
+    fn results(&self) -> Vec<Result<usize>> {
+        let mut results: Vec<Result<usize>> = self.reqs.iter().map(|_| Ok(0)).collect();
+        let mut short = vec![false; self.reqs.len()];
+        for stripe in &self.stripes.list {
+            let r = stripe.req;
+            if let (Ok(total), false) = (&mut results[r], short[r]) {
+                let n = stripe.moved.load(Ordering::Relaxed);
+                *total += n;
+                short[r] = n < stripe.len;
+            }
+        }
+        for (result, error) in results.iter_mut().zip(&self.errors) {
+            if let Some(e) = error.get() {
+                *result = Err(e.clone());
+            }
+        }
+        results
+    }
+}
+
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// The chunk a request is cut into: the configured one while one device is busy; with
     /// several busy at once, a share of it (at least 1 MiB), so that the staging all of them
@@ -435,8 +484,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 let _ = gpu.set_device(id);
             });
             let s = &self.settings;
+            // Reading through stripes, reads (the common case) get three quarters of the staging
+            // budget, at most what keeps every thread reading and a few copies queued, and
+            // writes' lanes the rest; else the lanes have it all (and no slot is ever made).
+            let (for_slots, for_lanes) = match s.reads {
+                BounceReads::Stripes => (s.memory_limit - s.memory_limit / 4, s.memory_limit / 4),
+                BounceReads::Lanes => (0, s.memory_limit),
+            };
+            let slots = SlotPool::new(Arc::clone(&self.gpu), id, node, s.chunk, for_slots, threads + 8);
             Arc::new(Device {
-                lanes: LanePool::new(Arc::clone(&self.gpu), id, node, Arc::clone(&self.uring), s.chunk, s.memory_limit),
+                slots,
+                lanes: LanePool::new(Arc::clone(&self.gpu), id, node, Arc::clone(&self.uring), s.chunk, for_lanes),
                 workers: WorkerPool::new(threads.saturating_sub(1), format!("hipfile-d{id}"), setup),
                 threads,
                 warming: AtomicBool::new(false),
@@ -486,6 +544,169 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         {
             work.fail_all(&e.into());
         }
+    }
+
+    /// File to device through stripes ([`stripes`]), on the requests' device (the caller's
+    /// thread is given its own device back afterwards).
+    fn run_read(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let device = reqs[0].device();
+        let all = |e: Error| reqs.iter().map(|_| Err(e.clone())).collect();
+        let previous = match self.gpu.current_device() {
+            Ok(d) => d,
+            Err(e) => return all(e.into()),
+        };
+        if previous != device
+            && let Err(e) = self.gpu.set_device(device)
+        {
+            return all(e.into());
+        }
+        let results = self.read_here(dev, reqs);
+        if previous != device
+            && let Err(e) = self.gpu.set_device(previous)
+        {
+            return all(e.into());
+        }
+        results
+    }
+
+    /// [`Inner::run_read`] on the calling thread's current device, the requests'. The caller's
+    /// thread and, when there are enough pieces, the device's workers take pieces in order;
+    /// each stripe's last piece queues its copy on the read's stream, which is waited for once
+    /// every stripe has ended.
+    fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let stream = match dev.slots.stream() {
+            Ok(stream) => stream,
+            Err(e) => return reqs.iter().map(|_| Err(e.into())).collect(),
+        };
+        let mut stripe = self.chunk();
+        if dev.in_flight.load(Ordering::Relaxed) == 1 {
+            stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
+        }
+        let reqs: Vec<Request> = reqs.iter().map(|req| Request::new(req, stripe)).collect();
+        let list = reqs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, req)| {
+                (0..req.chunk_count()).map(move |c| {
+                    let (skip, len) = req.chunk_at(c);
+                    Stripe::new(r, skip, len)
+                })
+            })
+            .collect();
+        let (stripes, ended) = Stripes::new(list);
+        // The device's threads shared among the requests in flight on it (each caller's own
+        // thread works too), each reading a piece of a stripe the page cache holds.
+        let threads = (dev.threads / dev.in_flight.load(Ordering::Relaxed).max(1)).max(1);
+        let piece = stripes::piece_for(stripe, threads);
+        let pieces: usize = stripes.list.iter().map(|s| s.len.div_ceil(piece)).sum();
+        let work = Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
+        for _ in 1..threads.min(pieces) {
+            let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
+            // The descriptors and device range stay valid: this call waits for every stripe to
+            // end, and a worker that comes after that finds no piece left. (A worker may hold
+            // the backend when it goes: a pool never joins its own thread.)
+            dev.workers.submit(Box::new(move || inner.fill(&d, &work)));
+        }
+        self.fill(dev, &work);
+        while let Ok(()) = hipfile_core::pool::recv_soon(&ended) {}
+        // The requests' device memory is the callers' again when their calls return: nothing
+        // may still be copying.
+        let waited = Instant::now();
+        let synced = self.gpu.stream_synchronize(stream);
+        charge(&self.profile.copy_wait_ns, waited);
+        dev.slots.put_stream(stream);
+        self.profile.chunks.fetch_add(work.stripes.list.len() as u64, Ordering::Relaxed);
+        match synced {
+            Ok(()) => work.results(),
+            Err(e) => work.reqs.iter().map(|_| Err(e.into())).collect(),
+        }
+    }
+
+    /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the
+    /// piece that ends a stripe queues the stripe's copy. The thread's current device is the
+    /// read's.
+    fn fill(&self, dev: &Device<G>, work: &ReadWork) {
+        while let Some((s, from, len)) = work.stripes.take(|stripe| self.set_up(dev, work, stripe)) {
+            let stripe = &work.stripes.list[s];
+            let r = stripe.req;
+            let req = &work.reqs[r];
+            match stripe.setup() {
+                Setup::Read { at, direct, .. } if work.errors[r].get().is_none() => {
+                    let offset = req.file_offset + (stripe.skip + from) as u64;
+                    let started = Instant::now();
+                    // SAFETY: the stripe is set up to read (`Read`), and `take` handed this
+                    // piece to this thread alone.
+                    let buf = unsafe { stripe.piece(at, from, len) };
+                    let read = if direct {
+                        req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
+                    } else {
+                        req.file.read_buffered(buf, offset)
+                    };
+                    charge(&self.profile.file_ns, started);
+                    match read {
+                        Ok(n) if n < len => stripe.short(from, n), // end of file
+                        Ok(_) => {}
+                        Err(e) => {
+                            let _ = work.errors[r].set(e);
+                            stripe.short(from, 0);
+                        }
+                    }
+                }
+                _ => stripe.short(from, 0), // the request has failed: nothing more is read
+            }
+            if stripe.filled(len) {
+                self.ship(dev, work, s);
+            }
+        }
+    }
+
+    /// How `stripe` is read, for the first thread that reaches it: a slot to read into (waiting
+    /// for one if need be), in pieces where the page cache holds any of it, whole with
+    /// `O_DIRECT` where it holds none.
+    fn set_up(&self, dev: &Device<G>, work: &ReadWork, stripe: &Stripe) -> Setup {
+        let (r, req) = (stripe.req, &work.reqs[stripe.req]);
+        if work.errors[r].get().is_some() {
+            return Setup::Failed;
+        }
+        let offset = req.file_offset + stripe.skip as u64;
+        let direct = req.file.reads_direct(&self.reads, offset, offset + stripe.len as u64);
+        if !direct {
+            self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
+        }
+        let waited = Instant::now();
+        let slot = dev.slots.take();
+        charge(&self.profile.lane_wait_ns, waited);
+        match slot {
+            Ok(slot) => stripe.hold(slot, offset, if direct { stripe.len } else { work.piece }, direct),
+            Err(e) => {
+                let _ = work.errors[r].set(e.into());
+                Setup::Failed
+            }
+        }
+    }
+
+    /// Queues the copy of stripe `s` of `work`, whose pieces have all been read, and gives its
+    /// slot back; the stripe has ended.
+    fn ship(&self, dev: &Device<G>, work: &ReadWork, s: usize) {
+        let stripe = &work.stripes.list[s];
+        let (slot, valid) = stripe.release();
+        let mut moved = 0;
+        if let Some(mut slot) = slot {
+            if let (Setup::Read { at, .. }, true, None) = (stripe.setup(), valid > 0, work.errors[stripe.req].get()) {
+                let dst = work.reqs[stripe.req].memory.part(stripe.skip, valid);
+                // SAFETY: the stripe's first `valid` bytes lie in its slot from `at` (`hold`);
+                // the request's device memory stays valid until its caller returns, after
+                // waiting for the stream.
+                match unsafe { stripes::ship(&*self.gpu, &mut slot, at, valid, dst, work.stream) } {
+                    Ok(()) => moved = valid,
+                    Err(e) => {
+                        let _ = work.errors[stripe.req].set(e);
+                    }
+                }
+            }
+            dev.slots.put(slot);
+        }
+        work.stripes.end(s, moved);
     }
 
     /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
@@ -567,7 +788,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// Runs requests of one device and one direction together: their chunks are taken in
     /// order by the caller's thread and, when there are enough, the device's workers, each
-    /// pipelining on its own lane (a small request's read overlaps the copy of another's).
+    /// pipelining on its own lane (a small request's read overlaps the copy of another's); or,
+    /// with `HIPFILE_BOUNCE_READS=stripes`, reads through stripes ([`Inner::run_read`]).
     fn run(self: &Arc<Self>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
         let dev = match self.device(reqs[0].device()) {
             Ok(dev) => dev,
@@ -575,6 +797,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         };
         // Counted busy first, so that the chunk reflects this device too.
         let _busy = Busy::new(&dev.in_flight, &self.busy);
+        if reqs[0].direction() == Direction::Read && self.settings.reads == BounceReads::Stripes {
+            return self.run_read(&dev, reqs);
+        }
         let mut chunk = self.chunk();
         if dev.in_flight.load(Ordering::Relaxed) == 1 {
             // Alone on the device, a request too small for two chunks per thread is cut finer.
@@ -719,6 +944,41 @@ mod tests {
         let _elsewhere = Busy::new(&dev0.in_flight, &bounce.inner.busy);
         assert_eq!(bounce.transfer(&req), Ok(16 << 20));
         assert_eq!(chunks(), 4 + 8, "two devices busy: 2 MiB chunks");
+    }
+
+    #[test]
+    fn a_read_through_stripes_copies_once_per_stripe() {
+        use hipfile_backend_mock::MockGpu;
+        use std::os::fd::AsRawFd;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings {
+            threads: 4,
+            chunk: 4 << 20,
+            io_uring: false,
+            reads: BounceReads::Stripes,
+            ..BounceSettings::default()
+        };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(8 << 20).unwrap();
+        // SAFETY: the allocation above.
+        let memory = unsafe { DeviceSpan::new(dev, 8 << 20) };
+        let req = IoRequest::new(Direction::Read, &handle, memory, 0, 0);
+        bounce.wait_warm();
+        let copies = gpu.faults().copy_count();
+        assert_eq!(bounce.transfer(&req), Ok(8 << 20));
+        // Alone, 8 MiB is cut into four stripes of 2 MiB, each read in pieces of 512 KiB (a
+        // quarter, one per thread) and copied once.
+        assert_eq!(gpu.faults().copy_count() - copies, 4);
+        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
+        let mut back = vec![0u8; 8 << 20];
+        gpu.read_device(dev, &mut back).unwrap();
+        assert!(back == data);
     }
 
     #[test]
