@@ -47,7 +47,8 @@ use std::time::Instant;
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
-    Backend, BackendKind, BounceReads, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
+    Backend, BackendKind, BounceReads, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError,
+    Result, Score,
 };
 
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
@@ -286,18 +287,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
             // One thread is enough: on an H200 machine, 16 workers pinning side by side took
             // as long as one thread alone (130-145 ms for 16 lanes), something in pinning is
             // serial there.
-            let ready = inner
-                .gpu
-                .set_device(device)
-                .map_err(Error::from)
-                .and_then(|()| {
-                    let stop = || inner.closing.load(Ordering::Relaxed);
-                    let ready = match inner.settings.reads {
-                        BounceReads::Stripes => dev.slots.prefill(usize::MAX, &stop),
-                        BounceReads::Lanes => dev.lanes.prefill(dev.threads, &stop),
-                    };
-                    Ok(ready?)
-                });
+            let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
+                let stop = || inner.closing.load(Ordering::Relaxed);
+                let ready = match inner.settings.reads {
+                    BounceReads::Stripes => dev.slots.prefill(usize::MAX, &stop),
+                    BounceReads::Lanes => dev.lanes.prefill(dev.threads, &stop),
+                };
+                Ok(ready?)
+            });
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {
                 Ok(()) => tracing::debug!(target: "hipfile", "bounce: staging of device {device} ready in {ms:.1} ms"),
@@ -599,7 +596,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let threads = (dev.threads / dev.in_flight.load(Ordering::Relaxed).max(1)).max(1);
         let piece = stripes::piece_for(stripe, threads);
         let pieces: usize = stripes.list.iter().map(|s| s.len.div_ceil(piece)).sum();
-        let work = Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
+        let work =
+            Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
         for _ in 1..threads.min(pieces) {
             let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
             // The descriptors and device range stay valid: this call waits for every stripe to
