@@ -445,6 +445,45 @@ mod tests {
         pool.put_stream(stream);
     }
 
+    /// Threads taking pieces at once: every byte of every stripe is handed out exactly once,
+    /// each stripe set up once and ended once, by the piece that fills it; the receiver
+    /// returns once the last has ended.
+    #[test]
+    fn pieces_are_handed_out_once_and_every_stripe_ends() {
+        let lens = [1usize, 4096, 65536, 100_000, 3 << 20, 7, 1 << 20];
+        let mut memory: Vec<Vec<u8>> = lens.iter().map(|&len| vec![0u8; len]).collect();
+        let addrs: Vec<usize> = memory.iter_mut().map(|m| m.as_mut_ptr() as usize).collect();
+        let list = lens.iter().enumerate().map(|(i, &len)| Stripe::new(i, 0, len)).collect();
+        let (stripes, ended) = Stripes::new(list);
+        let set_ups = AtomicUsize::new(0);
+        let shipped: Vec<AtomicUsize> = lens.iter().map(|_| AtomicUsize::new(0)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    let setup = |stripe: &Stripe| {
+                        set_ups.fetch_add(1, Ordering::Relaxed);
+                        Setup::Read { at: addrs[stripe.req], piece: 4096 * (1 + stripe.req % 3), direct: false }
+                    };
+                    while let Some((s, from, len)) = stripes.take(setup) {
+                        let stripe = &stripes.list[s];
+                        let Setup::Read { at, .. } = stripe.setup() else { panic!("set up to read") };
+                        // SAFETY: the piece was handed to this thread alone, inside `memory[s]`.
+                        let piece = unsafe { stripe.piece(at, from, len) };
+                        piece.iter_mut().for_each(|b| *b += 1);
+                        if stripe.filled(len) {
+                            shipped[s].fetch_add(1, Ordering::Relaxed);
+                            stripes.end(s, stripe.len);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(ended.recv(), Err(mpsc::RecvError), "every stripe ended");
+        assert_eq!(set_ups.load(Ordering::Relaxed), lens.len(), "each set up once");
+        assert!(shipped.iter().all(|n| n.load(Ordering::Relaxed) == 1), "each shipped once");
+        assert!(memory.iter().all(|m| m.iter().all(|&b| b == 1)), "each byte handed out once");
+    }
+
     #[test]
     fn stripes_and_pieces_within_bounds() {
         const MIB: usize = 1 << 20;
