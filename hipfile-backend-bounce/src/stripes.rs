@@ -18,7 +18,7 @@
 //! (its event), which is the only thing that keeps a queued copy's host memory intact: the
 //! `unsafe` of the read path is here.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
 
 use hipfile_core::sync::{lock, wait};
@@ -230,7 +230,10 @@ pub(crate) struct Stripe {
     pub(crate) req: usize,
     pub(crate) skip: usize,
     pub(crate) len: usize,
+    /// Set by the first thread to reach the stripe ([`Stripe::set_up_once`]).
     setup: OnceLock<Setup>,
+    /// Someone is setting the stripe up.
+    setting_up: AtomicBool,
     slot: Mutex<Option<Slot>>,
     /// The next byte to hand out.
     next: AtomicUsize,
@@ -249,6 +252,7 @@ impl Stripe {
             skip,
             len,
             setup: OnceLock::new(),
+            setting_up: AtomicBool::new(false),
             slot: Mutex::new(None),
             next: AtomicUsize::new(0),
             filled: AtomicUsize::new(0),
@@ -260,6 +264,21 @@ impl Stripe {
     /// How it is read (set by the first taker; `Failed` before).
     pub(crate) fn setup(&self) -> Setup {
         self.setup.get().copied().unwrap_or(Setup::Failed)
+    }
+
+    /// How it is read: set up with `setup` by the first thread to ask, the others looking
+    /// until it is (yielding, not sleeping: they have nothing else to do, and waking a
+    /// sleeping thread takes longer than most setups).
+    fn set_up_once(&self, setup: impl Fn(&Stripe) -> Setup) -> Setup {
+        loop {
+            if let Some(&how) = self.setup.get() {
+                return how;
+            }
+            if !self.setting_up.swap(true, Ordering::AcqRel) {
+                return *self.setup.get_or_init(|| setup(self));
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// Sets the stripe up for reading into `slot` in pieces of `piece` bytes, its byte 0 at
@@ -327,7 +346,7 @@ impl Stripes {
         loop {
             let s = self.current.load(Ordering::Acquire);
             let stripe = self.list.get(s)?;
-            let how = *stripe.setup.get_or_init(|| setup(stripe));
+            let how = stripe.set_up_once(&setup);
             let piece = match how {
                 Setup::Read { piece, .. } => piece,
                 Setup::Failed => stripe.len,
