@@ -589,6 +589,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                     Stripe::new(r, skip, len)
                 })
             })
+            .filter(|stripe| stripe.len > 0) // an empty request moves nothing, and ends at once
             .collect();
         let (stripes, ended) = Stripes::new(list);
         // The device's threads shared among the requests in flight on it (each caller's own
@@ -977,6 +978,10 @@ mod tests {
         let mut back = vec![0u8; 8 << 20];
         gpu.read_device(dev, &mut back).unwrap();
         assert!(back == data);
+        // An empty request (the driver answers those itself; the backend too, at once).
+        // SAFETY: the allocation above.
+        let empty = IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
+        assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
     }
 
     #[test]
