@@ -56,14 +56,9 @@ impl Stage {
         &mut bytes[at..at + len]
     }
 
-    /// The buffer as the io_uring registration sees it.
-    fn extent(&self) -> (usize, usize) {
-        (self.base as usize, self.usable)
-    }
-
-    /// The usable bytes, as an address and a length: where a stripe's pieces go
-    /// ([`crate::stripes`], whose threads fill disjoint parts of it at once).
-    pub(crate) fn span(&self) -> (usize, usize) {
+    /// The usable bytes, as an address and a length: what an io_uring registers, and where a
+    /// stripe's pieces go ([`crate::stripes`], whose threads fill disjoint parts of it at once).
+    pub(crate) fn extent(&self) -> (usize, usize) {
         (self.base as usize, self.usable)
     }
 }

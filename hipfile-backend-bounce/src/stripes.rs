@@ -284,7 +284,7 @@ impl Stripe {
     /// Sets the stripe up for reading into `slot` in pieces of `piece` bytes, its byte 0 at
     /// `offset % PAGE` into the slot (the layout rule of [`crate::lanes`]).
     pub(crate) fn hold(&self, slot: Slot, offset: u64, piece: usize, direct: bool) -> Setup {
-        let (base, usable) = slot.stage.span();
+        let (base, usable) = slot.stage.extent();
         let at = base + (offset % PAGE) as usize;
         debug_assert!(at + self.len <= base + usable);
         *lock(&self.slot) = Some(slot);
@@ -446,7 +446,7 @@ mod tests {
         // SAFETY: the allocation above, alive until `gpu` goes.
         let span = unsafe { DeviceSpan::new(dev, 4096) };
         let mut slot = pool.take().unwrap();
-        let (base, _) = slot.stage.span();
+        let (base, _) = slot.stage.extent();
         // SAFETY: the slot's stage, which this test alone holds.
         unsafe { std::slice::from_raw_parts_mut(base as *mut u8, 4096) }.fill(7);
         gpu.faults().delay_copies(std::time::Duration::from_millis(50));
