@@ -150,12 +150,15 @@ impl Drop for Busy<'_> {
 /// `hipfile bench --profile` prints. Times are summed over threads.
 #[derive(Debug, Default)]
 struct Profile {
+    /// Chunks moved (through stripes: stripes).
     chunks: AtomicU64,
     /// In file reads and writes (page cache copies, or waiting for the disk).
     file_ns: AtomicU64,
-    /// Waiting for the lane's last copy (the GPU side of the pipeline).
+    /// Waiting for the lane's last copy (through stripes: for a read's copies at its end), the
+    /// GPU side of the pipeline.
     copy_wait_ns: AtomicU64,
-    /// Waiting for (or creating) a lane.
+    /// Waiting for (or creating) a lane (through stripes: a slot, which includes waiting for
+    /// the copy last queued from it).
     lane_wait_ns: AtomicU64,
 }
 
