@@ -396,24 +396,41 @@ impl Work {
     /// file).
     fn results(&self) -> Vec<Result<usize>> {
         let complete = self.finished.load(Ordering::Acquire) == self.pieces.len();
-        let mut results: Vec<Result<usize>> = self.reqs.iter().map(|_| Ok(0)).collect();
-        let mut short = vec![false; self.reqs.len()];
-        for (i, &(r, c)) in self.pieces.iter().enumerate() {
-            if let (Ok(total), false) = (&mut results[r], short[r]) {
-                let n = self.moved[i].load(Ordering::Relaxed);
-                *total += n;
-                short[r] = n < self.reqs[r].chunk_at(c).1;
-            }
-        }
-        for (r, result) in results.iter_mut().enumerate() {
-            if let Some(e) = self.errors[r].get() {
-                *result = Err(e.clone());
-            } else if !complete {
-                *result = Err(OpError::InternalError.into()); // a helper panicked
-            }
+        let parts = self
+            .pieces
+            .iter()
+            .enumerate()
+            .map(|(i, &(r, c))| (r, self.moved[i].load(Ordering::Relaxed), self.reqs[r].chunk_at(c).1));
+        let mut results = outcomes(self.reqs.len(), parts, &self.errors);
+        if !complete {
+            // A helper panicked: what has no error of its own failed too.
+            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(OpError::InternalError.into()));
         }
         results
     }
+}
+
+/// Each of `count` requests' outcome from its parts `(request, bytes moved, bytes asked)`, in
+/// order: its error, or its bytes up to its first short part (end of file).
+fn outcomes(
+    count: usize,
+    parts: impl Iterator<Item = (usize, usize, usize)>,
+    errors: &[OnceLock<Error>],
+) -> Vec<Result<usize>> {
+    let mut results: Vec<Result<usize>> = (0..count).map(|_| Ok(0)).collect();
+    let mut short = vec![false; count];
+    for (r, moved, asked) in parts {
+        if let (Ok(total), false) = (&mut results[r], short[r]) {
+            *total += moved;
+            short[r] = moved < asked;
+        }
+    }
+    for (result, error) in results.iter_mut().zip(errors) {
+        if let Some(e) = error.get() {
+            *result = Err(e.clone());
+        }
+    }
+    results
 }
 
 /// A read (one or more requests of one device) through stripes ([`stripes`]).
@@ -432,22 +449,8 @@ impl ReadWork {
     /// Each request's outcome, once every stripe has ended and its copy run: its error, or its
     /// bytes up to its first short stripe (end of file).
     fn results(&self) -> Vec<Result<usize>> {
-        let mut results: Vec<Result<usize>> = self.reqs.iter().map(|_| Ok(0)).collect();
-        let mut short = vec![false; self.reqs.len()];
-        for stripe in &self.stripes.list {
-            let r = stripe.req;
-            if let (Ok(total), false) = (&mut results[r], short[r]) {
-                let n = stripe.moved.load(Ordering::Relaxed);
-                *total += n;
-                short[r] = n < stripe.len;
-            }
-        }
-        for (result, error) in results.iter_mut().zip(&self.errors) {
-            if let Some(e) = error.get() {
-                *result = Err(e.clone());
-            }
-        }
-        results
+        let parts = self.stripes.list.iter().map(|s| (s.req, s.moved.load(Ordering::Relaxed), s.len));
+        outcomes(self.reqs.len(), parts, &self.errors)
     }
 }
 

@@ -54,6 +54,31 @@ fn driver_reading(gpu: &Arc<MockGpu>, reads: BounceReads) -> Driver<BouncePlatfo
     driver_with(gpu, reading(settings(4, 64 << 20), reads))
 }
 
+/// Tests of the data path, each run with both read paths: `name` runs `name_reading` with
+/// lanes, then with stripes.
+macro_rules! with_each_read_path {
+    ($($name:ident => $body:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                for reads in READS {
+                    $body(reads);
+                }
+            }
+        )*
+    };
+}
+
+with_each_read_path! {
+    warm_and_cold_reads_at_unaligned_offsets => warm_and_cold_reads_at_unaligned_offsets_reading,
+    uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache => uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading,
+    reads_past_end_of_file_are_short_then_empty => reads_past_end_of_file_are_short_then_empty_reading,
+    a_copy_failing_mid_transfer_fails_the_call => a_copy_failing_mid_transfer_fails_the_call_reading,
+    concurrent_calls_on_one_handle => concurrent_calls_on_one_handle_reading,
+    several_devices_and_the_callers_device_is_kept => several_devices_and_the_callers_device_is_kept_reading,
+    many_requests_together_each_get_their_own_result => many_requests_together_each_get_their_own_result_reading,
+}
+
 fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {
     let driver = Driver::with_env(BouncePlatform { gpu: Arc::clone(gpu), settings }, |_| None);
     driver.open().unwrap();
@@ -99,13 +124,6 @@ fn device_bytes(gpu: &MockGpu, addr: usize, len: usize) -> Vec<u8> {
     out
 }
 
-#[test]
-fn warm_and_cold_reads_at_unaligned_offsets() {
-    for reads in READS {
-        warm_and_cold_reads_at_unaligned_offsets_reading(reads);
-    }
-}
-
 fn warm_and_cold_reads_at_unaligned_offsets_reading(reads: BounceReads) {
     let data = pattern(3 * 1024 * 1024 + 777, 1);
     let (_dir, file) = file_with(&data);
@@ -126,13 +144,6 @@ fn warm_and_cold_reads_at_unaligned_offsets_reading(reads: BounceReads) {
             assert_eq!(n, len, "cold {cold} offset {offset}");
             assert!(device_bytes(&gpu, dev + boff, len) == data[offset..offset + len], "cold {cold} offset {offset}");
         }
-    }
-}
-
-#[test]
-fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
-    for reads in READS {
-        uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading(reads);
     }
 }
 
@@ -172,13 +183,6 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading(r
     assert!(counter("chunks_read_cached") > 0 && counter("chunks_read_direct") == direct_chunks);
 }
 
-#[test]
-fn reads_past_end_of_file_are_short_then_empty() {
-    for reads in READS {
-        reads_past_end_of_file_are_short_then_empty_reading(reads);
-    }
-}
-
 fn reads_past_end_of_file_are_short_then_empty_reading(reads: BounceReads) {
     let data = pattern(1_000_003, 3);
     let (_dir, file) = file_with(&data);
@@ -216,13 +220,6 @@ fn writes_land_whole_and_durable_at_unaligned_offsets() {
         assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 5, 0, 0) }.unwrap(), 5);
         assert!(std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap() == data, "durable {durable}");
         gpu.free(dev).unwrap();
-    }
-}
-
-#[test]
-fn a_copy_failing_mid_transfer_fails_the_call() {
-    for reads in READS {
-        a_copy_failing_mid_transfer_fails_the_call_reading(reads);
     }
 }
 
@@ -332,13 +329,6 @@ fn staging_through_stripes_is_pinned_once_and_bounded() {
     assert!(gpu.pinned_allocations().is_empty());
 }
 
-#[test]
-fn concurrent_calls_on_one_handle() {
-    for reads in READS {
-        concurrent_calls_on_one_handle_reading(reads);
-    }
-}
-
 fn concurrent_calls_on_one_handle_reading(reads: BounceReads) {
     let data = pattern(8 << 20, 7);
     let (_dir, file) = file_with(&data);
@@ -364,13 +354,6 @@ fn concurrent_calls_on_one_handle_reading(reads: BounceReads) {
             });
         }
     });
-}
-
-#[test]
-fn several_devices_and_the_callers_device_is_kept() {
-    for reads in READS {
-        several_devices_and_the_callers_device_is_kept_reading(reads);
-    }
 }
 
 fn several_devices_and_the_callers_device_is_kept_reading(reads: BounceReads) {
@@ -606,13 +589,6 @@ fn without_a_topology_nothing_is_placed() {
     // The mock's PCI addresses are made up: the real sysfs does not know them either.
     let bounce = Bounce::new(Arc::clone(&gpu), &settings(4, 64 << 20));
     assert_eq!(bounce.placement(1), (None, vec![]));
-}
-
-#[test]
-fn many_requests_together_each_get_their_own_result() {
-    for reads in READS {
-        many_requests_together_each_get_their_own_result_reading(reads);
-    }
 }
 
 fn many_requests_together_each_get_their_own_result_reading(reads: BounceReads) {

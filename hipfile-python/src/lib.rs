@@ -248,8 +248,9 @@ fn buf_deregister(py: Python<'_>, addr: usize) -> PyResult<()> {
     detached(py, || driver().buf_deregister(addr))
 }
 
-/// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes at `file_offset`, into or
-/// from `[addr + buf_offset, ...)`, which must lie inside `[addr, addr + extent)`. The bytes
+/// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes (`None`: the rest of the
+/// buffer) at `file_offset`, into or from `[addr + buf_offset, ...)`, which must lie inside
+/// `[addr, addr + extent)` ([`fitted`]). The bytes
 /// moved (fewer only at end of file): a transfer longer than one call may move
 /// ([`hipfile::max_rw_count`]) runs as several calls.
 #[pyfunction]
@@ -260,11 +261,11 @@ fn transfer(
     handle: u64,
     addr: usize,
     extent: usize,
-    size: usize,
+    size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
 ) -> PyResult<usize> {
-    check_extent(extent, size, buf_offset)?;
+    let size = fitted(extent, size, buf_offset)?;
     // SAFETY: the range lies inside the memory the buffer object holds (checked above), which
     // the caller keeps alive for the call; device memory is also checked by the driver.
     unsafe { transfer_all(py, write, handle, addr, size, file_offset, buf_offset) }
@@ -707,19 +708,17 @@ fn submit(
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
-/// `Destroy`) of entries `(write, handle, addr, extent, size, file_offset, buf_offset)`,
+/// `Destroy`) of entries `(write, handle, addr, extent, size, file_offset, buf_offset)` (`size`
+/// as [`fitted`] takes it),
 /// without the GIL: for each entry, the bytes moved or the exception it ended with.
 #[pyfunction]
 #[pyo3(signature = (entries, timeout = None))]
-fn batch<'py>(
-    py: Python<'py>,
-    entries: Vec<(bool, u64, usize, usize, usize, i64, i64)>,
-    timeout: Option<f64>,
-) -> PyResult<Bound<'py, PyList>> {
+fn batch<'py>(py: Python<'py>, entries: Vec<NativeEntry>, timeout: Option<f64>) -> PyResult<Bound<'py, PyList>> {
     let checked: Vec<BatchEntry> = entries
         .iter()
         .enumerate()
         .map(|(i, &(write, handle, addr, extent, size, file_offset, buf_offset))| {
+            let size = fitted(extent, size, buf_offset)?;
             batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, i)
         })
         .collect::<PyResult<_>>()?;
@@ -800,13 +799,13 @@ fn stream_submit(
     handle: u64,
     addr: usize,
     extent: usize,
-    size: usize,
+    size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
     stream: usize,
     keep: Py<PyAny>,
 ) -> PyResult<StreamOp> {
-    check_extent(extent, size, buf_offset)?;
+    let size = fitted(extent, size, buf_offset)?;
     let values =
         Arc::new(StreamValues { io: StreamIo::new(size, file_offset, buf_offset), keep: Mutex::new(Some(keep)) });
     let shared = Arc::clone(&values) as Arc<dyn AsyncParams>;
@@ -1123,6 +1122,9 @@ fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyE
 /// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
 /// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
 /// that does not end on a byte).
+/// A batch entry from Python: `(write, handle, addr, extent, size, file_offset, buf_offset)`.
+type NativeEntry = (bool, u64, usize, usize, Option<i64>, i64, i64);
+
 type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Row);
 
 /// A tensor's row along its first dimension, as Python sees it: its bytes (an int), or why it

@@ -40,6 +40,15 @@
 
 static unsigned char byte_at(size_t i) { return (unsigned char)((i * 2654435761u) >> 13); }
 
+/* The description of descriptor `fd` that cuFileHandleRegister takes. */
+static CUfileDescr_t opaque_fd(int fd) {
+    CUfileDescr_t descr;
+    memset(&descr, 0, sizeof descr);
+    descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    descr.handle.fd = fd;
+    return descr;
+}
+
 static void parameters_and_version(void) {
     int version = 0;
     EXPECT_OK(cuFileGetVersion(&version));
@@ -138,10 +147,7 @@ static void driver_and_io(const char *dir) {
     snprintf(path, sizeof path, "%s/cufile-%d.bin", dir, (int)getpid());
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     CHECK(fd >= 0);
-    CUfileDescr_t descr;
-    memset(&descr, 0, sizeof descr);
-    descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    descr.handle.fd = fd;
+    CUfileDescr_t descr = opaque_fd(fd);
     CUfileHandle_t fh = NULL;
     EXPECT_ERR(cuFileHandleRegister(NULL, &descr), CU_FILE_INVALID_VALUE);
     EXPECT_OK(cuFileHandleRegister(&fh, &descr));
@@ -253,9 +259,9 @@ static void driver_and_io(const char *dir) {
     int wronly = open(path, O_WRONLY), rdonly = open(path, O_RDONLY);
     CHECK(wronly >= 0 && rdonly >= 0);
     CUfileHandle_t wfh = NULL, rfh = NULL;
-    descr.handle.fd = wronly;
+    descr = opaque_fd(wronly);
     EXPECT_OK(cuFileHandleRegister(&wfh, &descr));
-    descr.handle.fd = rdonly;
+    descr = opaque_fd(rdonly);
     EXPECT_OK(cuFileHandleRegister(&rfh, &descr));
     CHECK(cuFileRead(wfh, dev2, 4096, 0, 0) == -CU_FILE_INVALID_FILE_OPEN_FLAG);
     CHECK(cuFileWrite(rfh, dev2, 4096, 0, 0) == -CU_FILE_INVALID_FILE_OPEN_FLAG);
@@ -295,10 +301,7 @@ static void closing(const char *dir) {
     snprintf(path, sizeof path, "%s/cufile-close-%d.bin", dir, (int)getpid());
     int wronly = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(wronly >= 0);
-    CUfileDescr_t descr;
-    memset(&descr, 0, sizeof descr);
-    descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    descr.handle.fd = wronly;
+    CUfileDescr_t descr = opaque_fd(wronly);
     CUfileHandle_t left = NULL;
     EXPECT_OK(cuFileHandleRegister(&left, &descr));
     EXPECT_OK(old_close());

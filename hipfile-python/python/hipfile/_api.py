@@ -161,18 +161,6 @@ _MODES = {
 }
 
 
-def _fitted(nbytes: int, size, buf_offset: int) -> int:
-    """The request's size (``None``: what the buffer holds past ``buf_offset``), checked to lie
-    inside a buffer of ``nbytes``."""
-    if size is None:
-        size = max(nbytes - buf_offset, 0)
-    if size < 0 or buf_offset < 0:
-        raise ValueError("size and offsets must not be negative")
-    if buf_offset + size > nbytes:
-        raise ValueError(f"{size} bytes at buffer offset {buf_offset} do not fit in a buffer of {nbytes} bytes")
-    return size
-
-
 class File(_Closing):
     """A file registered with the library (see :func:`open`); a context manager."""
 
@@ -246,10 +234,6 @@ class File(_Closing):
             raise ValueError("I/O operation on a closed hipfile.File")
         return self._handle
 
-    def _request(self, buf, size, buf_offset, write):
-        memory = memory_of(buf, not write)
-        return memory, _fitted(memory.nbytes, size, buf_offset)
-
     def _transfer(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> int:
         handle = self._handle
         if handle is None:
@@ -262,11 +246,7 @@ class File(_Closing):
             except BufferError as exc:  # not contiguous, or read-only for a read
                 raise ValueError(f"hipfile cannot use this {type(buf).__name__}: {exc}") from None
         addr, nbytes, _ = memory_of(buf, not write)
-        if size is None:
-            size = max(nbytes - buf_offset, 0)
-        elif size < 0:
-            raise ValueError("size must not be negative")
-        # The native module checks the extent, and splits what one call cannot move.
+        # The native module fits the size to the buffer, and splits what one call cannot move.
         return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
 
     def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
@@ -297,7 +277,7 @@ class File(_Closing):
         native, held = [], []  # `held` keeps each buffer's memory for the call
         for entry in entries:
             buf, size, file_offset, buf_offset = (tuple(entry) + (None, 0, 0))[:4]
-            memory, size = self._request(buf, size, buf_offset, write)
+            memory = memory_of(buf, not write)
             native.append((write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset))
             held.append(memory.keep)
         results: List[Any] = []
@@ -320,7 +300,7 @@ class File(_Closing):
 
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
         handle = self._check()
-        memory, size = self._request(buf, size, buf_offset, write)
+        memory = memory_of(buf, not write)
         op = _hipfile.stream_submit(
             write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset, stream_handle(stream), memory.keep
         )
