@@ -58,9 +58,6 @@ use stripes::{Setup, SlotPool, Stripe, Stripes};
 use topology::{Placement, Topology};
 use uring::UringState;
 
-/// Streams a read through stripes copies on, taking turns (see [`ReadWork::streams`]).
-const READ_STREAMS: usize = 4;
-
 /// Most threads a request uses by default (what the H200 machine's measurements favour).
 const DEFAULT_MAX_THREADS: usize = 16;
 
@@ -442,9 +439,8 @@ struct ReadWork {
     stripes: Stripes,
     /// Each request's first error.
     errors: Vec<OnceLock<Error>>,
-    /// Where its copies are queued: stripe `s` on `streams[s % streams.len()]`, so that
-    /// consecutive stripes' copies overlap what each costs beyond its bytes.
-    streams: Vec<hipfile_core::Stream>,
+    /// Where its copies are queued, in order.
+    stream: hipfile_core::Stream,
     /// The piece each thread reads of a stripe the page cache holds.
     piece: usize,
 }
@@ -578,9 +574,13 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
 
     /// [`Inner::run_read`] on the calling thread's current device, the requests'. The caller's
     /// thread and, when there are enough pieces, the device's workers take pieces in order;
-    /// each stripe's last piece queues its copy on one of the read's streams, which are waited
-    /// for once every stripe has ended.
+    /// each stripe's last piece queues its copy on the read's stream, which is waited for once
+    /// every stripe has ended.
     fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let stream = match dev.slots.stream() {
+            Ok(stream) => stream,
+            Err(e) => return reqs.iter().map(|_| Err(e.into())).collect(),
+        };
         let mut stripe = self.chunk();
         if dev.in_flight.load(Ordering::Relaxed) == 1 {
             stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
@@ -596,17 +596,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 })
             })
             .filter(|stripe| stripe.len > 0) // an empty request moves nothing, and ends at once
-            .collect::<Vec<_>>();
-        let mut streams = Vec::new();
-        for _ in 0..list.len().clamp(1, READ_STREAMS) {
-            match dev.slots.stream() {
-                Ok(stream) => streams.push(stream),
-                Err(e) => {
-                    streams.into_iter().for_each(|stream| dev.slots.put_stream(stream));
-                    return reqs.iter().map(|_| Err(e.into())).collect();
-                }
-            }
-        }
+            .collect();
         let (stripes, ended) = Stripes::new(list);
         // The device's threads shared among the requests in flight on it (each caller's own
         // thread works too), each reading a piece of a stripe the page cache holds.
@@ -614,7 +604,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let piece = stripes::piece_for(stripe, threads);
         let pieces: usize = stripes.list.iter().map(|s| s.len.div_ceil(piece)).sum();
         let work =
-            Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, streams, piece });
+            Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
         for _ in 1..threads.min(pieces) {
             let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
             // The descriptors and device range stay valid: this call waits for every stripe to
@@ -627,13 +617,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         // The requests' device memory is the callers' again when their calls return: nothing
         // may still be copying.
         let waited = Instant::now();
-        let mut synced = Ok(());
-        for &stream in &work.streams {
-            // Every stream is waited for, even after one fails: its copies may still run.
-            synced = synced.and(self.gpu.stream_synchronize(stream));
-        }
+        let synced = self.gpu.stream_synchronize(stream);
         charge(&self.profile.copy_wait_ns, waited);
-        work.streams.iter().for_each(|&stream| dev.slots.put_stream(stream));
+        dev.slots.put_stream(stream);
         self.profile.chunks.fetch_add(work.stripes.list.len() as u64, Ordering::Relaxed);
         match synced {
             Ok(()) => work.results(),
@@ -716,7 +702,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 // SAFETY: the stripe's first `valid` bytes lie in its slot from `at` (`hold`);
                 // the request's device memory stays valid until its caller returns, after
                 // waiting for the stream.
-                match unsafe { stripes::ship(&*self.gpu, &mut slot, at, valid, dst, work.streams[s % work.streams.len()]) } {
+                match unsafe { stripes::ship(&*self.gpu, &mut slot, at, valid, dst, work.stream) } {
                     Ok(()) => moved = valid,
                     Err(e) => {
                         let _ = work.errors[stripe.req].set(e);
