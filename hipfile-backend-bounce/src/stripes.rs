@@ -32,6 +32,9 @@ use crate::lanes::{Stage, Staging};
 /// than they save in waiting).
 pub(crate) const MIN_PIECE: usize = 64 << 10;
 
+/// Most stripes being set up at once for one read.
+pub(crate) const SET_UPS: usize = 3;
+
 /// Smallest stripe a request alone on its device is cut into.
 pub(crate) const MIN_ALONE_STRIPE: usize = 1 << 20;
 
@@ -234,7 +237,7 @@ pub(crate) struct Stripe {
     pub(crate) req: usize,
     pub(crate) skip: usize,
     pub(crate) len: usize,
-    /// Set by the first thread to reach the stripe ([`Stripe::set_up_once`]).
+    /// Set by the first thread to reach the stripe ([`Stripe::try_set_up`]).
     setup: OnceLock<Setup>,
     /// Someone is setting the stripe up.
     setting_up: AtomicBool,
@@ -270,19 +273,16 @@ impl Stripe {
         self.setup.get().copied().unwrap_or(Setup::Failed)
     }
 
-    /// How it is read: set up with `setup` by the first thread to ask, the others looking
-    /// until it is (yielding, not sleeping: they have nothing else to do, and waking a
-    /// sleeping thread takes longer than most setups).
-    fn set_up_once(&self, setup: impl Fn(&Stripe) -> Setup) -> Setup {
-        loop {
-            if let Some(&how) = self.setup.get() {
-                return how;
-            }
-            if !self.setting_up.swap(true, Ordering::AcqRel) {
-                return *self.setup.get_or_init(|| setup(self));
-            }
-            std::thread::yield_now();
+    /// How it is read, setting it up with `setup` if no thread has begun to; `None` while
+    /// another thread is setting it up.
+    fn try_set_up(&self, setup: impl Fn(&Stripe) -> Setup) -> Option<Setup> {
+        if let Some(&how) = self.setup.get() {
+            return Some(how);
         }
+        if self.setting_up.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(*self.setup.get_or_init(|| setup(self)))
     }
 
     /// Sets the stripe up for reading into `slot` in pieces of `piece` bytes, its byte 0 at
@@ -344,22 +344,39 @@ impl Stripes {
         (Stripes { list, current: AtomicUsize::new(0), ended: AtomicUsize::new(0), unended }, rx)
     }
 
-    /// The next piece, `(stripe, from, len)`; a stripe reached first is set up with `setup`
-    /// (the other threads wait for it). `None` when every piece has been handed out.
+    /// The next piece, `(stripe, from, len)`: of the first stripe with a piece left, in order.
+    /// A stripe reached first is set up with `setup` by the thread that reached it; the others
+    /// go on to the stripes after it (up to [`SET_UPS`] being set up at once, so that setups,
+    /// a system call and a slot each, do not hold every thread up one after another), and look
+    /// again (yielding) when those are all being set up. `None` when every piece has been
+    /// handed out.
     pub(crate) fn take(&self, setup: impl Fn(&Stripe) -> Setup) -> Option<(usize, usize, usize)> {
         loop {
-            let s = self.current.load(Ordering::Acquire);
-            let stripe = self.list.get(s)?;
-            let how = stripe.set_up_once(&setup);
-            let piece = match how {
-                Setup::Read { piece, .. } => piece,
-                Setup::Failed => stripe.len,
-            };
-            let from = stripe.next.fetch_add(piece, Ordering::AcqRel);
-            if from < stripe.len {
-                return Some((s, from, piece.min(stripe.len - from)));
+            let first = self.current.load(Ordering::Acquire);
+            let mut busy = 0; // stripes passed that another thread is setting up
+            for (s, stripe) in self.list.iter().enumerate().skip(first) {
+                let Some(how) = stripe.try_set_up(&setup) else {
+                    busy += 1;
+                    if busy == SET_UPS {
+                        break;
+                    }
+                    continue;
+                };
+                let piece = match how {
+                    Setup::Read { piece, .. } => piece,
+                    Setup::Failed => stripe.len,
+                };
+                let from = stripe.next.fetch_add(piece, Ordering::AcqRel);
+                if from < stripe.len {
+                    return Some((s, from, piece.min(stripe.len - from)));
+                }
+                // Handed out: the front moves past it when it is the front.
+                let _ = self.current.compare_exchange(s, s + 1, Ordering::AcqRel, Ordering::Acquire);
             }
-            let _ = self.current.compare_exchange(s, s + 1, Ordering::AcqRel, Ordering::Acquire);
+            if busy == 0 {
+                return None;
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -519,6 +536,44 @@ mod tests {
         assert_eq!(set_ups.load(Ordering::Relaxed), lens.len(), "each set up once");
         assert!(shipped.iter().all(|n| n.load(Ordering::Relaxed) == 1), "each shipped once");
         assert!(memory.iter().all(|m| m.iter().all(|&b| b == 1)), "each byte handed out once");
+    }
+
+    /// A thread setting a stripe up does not hold the others up: they set up the stripes after
+    /// it meanwhile, up to [`SET_UPS`] at once.
+    #[test]
+    fn stripes_are_set_up_side_by_side() {
+        let mut memory = vec![0u8; 8 * 4096];
+        let at = memory.as_mut_ptr() as usize;
+        let list = (0..8).map(|i| Stripe::new(0, i * 4096, 4096)).collect();
+        let (stripes, _ended) = Stripes::new(list);
+        let (setting, set) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let most = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    let setup = |stripe: &Stripe| {
+                        let now = setting.fetch_add(1, Ordering::AcqRel) + 1;
+                        most.fetch_max(now, Ordering::AcqRel);
+                        // The first setup lasts until another stripe's setup has ended.
+                        let since = std::time::Instant::now();
+                        while stripe.skip == 0 && set.load(Ordering::Acquire) == 0 {
+                            assert!(since.elapsed().as_secs() < 10, "the others waited for the first setup");
+                            std::thread::yield_now();
+                        }
+                        setting.fetch_sub(1, Ordering::AcqRel);
+                        set.fetch_add(1, Ordering::AcqRel);
+                        Setup::Read { at: at + stripe.skip, piece: 4096, direct: false }
+                    };
+                    while let Some((s, _, len)) = stripes.take(setup) {
+                        if stripes.list[s].filled(len) {
+                            stripes.end(s, len);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(set.load(Ordering::Relaxed), 8);
+        assert!((2..=SET_UPS).contains(&most.load(Ordering::Relaxed)), "{most:?} setups at once");
     }
 
     #[test]
