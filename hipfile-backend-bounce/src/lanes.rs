@@ -173,23 +173,6 @@ impl Lane {
         Ok((self.stages[k].window(offset, len), self.ring.as_mut()))
     }
 
-    /// Queues the copy of stage `k`'s window (a chunk of `len` bytes at file offset `offset`)
-    /// to `dst`.
-    pub(crate) fn upload<G: GpuRuntime + ?Sized>(
-        &mut self,
-        gpu: &G,
-        k: usize,
-        offset: u64,
-        len: usize,
-        dst: DeviceSpan,
-    ) -> Result<(), HipError> {
-        self.queued[k] = true;
-        // SAFETY: the stage belongs to the lane and is marked queued, so nothing touches it
-        // (`host_side` waits first) before the stream is synchronised, and the lane's stages
-        // are freed only after a synchronisation (`release`).
-        unsafe { gpu.copy_to_device_async(dst, self.stages[k].window(offset, len), self.stream) }
-    }
-
     /// Queues the copy of `src` into stage `k`'s window for a chunk of `src.len()` bytes at
     /// file offset `offset`.
     pub(crate) fn download<G: GpuRuntime + ?Sized>(
@@ -278,24 +261,6 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
     pub(crate) fn put(&self, lane: Lane) {
         lock(&self.lanes).free.push(lane);
         self.returned.notify_one();
-    }
-
-    /// Creates lanes until the device has `target` (or its limit), without waiting for any:
-    /// staging set up ahead of the first request. Stops at the first failure, or when `stop`
-    /// says so. The calling thread's current device must be this pool's.
-    pub(crate) fn prefill(&self, target: usize, stop: &dyn Fn() -> bool) -> Result<(), HipError> {
-        while !stop() {
-            {
-                let mut lanes = lock(&self.lanes);
-                if lanes.created >= target.min(self.max) {
-                    return Ok(());
-                }
-                lanes.created += 1;
-            }
-            let lane = self.create_counted()?;
-            self.put(lane);
-        }
-        Ok(())
     }
 
     /// Creates a lane already counted in `created`, uncounting it if that fails.
@@ -437,43 +402,14 @@ mod tests {
         let dev = gpu.malloc(4096).unwrap();
         // SAFETY: the allocation above, alive until `gpu` goes.
         let span = unsafe { DeviceSpan::new(dev, 4096) };
-        let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();
-        window.fill(1);
+        gpu.write_device(dev, &[1u8; 4096]).unwrap();
         gpu.faults().delay_copies(std::time::Duration::from_millis(50));
-        lane.upload(&*gpu, 0, 0, 4096, span).unwrap();
-        // The other stage is free at once; this one only once the copy has read it.
-        lane.host_side(&*gpu, 1, 0, 4096).unwrap().0.fill(3);
-        let (window, _) = lane.host_side(&*gpu, 0, 0, 4096).unwrap();
-        window.fill(2);
-        let mut device = vec![0u8; 4096];
-        gpu.read_device(dev, &mut device).unwrap();
-        assert!(device.iter().all(|&b| b == 1), "the copy saw the bytes as they were when it was queued");
-        // Downloads likewise: the window is not the caller's until the stream has run.
         lane.download(&*gpu, 0, 0, span).unwrap();
+        // The other stage is free at once; this one is the caller's only once the copy into it
+        // has run.
+        lane.host_side(&*gpu, 1, 0, 4096).unwrap().0.fill(3);
         assert!(lane.host_side(&*gpu, 0, 0, 4096).unwrap().0.iter().all(|&b| b == 1));
         gpu.faults().clear();
         pool.put(lane);
-    }
-
-    #[test]
-    fn prefill_makes_lanes_ahead_without_passing_the_limit_or_waiting() {
-        let gpu = MockGpu::new(2);
-        gpu.set_device(1).unwrap();
-        let limit = 3 * 2 * ((64 << 10) + 2 * PAGE as usize);
-        let pool = LanePool::new(Arc::clone(&gpu), 1, None, Arc::new(UringState::new(false)), 64 << 10, limit);
-        let held = pool.take().unwrap(); // a request holds one
-        pool.prefill(8, &|| false).unwrap();
-        let (free, created) = {
-            let lanes = lock(&pool.lanes);
-            (lanes.free.len(), lanes.created)
-        };
-        assert_eq!((free, created), (2, 3), "up to the limit of 3");
-        assert_eq!(gpu.pinned_allocations().get(&1), Some(&6));
-        pool.prefill(8, &|| true).unwrap(); // told to stop: returns at once
-        pool.put(held);
-        gpu.set_device(0).unwrap();
-        drop(pool);
-        assert!(gpu.pinned_allocations().is_empty());
-        assert_eq!(gpu.current_device(), Ok(0), "freed on device 1, the dropping thread's device kept");
     }
 }

@@ -1,32 +1,30 @@
 //! hipfile-backend-bounce: the bounce data path (upstream's "fallback", cuFile's "compat mode"), built to be the
 //! fastest of its kind.
 //!
-//! A request moves in chunks through pinned host staging buffers:
-//! - staging memory is pinned once and reused: a lane is a stream and two buffers (and an
-//!   io_uring with them registered, for direct I/O, where the kernel allows), created on first
-//!   use and bounded per device by a memory limit;
-//! - a request is cut into chunks that the caller's thread and, for a large request, workers of
-//!   a pool take in file order, each thread with its own lane; taking chunks in order keeps the
-//!   storage reading (or writing) sequentially, as one stream would, and balances the threads;
-//! - each lane pipelines: while its last chunk is copied to the device asynchronously on the
-//!   lane's stream, the file read of its next chunk fills the other buffer (writes mirror this);
-//! - reads are page-cache aware: cached chunks are read buffered, uncached ones with
-//!   `O_DIRECT` where aligned;
+//! A request moves in chunks through pinned host staging buffers, pinned once and reused
+//! (created on first use and bounded per device by a memory limit):
+//! - reads go through stripes (the `stripes` module): a read is cut into stripes that the
+//!   caller's thread and, for a large read, workers of a pool fill together in file order, each
+//!   thread reading a piece of the stripe at the front into its pinned slot; the thread that
+//!   ends a stripe queues one copy of it to the device, and the threads go on filling the next
+//!   stripes meanwhile. Reads are page-cache aware: a stripe the page cache holds is read in
+//!   pieces, buffered; one it holds none of is read whole with `O_DIRECT` where aligned;
+//! - writes go through lanes (the `lanes` module): a lane is a stream and two buffers (and an
+//!   io_uring with them registered, for direct I/O, where the kernel allows); the threads take
+//!   chunks in file order, each with its own lane, and each lane pipelines: while one chunk is
+//!   written to the file, the next is copied from the device into the other buffer;
 //! - writes are durable when the call returns: one `fdatasync` per call, not per chunk
 //!   (`HIPFILE_DURABLE_WRITES=false` turns it off); durable writes send the aligned interior
 //!   through `O_DIRECT`;
-//! - several GPUs: each device has its own lanes and its own workers (set up for it once:
+//! - several GPUs: each device has its own staging and its own workers (set up for it once:
 //!   current device, and on a machine with several NUMA nodes the CPUs and memory of its
 //!   node, see the `topology` module), so requests for different GPUs share no lock or
 //!   thread; devices busy at once share the staging budget of one (smaller chunks); the
 //!   caller's current device is left as it was;
 //! - staging is set up ahead of use: when the driver opens (for the opening thread's device)
-//!   and when a buffer is registered (for its device), a background thread pins the lanes a
-//!   request will use, so the first request does not pay for pinning; the driver's open does
-//!   not wait for it;
-//! - on trial (`HIPFILE_BOUNCE_READS=stripes`, the `stripes` module): reads through stripes
-//!   that the threads fill together, one large copy per stripe, instead of lanes; writes keep
-//!   their lanes.
+//!   and when a buffer is registered (for its device), a background thread pins the slots
+//!   reads use, so the first read does not pay for pinning (a write's lanes are pinned when
+//!   the first write needs them); the driver's open does not wait for it.
 //!
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
@@ -47,7 +45,7 @@ use std::time::Instant;
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
-    Backend, BackendKind, BounceReads, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError,
+    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError,
     Result, Score,
 };
 
@@ -111,12 +109,10 @@ fn shared_chunk(base: usize, busy: usize) -> usize {
 /// Smallest chunk a request alone on its device is cut into.
 const MIN_ALONE_CHUNK: usize = 256 << 10;
 
-/// The chunk for `total` bytes alone on a device with `threads` threads: small enough that each
-/// thread takes two chunks (so each lane pipelines), at least 256 KiB, at most `chunk`.
-/// Measured on the H200 (a 4 GiB warm file read in calls of one size by one caller, two
-/// rounds): with a 1 MiB floor, 4 MiB calls 8.1 and 8.0 GB/s; with 256 KiB, 13.3 and 12.7
-/// (KvikIO's default loop of 4 MiB `cuFileRead`s over ours, 8.2 against 12.6); 16 MiB, 64 MiB
-/// and whole-file calls and 16 callers of 1 MiB unchanged.
+/// The chunk for a write of `total` bytes alone on a device with `threads` threads: small
+/// enough that each thread takes two chunks (so each lane pipelines), at least 256 KiB, at most
+/// `chunk`. (Measured on the H200 when reads went through lanes too: a 4 GiB warm file read in
+/// 4 MiB calls by one caller ran 8.1 GB/s with a 1 MiB floor, 13.3 with 256 KiB.)
 fn alone_chunk(chunk: usize, total: usize, threads: usize) -> usize {
     let fine = (total / (2 * threads.max(1))).next_multiple_of(64 << 10).max(MIN_ALONE_CHUNK);
     chunk.min(fine)
@@ -150,15 +146,15 @@ impl Drop for Busy<'_> {
 /// `hipfile bench --profile` prints. Times are summed over threads.
 #[derive(Debug, Default)]
 struct Profile {
-    /// Chunks moved (through stripes: stripes).
+    /// Stripes read and chunks written.
     chunks: AtomicU64,
     /// In file reads and writes (page cache copies, or waiting for the disk).
     file_ns: AtomicU64,
-    /// Waiting for the lane's last copy (through stripes: for a read's copies at its end), the
-    /// GPU side of the pipeline.
+    /// Waiting for copies, the GPU side of the pipeline: a read's at its end, a lane's last
+    /// one.
     copy_wait_ns: AtomicU64,
-    /// Waiting for (or creating) a lane (through stripes: a slot, which includes waiting for
-    /// the copy last queued from it).
+    /// Waiting for (or creating) a read's slot, which includes waiting for the copy last
+    /// queued from it, or a write's lane.
     lane_wait_ns: AtomicU64,
 }
 
@@ -171,7 +167,6 @@ fn charge(counter: &AtomicU64, start: Instant) {
 /// offset, so all but the first start aligned).
 #[derive(Clone, Copy, Debug)]
 struct Request {
-    direction: Direction,
     file: FileSide,
     device: i32,
     memory: DeviceSpan,
@@ -183,7 +178,6 @@ impl Request {
     /// `req` as the bounce path runs it, cut into `chunk`-byte chunks.
     fn new(req: &IoRequest<'_>, chunk: usize) -> Request {
         Request {
-            direction: req.direction(),
             file: FileSide::new(req.file()),
             device: req.device(),
             memory: req.memory(),
@@ -278,7 +272,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         }
     }
 
-    /// Sets up the staging reads of `device` use (lanes or stripes) in the background, once.
+    /// Sets up the staging reads of `device` use (its slots) in the background, once.
     fn warm(&self, device: i32) {
         let Ok(dev) = self.inner.device(device) else { return };
         if dev.warming.swap(true, Ordering::Relaxed) {
@@ -291,12 +285,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
             // as long as one thread alone (130-145 ms for 16 lanes), something in pinning is
             // serial there.
             let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
-                let stop = || inner.closing.load(Ordering::Relaxed);
-                let ready = match inner.settings.reads {
-                    BounceReads::Stripes => dev.slots.prefill(usize::MAX, &stop),
-                    BounceReads::Lanes => dev.lanes.prefill(dev.threads, &stop),
-                };
-                Ok(ready?)
+                Ok(dev.slots.prefill(usize::MAX, &|| inner.closing.load(Ordering::Relaxed))?)
             });
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {
@@ -314,18 +303,18 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
 
 impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
     fn drop(&mut self) {
-        // Warmers hold the backend: they stop after the lane they are making, and end before
+        // Warmers hold the backend: they stop after the slot they are making, and end before
         // it is dropped here.
         self.inner.closing.store(true, Ordering::Relaxed);
         self.wait_warm();
     }
 }
 
-/// The chunks of one or more requests (one device, one direction), taken in order by the
-/// threads working on them. A request that fails (a file error) stops taking chunks; a lane
+/// The chunks of one or more writes (one device), taken in order by the threads working on
+/// them. A request that fails (a file error) stops taking chunks; a lane
 /// that fails (a GPU error) fails every request.
 struct Work {
-    /// One or more, all of one device and one direction.
+    /// One or more, all of one device.
     reqs: Vec<Request>,
     /// (request, chunk of that request), in order.
     pieces: Vec<(usize, usize)>,
@@ -347,10 +336,6 @@ impl Work {
             pieces,
             reqs,
         }
-    }
-
-    fn direction(&self) -> Direction {
-        self.reqs[0].direction
     }
 
     fn device(&self) -> i32 {
@@ -487,14 +472,13 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 let _ = gpu.set_device(id);
             });
             let s = &self.settings;
-            // Reading through stripes, reads (the common case) get three quarters of the staging
-            // budget, at most what keeps every thread reading and a few copies queued, and
-            // writes' lanes the rest; else the lanes have it all (and no slot is ever made).
-            let (for_slots, for_lanes) = match s.reads {
-                BounceReads::Stripes => (s.memory_limit - s.memory_limit / 4, s.memory_limit / 4),
-                BounceReads::Lanes => (0, s.memory_limit),
-            };
-            let slots = SlotPool::new(Arc::clone(&self.gpu), id, node, s.chunk, for_slots, threads + 8);
+            // Reads' slots get what keeps every thread reading and a few copies queued, at most
+            // three quarters of the staging budget; writes' lanes the rest (with the defaults,
+            // 24 slots of 4 MiB, and 19 lanes).
+            let most_slots = threads + 8;
+            let for_slots = (most_slots * (s.chunk + 2 * PAGE as usize)).min(s.memory_limit - s.memory_limit / 4);
+            let for_lanes = s.memory_limit - for_slots;
+            let slots = SlotPool::new(Arc::clone(&self.gpu), id, node, s.chunk, for_slots, most_slots);
             Arc::new(Device {
                 slots,
                 lanes: LanePool::new(Arc::clone(&self.gpu), id, node, Arc::clone(&self.uring), s.chunk, for_lanes),
@@ -507,7 +491,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         Ok(Arc::clone(device))
     }
 
-    /// Takes chunks of `work` until none is left, with one lane of `dev`, the request's
+    /// Writes chunks of `work` until none is left, with one lane of `dev`, the requests'
     /// device (the thread's own device is restored afterwards).
     fn work(&self, dev: &Device<G>, work: &Work) {
         let device = work.device();
@@ -527,10 +511,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         match lane {
             Err(e) => work.fail_all(&e.into()),
             Ok(mut lane) => {
-                let moved = match work.direction() {
-                    Direction::Read => self.read(&mut lane, work),
-                    Direction::Write => self.write(&mut lane, work),
-                };
+                let moved = self.write(&mut lane, work);
                 // The request's device memory is the caller's again when the call returns:
                 // nothing may still be copying.
                 let waited = Instant::now();
@@ -714,40 +695,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         work.stripes.end(s, moved);
     }
 
-    /// File to device: the read of each chunk this lane takes overlaps the copy of the one it
-    /// took before. A file error fails the chunk's request; a GPU error (returned) the lane.
-    fn read(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let gpu = &*self.gpu;
-        let mut k = 0; // chunks this lane has taken
-        while let Some(i) = work.take() {
-            let (r, req, skip, len) = work.piece(i);
-            let offset = req.file_offset + skip as u64;
-            let started = Instant::now();
-            let (staged, ring) = lane.host_side(gpu, k % 2, offset, len)?;
-            let mut io = DirectIo { ring, state: &self.uring };
-            let read = req.file.read(&self.reads, &mut io, staged, offset);
-            charge(&self.profile.file_ns, started);
-            if k > 0 {
-                let waited = Instant::now();
-                lane.synchronize(gpu)?;
-                charge(&self.profile.copy_wait_ns, waited);
-            }
-            let n = match read {
-                Ok(n) => n,
-                Err(e) => {
-                    work.fail(r, e);
-                    0
-                }
-            };
-            if n > 0 {
-                lane.upload(gpu, k % 2, offset, n, req.memory.part(skip, n))?;
-            }
-            work.done(i, n);
-            k += 1;
-        }
-        Ok(())
-    }
-
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
     fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
         let gpu = &*self.gpu;
@@ -791,10 +738,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         Ok(())
     }
 
-    /// Runs requests of one device and one direction together: their chunks are taken in
-    /// order by the caller's thread and, when there are enough, the device's workers, each
-    /// pipelining on its own lane (a small request's read overlaps the copy of another's); or,
-    /// with `HIPFILE_BOUNCE_READS=stripes`, reads through stripes ([`Inner::run_read`]).
+    /// Runs requests of one device and one direction together: reads through stripes
+    /// ([`Inner::run_read`]); writes' chunks taken in order by the caller's thread and, when
+    /// there are enough, the device's workers, each pipelining on its own lane.
     fn run(self: &Arc<Self>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
         let dev = match self.device(reqs[0].device()) {
             Ok(dev) => dev,
@@ -802,14 +748,14 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         };
         // Counted busy first, so that the chunk reflects this device too.
         let _busy = Busy::new(&dev.in_flight, &self.busy);
-        if reqs[0].direction() == Direction::Read && self.settings.reads == BounceReads::Stripes {
+        if reqs[0].direction() == Direction::Read {
             return self.run_read(&dev, reqs);
         }
         let mut chunk = self.chunk();
         if dev.in_flight.load(Ordering::Relaxed) == 1 {
-            // Alone on the device, a request too small for two chunks per thread is cut finer.
-            // Measured on the H200 (64 MiB reads, one caller): 4 MiB chunks 31.5 GB/s, 2 MiB
-            // 33.1, 1 MiB 33.1, synchronous or stream-ordered alike.
+            // Alone on the device, a request too small for two chunks per thread is cut finer
+            // (measured for reads through lanes on the H200, 64 MiB calls of one caller: 4 MiB
+            // chunks 31.5 GB/s, 2 MiB 33.1, 1 MiB 33.1).
             let total = reqs.iter().map(|r| r.size()).sum();
             chunk = alone_chunk(chunk, total, dev.threads.min(dev.lanes.max()));
         }
@@ -837,7 +783,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         self.work(&dev, &work);
         while let Ok(()) = hipfile_core::pool::recv_soon(&rx) {}
         let mut results = work.results();
-        if work.direction() == Direction::Write && self.settings.durable_writes {
+        if self.settings.durable_writes {
             // One fdatasync per file that was written.
             let started = Instant::now();
             let mut synced: HashMap<i32, Result<()>> = HashMap::new();
@@ -960,7 +906,6 @@ mod tests {
             threads: 4,
             chunk: 4 << 20,
             io_uring: false,
-            reads: BounceReads::Stripes,
             ..BounceSettings::default()
         };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
@@ -1014,7 +959,7 @@ mod tests {
             let file = FileSide::for_tests();
             // SAFETY: the span is only cut into chunks here, never copied to or from.
             let memory = unsafe { DeviceSpan::new(0x1000, len) };
-            let req = Request { direction: Direction::Read, file, device: 0, memory, file_offset, chunk: 100 };
+            let req = Request { file, device: 0, memory, file_offset, chunk: 100 };
             let mut at = 0;
             for i in 0..req.chunk_count() {
                 let (skip, n) = req.chunk_at(i);

@@ -6,12 +6,13 @@
 //! page cache holds into pieces, one per thread (at least 64 KiB): the threads take pieces in
 //! order, each reading its piece into the stripe's staging buffer, and the thread that ends a
 //! stripe's last piece queues the stripe's copy on the read's stream. So a copy is as large as
-//! a stripe while every thread reads, where a lane (a thread with its own two buffers) copies
-//! what one thread read. Measured on the H200 (`docs/performance.md`, "One caller's calls"):
-//! each copy costs microseconds beyond its bytes (16 threads copying 1 MiB pieces reach 45 GB/s,
-//! 4 MiB pieces 52), and one caller's 16 MiB reads through lanes ran at 21 GB/s whatever the
-//! threads and chunk. A stripe the page cache holds none of is one piece, read with `O_DIRECT`
-//! (the disk wants large requests), as a lane's chunk was.
+//! a stripe while every thread reads. Reads went through lanes before (a thread with its own two
+//! buffers copying what it alone read, as writes still do): each copy costs microseconds beyond
+//! its bytes, and one caller's calls ran the copies in lockstep with the reads. Measured on the
+//! H200 against lanes in one binary (`docs/performance.md`, "Reads through stripes"): one
+//! caller's 4 MiB calls 1.5x, 64 MiB calls 1.1x, four callers of 16 MiB 1.15x, whole files and
+//! batches the same. A stripe the page cache holds none of is one piece, read with `O_DIRECT`
+//! (the disk wants large requests).
 //!
 //! Staging: [`SlotPool`], per device, made on first use (or ahead, by the warmer) up to its
 //! memory limit and kept. A slot is handed out again only once the copy queued from it has run
@@ -57,8 +58,8 @@ pub(crate) struct Slot {
     queued: bool,
 }
 
-/// The slots of one device and the streams its reads copy on, made on first use up to a
-/// limit and kept for the backend's life.
+/// The slots of one device and the streams its reads copy on, made on first use up to their
+/// limits and kept for the backend's life.
 pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
     staging: Staging<G>,
     device: i32,
@@ -67,7 +68,16 @@ pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
     max: usize,
     slots: Mutex<Slots>,
     returned: Condvar,
-    streams: Mutex<Vec<Stream>>,
+    /// As many as reads in flight on the device at once, at most `most` (a read waits for one
+    /// beyond that).
+    streams: Mutex<Streams>,
+    stream_returned: Condvar,
+    most_streams: usize,
+}
+
+struct Streams {
+    free: Vec<Stream>,
+    created: usize,
 }
 
 struct Slots {
@@ -88,7 +98,8 @@ fn wait_event<G: GpuRuntime + ?Sized>(gpu: &G, event: Event) -> std::result::Res
 
 impl<G: GpuRuntime + ?Sized> SlotPool<G> {
     /// Slots of `device` for stripes of up to `stripe` bytes, at most `most` of them and at
-    /// most `memory_limit` bytes (and at least one), staged on `node` where given.
+    /// most `memory_limit` bytes (and at least one), staged on `node` where given; and at most
+    /// `most` streams.
     pub(crate) fn new(
         gpu: Arc<G>,
         device: i32,
@@ -104,7 +115,9 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
             max: (memory_limit / (stripe + 2 * PAGE as usize)).min(most).max(1),
             slots: Mutex::new(Slots { free: VecDeque::new(), created: 0 }),
             returned: Condvar::new(),
-            streams: Mutex::new(Vec::new()),
+            streams: Mutex::new(Streams { free: Vec::new(), created: 0 }),
+            stream_returned: Condvar::new(),
+            most_streams: most.max(1),
         }
     }
 
@@ -180,24 +193,39 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
         }
     }
 
-    /// A stream for one read's copies (they run in order on it).
+    /// A stream for one read's copies (they run in order on it), waiting for one to be
+    /// returned when the device has as many as its limit allows.
     pub(crate) fn stream(&self) -> std::result::Result<Stream, HipError> {
-        match lock(&self.streams).pop() {
-            Some(stream) => Ok(stream),
-            None => self.staging.gpu.stream_create(),
+        let mut streams = lock(&self.streams);
+        loop {
+            if let Some(stream) = streams.free.pop() {
+                return Ok(stream);
+            }
+            if streams.created < self.most_streams {
+                streams.created += 1;
+                drop(streams);
+                let made = self.staging.gpu.stream_create();
+                if made.is_err() {
+                    lock(&self.streams).created -= 1;
+                    self.stream_returned.notify_one();
+                }
+                return made;
+            }
+            streams = wait(&self.stream_returned, streams);
         }
     }
 
     /// Gives back a stream whose copies have all run.
     pub(crate) fn put_stream(&self, stream: Stream) {
-        lock(&self.streams).push(stream);
+        lock(&self.streams).free.push(stream);
+        self.stream_returned.notify_one();
     }
 }
 
 impl<G: GpuRuntime + ?Sized> Drop for SlotPool<G> {
     fn drop(&mut self) {
         let slots = std::mem::take(&mut lock(&self.slots).free);
-        let streams = std::mem::take(&mut *lock(&self.streams));
+        let streams = std::mem::take(&mut lock(&self.streams).free);
         if slots.is_empty() && streams.is_empty() {
             return;
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
-    Backend, BounceReads, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime,
+    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime,
     HipError, IoRequest, OpError, Platform, Result,
 };
 use proptest::prelude::*;
@@ -40,43 +40,6 @@ impl Platform for BouncePlatform {
 
 fn settings(threads: usize, memory_limit: usize) -> BounceSettings {
     BounceSettings { threads, chunk: CHUNK, memory_limit, ..BounceSettings::default() }
-}
-
-/// Both ways the bounce path reads (`HIPFILE_BOUNCE_READS`): the data tests run with each.
-const READS: [BounceReads; 2] = [BounceReads::Lanes, BounceReads::Stripes];
-
-/// `settings`, reading `reads`'s way.
-fn reading(settings: BounceSettings, reads: BounceReads) -> BounceSettings {
-    BounceSettings { reads, ..settings }
-}
-
-fn driver_reading(gpu: &Arc<MockGpu>, reads: BounceReads) -> Driver<BouncePlatform> {
-    driver_with(gpu, reading(settings(4, 64 << 20), reads))
-}
-
-/// Tests of the data path, each run with both read paths: `name` runs `name_reading` with
-/// lanes, then with stripes.
-macro_rules! with_each_read_path {
-    ($($name:ident => $body:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                for reads in READS {
-                    $body(reads);
-                }
-            }
-        )*
-    };
-}
-
-with_each_read_path! {
-    warm_and_cold_reads_at_unaligned_offsets => warm_and_cold_reads_at_unaligned_offsets_reading,
-    uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache => uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading,
-    reads_past_end_of_file_are_short_then_empty => reads_past_end_of_file_are_short_then_empty_reading,
-    a_copy_failing_mid_transfer_fails_the_call => a_copy_failing_mid_transfer_fails_the_call_reading,
-    concurrent_calls_on_one_handle => concurrent_calls_on_one_handle_reading,
-    several_devices_and_the_callers_device_is_kept => several_devices_and_the_callers_device_is_kept_reading,
-    many_requests_together_each_get_their_own_result => many_requests_together_each_get_their_own_result_reading,
 }
 
 fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {
@@ -124,11 +87,12 @@ fn device_bytes(gpu: &MockGpu, addr: usize, len: usize) -> Vec<u8> {
     out
 }
 
-fn warm_and_cold_reads_at_unaligned_offsets_reading(reads: BounceReads) {
+#[test]
+fn warm_and_cold_reads_at_unaligned_offsets() {
     let data = pattern(3 * 1024 * 1024 + 777, 1);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(data.len() + 8192).unwrap();
     for cold in [false, true] {
@@ -147,14 +111,15 @@ fn warm_and_cold_reads_at_unaligned_offsets_reading(reads: BounceReads) {
     }
 }
 
-fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading(reads: BounceReads) {
+#[test]
+fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     let len = 2 * 1024 * 1024;
     let data = pattern(len, 2);
     let (_dir, file) = file_with(&data);
     evict(&file);
     assert!(cached_pages(&file, len).iter().all(|c| !c), "eviction works here");
     let gpu = MockGpu::new(1);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(len).unwrap();
     // Unaligned at both ends: the edges go through the page cache, the interior does not.
@@ -183,11 +148,12 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache_reading(r
     assert!(counter("chunks_read_cached") > 0 && counter("chunks_read_direct") == direct_chunks);
 }
 
-fn reads_past_end_of_file_are_short_then_empty_reading(reads: BounceReads) {
+#[test]
+fn reads_past_end_of_file_are_short_then_empty() {
     let data = pattern(1_000_003, 3);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(4 << 20).unwrap();
     // A request split over several threads, most of them past the end.
@@ -223,11 +189,12 @@ fn writes_land_whole_and_durable_at_unaligned_offsets() {
     }
 }
 
-fn a_copy_failing_mid_transfer_fails_the_call_reading(reads: BounceReads) {
+#[test]
+fn a_copy_failing_mid_transfer_fails_the_call() {
     let data = pattern(1 << 20, 5);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(1 << 20).unwrap();
     // A failed write may have written some chunks (it only never reports them): keep the
@@ -250,7 +217,7 @@ fn a_copy_failing_mid_transfer_fails_the_call_reading(reads: BounceReads) {
         );
     }
     gpu.faults().clear();
-    // The lanes survive a failure: the next calls work.
+    // The staging survives a failure: the next calls work.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
     assert!(device_bytes(&gpu, dev, 1 << 20) == data);
@@ -261,45 +228,11 @@ fn staging_memory_is_pinned_once_and_bounded() {
     let data = pattern(4 << 20, 6);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
-    // Room for 2 lanes (4 pinned buffers) only, though 4 threads would like 4 lanes.
-    let limit = 2 * 2 * (CHUNK + 8192);
-    let driver = driver_with(&gpu, settings(4, limit));
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
-    let dev = gpu.malloc(4 << 20).unwrap();
-    // Staging was set up when the driver opened (`driver_with`), in the background, before any
-    // transfer.
-    let ready = (0..1000).any(|_| {
-        gpu.pinned_allocations().get(&0) == Some(&4)
-            || (std::thread::sleep(std::time::Duration::from_millis(5)), false).1
-    });
-    assert!(ready, "pinned ahead of the first transfer: {:?}", gpu.pinned_allocations());
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
-    let after_first = gpu.pinned_allocations();
-    assert_eq!(after_first.get(&0), Some(&4));
-    for _ in 0..10 {
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
-        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 4 << 20, 0, 0) }.unwrap(), 4 << 20);
-    }
-    assert_eq!(gpu.pinned_allocations(), after_first, "staging reused, never re-pinned");
-    assert!(device_bytes(&gpu, dev, 4 << 20) == data);
-    // Dropping the driver frees the staging memory.
-    drop(driver);
-    assert!(gpu.pinned_allocations().is_empty());
-}
-
-#[test]
-fn staging_through_stripes_is_pinned_once_and_bounded() {
-    let data = pattern(4 << 20, 6);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(1);
-    // Three quarters of the limit for reads: room for 6 slots, though 4 threads would take
-    // 12 (threads + 8); a quarter for writes: one lane (2 buffers), though 4 threads would
-    // like 4 lanes.
+    // Reads' slots get at most three quarters of the limit: room for 6, though 4 threads would
+    // take 12 (threads + 8); writes the rest: one lane (2 buffers), though 4 threads would like
+    // 4 lanes.
     let limit = 4 * 2 * (CHUNK + 8192);
-    let driver = driver_with(&gpu, reading(settings(4, limit), BounceReads::Stripes));
+    let driver = driver_with(&gpu, settings(4, limit));
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     let dev = gpu.malloc(4 << 20).unwrap();
     // The slots were set up when the driver opened (`driver_with`), in the background, before
@@ -329,11 +262,12 @@ fn staging_through_stripes_is_pinned_once_and_bounded() {
     assert!(gpu.pinned_allocations().is_empty());
 }
 
-fn concurrent_calls_on_one_handle_reading(reads: BounceReads) {
+#[test]
+fn concurrent_calls_on_one_handle() {
     let data = pattern(8 << 20, 7);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     std::thread::scope(|s| {
         for t in 0..8usize {
@@ -356,11 +290,12 @@ fn concurrent_calls_on_one_handle_reading(reads: BounceReads) {
     });
 }
 
-fn several_devices_and_the_callers_device_is_kept_reading(reads: BounceReads) {
+#[test]
+fn several_devices_and_the_callers_device_is_kept() {
     let data = pattern(1 << 20, 8);
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(2);
-    let driver = driver_reading(&gpu, reads);
+    let driver = driver(&gpu);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
     gpu.set_device(1).unwrap();
     let dev1 = gpu.malloc(1 << 20).unwrap();
@@ -408,21 +343,21 @@ const DEV_LEN: usize = 400_000;
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// Every read and write against a reference model of the file and the device buffer, with
-    /// reads through lanes or stripes. With 64 KiB chunks, calls spread over the threads; with
-    /// 1 MiB chunks (calls under 2 chunks), the caller's thread serves each alone.
+    /// Every read and write against a reference model of the file and the device buffer. With
+    /// 64 KiB chunks, calls spread over many stripes and chunks; with 1 MiB chunks, a read is
+    /// one stripe whose pieces several threads read, and a write's chunks are too few to
+    /// share (the caller's thread writes them alone).
     #[test]
     fn matches_the_reference_model(
         initial in 0usize..400_000,
         ops in prop::collection::vec(op(), 1..12),
         chunk in prop_oneof![Just(CHUNK), Just(1 << 20)],
-        reads in prop_oneof![Just(BounceReads::Lanes), Just(BounceReads::Stripes)],
     ) {
         let mut model_file = pattern(initial, 10);
         let mut model_dev = pattern(DEV_LEN, 11);
         let (_dir, file) = file_with(&model_file);
         let gpu = MockGpu::new(1);
-        let driver = driver_with(&gpu, BounceSettings { chunk, reads, ..settings(3, 64 << 20) });
+        let driver = driver_with(&gpu, BounceSettings { chunk, ..settings(3, 64 << 20) });
         let h = driver.handle_register(file.as_raw_fd()).unwrap();
         let dev = gpu.malloc(DEV_LEN).unwrap();
         gpu.write_device(dev, &model_dev).unwrap();
@@ -591,11 +526,12 @@ fn without_a_topology_nothing_is_placed() {
     assert_eq!(bounce.placement(1), (None, vec![]));
 }
 
-fn many_requests_together_each_get_their_own_result_reading(reads: BounceReads) {
+#[test]
+fn many_requests_together_each_get_their_own_result() {
     // Reads and writes of several sizes, one past the end of the file, one from a file opened
     // write-only (EBADF): each request's bytes or error, as if it had run alone.
     let gpu = MockGpu::new(1);
-    let bounce = Bounce::new(Arc::clone(&gpu), &reading(settings(4, 64 << 20), reads));
+    let bounce = Bounce::new(Arc::clone(&gpu), &settings(4, 64 << 20));
     let data = pattern(4 << 20, 31);
     let (_dir, file) = file_with(&data);
     let handle = FileHandle::open(file.as_raw_fd()).unwrap();

@@ -130,19 +130,6 @@ pub struct BounceSettings {
     /// `HIPFILE_BOUNCE_DIRECT_STREAMS`: direct reads in flight at once, over all requests
     /// (default 8; storage with deep queues, such as NVMe arrays, may want more).
     pub direct_streams: usize,
-    /// `HIPFILE_BOUNCE_READS` (default `lanes`): how the bounce path reads.
-    pub reads: BounceReads,
-}
-
-/// How the bounce path moves a read (`HIPFILE_BOUNCE_READS`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BounceReads {
-    /// Each thread reads a chunk into a buffer of its own lane and copies it (`lanes`).
-    #[default]
-    Lanes,
-    /// The threads fill large stripes together, one copy per stripe (`stripes`): on trial,
-    /// until measured against lanes on a GPU machine.
-    Stripes,
 }
 
 impl Default for BounceSettings {
@@ -154,7 +141,6 @@ impl Default for BounceSettings {
             durable_writes: true,
             io_uring: true,
             direct_streams: 8,
-            reads: BounceReads::Lanes,
         }
     }
 }
@@ -231,13 +217,6 @@ impl Config {
                 "event" => StreamSignal::Event,
                 "inline" => StreamSignal::Inline,
                 _ => return Err(invalid("HIPFILE_STREAM_SIGNAL", value, "hostfn, event, inline")),
-            };
-        }
-        if let Some(value) = get("HIPFILE_BOUNCE_READS") {
-            b.reads = match value.trim().to_ascii_lowercase().as_str() {
-                "lanes" => BounceReads::Lanes,
-                "stripes" => BounceReads::Stripes,
-                _ => return Err(invalid("HIPFILE_BOUNCE_READS", value, "lanes, stripes")),
             };
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
@@ -340,7 +319,6 @@ mod tests {
             ("HIPFILE_DURABLE_WRITES", "off"),
             ("HIPFILE_BOUNCE_IO_URING", "no"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "16"),
-            ("HIPFILE_BOUNCE_READS", "Stripes"),
         ])
         .unwrap();
         let expected = BounceSettings {
@@ -350,7 +328,6 @@ mod tests {
             durable_writes: false,
             io_uring: false,
             direct_streams: 16,
-            reads: BounceReads::Stripes,
         };
         assert_eq!(c.bounce, expected);
         for (var, bad) in [
@@ -360,7 +337,6 @@ mod tests {
             ("HIPFILE_BOUNCE_CHUNK_KIB", "1026"),
             ("HIPFILE_BOUNCE_MEMORY_MIB", "0"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "0"),
-            ("HIPFILE_BOUNCE_READS", "both"),
         ] {
             let err = config(&[(var, bad)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(bad), "{err}");

@@ -298,10 +298,13 @@ fn threads_against_models_then_everything_is_released() {
         ("HIPFILE_BOUNCE_MEMORY_MIB", "2"), // few lanes: threads wait for them
         ("HIPFILE_BOUNCE_THREADS", "4"),
     ];
-    // What those settings allow at most: lanes per device (two pinned stages, a stream and a
-    // ring each), each device's pool of workers, and a thread per device setting staging up.
+    // What those settings allow at most: pinned stages per device (a write's lane takes two, a
+    // read's slot one; a lane has a stream and a ring), each device's streams for reads (as
+    // many as its slots at most: threads + 8), each device's pool of workers, and a thread per
+    // device setting staging up.
     let lanes_per_device = (2 << 20) / (2 * (64 * 1024 + 2 * 4096));
     let devices = 2;
+    let read_streams = devices * (4 + 8);
     let workers = devices * (4 - 1 + 1);
     let driver = Driver::with_env(SystemPlatform::over_mock(Arc::clone(&gpu)), move |name| {
         settings.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
@@ -338,7 +341,7 @@ fn threads_against_models_then_everything_is_released() {
             let (mut peak_pinned, mut peak_threads, mut peak_fds) = (0, 0, 0);
             while Instant::now() < end {
                 // Within the limits, under load: per device at most its lanes' stages pinned;
-                // threads: the test's, the workers, a stream thread per lane (the mock GPU's);
+                // threads: the test's, the workers, a thread per stream (the mock GPU's);
                 // descriptors: the test's files, two per registration, a ring per lane.
                 // After a close to zero the retiring generation frees its staging once its I/O
                 // has ended, while a new open may already be setting up its own: one
@@ -351,9 +354,9 @@ fn threads_against_models_then_everything_is_released() {
                 // exiting): after a close to zero, one generation's worth; otherwise a couple
                 // (a staging warm-up thread that just ended). Leaks would keep growing, and
                 // the count must come back to where it started after each phase (below).
-                let lag = if racing_close { workers + lanes } else { 2 };
+                let lag = if racing_close { workers + lanes + read_streams } else { 2 };
                 let (t, f) = (threads(), open_fds());
-                assert!(t <= threads_before + THREADS + workers + lanes + lag, "{t} threads");
+                assert!(t <= threads_before + THREADS + workers + lanes + read_streams + lag, "{t} threads");
                 assert!(f <= fds_before + 3 * THREADS * FILES + lanes + 4, "{f} descriptors");
                 (peak_pinned, peak_threads, peak_fds) = (peak_pinned.max(pinned), peak_threads.max(t), peak_fds.max(f));
                 if racing_close {
