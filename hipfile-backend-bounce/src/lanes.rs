@@ -105,6 +105,11 @@ impl<G: GpuRuntime + ?Sized> Staging<G> {
         if let Some(node) = self.node {
             crate::topology::prefer_node(base, len, node);
         }
+        // The pages are faulted in here, not by the registration: a runtime registers under a
+        // lock that its other calls (the copies of reads in flight) wait for. Kernels before
+        // 5.14 refuse the advice; the registration then faults them in.
+        // SAFETY: advice on the range mapped above, which this function owns.
+        unsafe { libc::madvise(base.cast(), len, libc::MADV_POPULATE_WRITE) };
         // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
         if unsafe { self.gpu.host_register(base, len) }.is_ok() {
             return Some(Stage { pinned: Pinned::Mapped { len }, base, usable });
