@@ -106,8 +106,11 @@ impl<G: GpuRuntime + ?Sized> Staging<G> {
             crate::topology::prefer_node(base, len, node);
         }
         // The pages are faulted in here, not by the registration: a runtime registers under a
-        // lock that its other calls (the copies of reads in flight) wait for. Kernels before
-        // 5.14 refuse the advice; the registration then faults them in.
+        // lock that its other calls (the copies of reads in flight) wait for. Measured on the
+        // H200 (a 9 GB checkpoint loaded four times in each of three fresh processes, staging
+        // pinned in the background meanwhile): the first load 0.94-0.98x of the later ones
+        // without this, 1.00-1.06x with it. Kernels before 5.14 refuse the advice; the
+        // registration then faults the pages in.
         // SAFETY: advice on the range mapped above, which this function owns.
         unsafe { libc::madvise(base.cast(), len, libc::MADV_POPULATE_WRITE) };
         // SAFETY: `[base, base + len)` is mapped, writable and owned by this stage.
