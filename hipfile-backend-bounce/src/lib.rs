@@ -45,8 +45,7 @@ use std::time::Instant;
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
-    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError,
-    Result, Score,
+    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
 
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
@@ -284,9 +283,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
             // One thread is enough: on an H200 machine, 16 workers pinning side by side took
             // as long as one thread alone (130-145 ms for 16 lanes), something in pinning is
             // serial there.
-            let ready = inner.gpu.set_device(device).map_err(Error::from).and_then(|()| {
-                Ok(dev.slots.prefill(usize::MAX, &|| inner.closing.load(Ordering::Relaxed))?)
-            });
+            let stop = || inner.closing.load(Ordering::Relaxed);
+            let ready = inner.gpu.set_device(device).and_then(|()| dev.slots.prefill(usize::MAX, &stop));
             let ms = started.elapsed().as_secs_f64() * 1e3;
             match ready {
                 Ok(()) => tracing::debug!(target: "hipfile", "bounce: staging of device {device} ready in {ms:.1} ms"),
@@ -902,12 +900,7 @@ mod tests {
         use hipfile_backend_mock::MockGpu;
         use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(1);
-        let settings = BounceSettings {
-            threads: 4,
-            chunk: 4 << 20,
-            io_uring: false,
-            ..BounceSettings::default()
-        };
+        let settings = BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 251) as u8).collect();
         let dir = tempfile::tempdir().unwrap();

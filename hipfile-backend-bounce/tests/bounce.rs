@@ -10,8 +10,8 @@ use std::sync::Arc;
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
-    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime,
-    HipError, IoRequest, OpError, Platform, Result,
+    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest,
+    OpError, Platform, Result,
 };
 use proptest::prelude::*;
 
