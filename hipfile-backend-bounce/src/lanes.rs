@@ -1,8 +1,10 @@
-//! Lanes: what one thread needs to move a stream of chunks between a file and one device. A
-//! lane owns a stream of that device and two pinned staging buffers, so the file side of one
-//! chunk overlaps the copy of the other. Lanes are created on first use, kept for the life of
-//! the backend, and bounded per device by the staging memory limit: pinning memory is slow
-//! (it would dominate a call that did it), so it is done once.
+//! Lanes: what one thread needs to move a stream of chunks from one device to a file (writes;
+//! reads go through [`crate::stripes`]). A lane owns a stream of that device and two pinned
+//! staging buffers, so the copy of one chunk overlaps the file write of the other. Lanes are
+//! created on first use, kept for the life of the backend, and bounded per device by the
+//! staging memory limit: pinning memory is slow (it would dominate a call that did it), so it
+//! is done once. The pinned buffers themselves ([`Staging`], [`Stage`]) serve the stripes'
+//! slots too.
 //!
 //! Buffer layout rule: a chunk at file offset `o` is staged at `base + o % PAGE`, so file
 //! offsets and buffer addresses agree modulo the page size and direct I/O on aligned file
@@ -199,8 +201,8 @@ impl Lane {
     }
 }
 
-/// The lanes of one device, created lazily (or ahead of use by [`LanePool::prefill`]) up to a
-/// limit; each device has its own pool, lock and waiters.
+/// The lanes of one device, created on first use (by writes) up to a limit; each device has
+/// its own pool, lock and waiters.
 pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
     gpu: Arc<G>,
     device: i32,
