@@ -17,12 +17,11 @@
 //! whole. On the virtio disks measured (`docs/performance.md`), cold `O_DIRECT` reads into huge
 //! pages ran 1.4-2.3x faster than into 4 KiB pages.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use hipfile_core::{DeviceCopy, DeviceSpan, GpuRuntime, HipError, Stream};
 
-use hipfile_core::sync::{lock, wait};
-
+use crate::bounded::Bounded;
 use crate::fileio::PAGE;
 use crate::uring::{LaneRing, UringState};
 
@@ -210,15 +209,7 @@ pub(crate) struct LanePool<G: GpuRuntime + ?Sized> {
     staging: Staging<G>,
     uring: Arc<UringState>,
     chunk: usize,
-    max: usize,
-    lanes: Mutex<Lanes>,
-    returned: Condvar,
-}
-
-/// The free lanes, and how many exist.
-struct Lanes {
-    free: Vec<Lane>,
-    created: usize,
+    lanes: Bounded<Lane>,
 }
 
 impl<G: GpuRuntime + ?Sized> LanePool<G> {
@@ -239,48 +230,24 @@ impl<G: GpuRuntime + ?Sized> LanePool<G> {
             device,
             uring,
             chunk,
-            max: (memory_limit / per_lane).max(1),
-            lanes: Mutex::new(Lanes { free: Vec::new(), created: 0 }),
-            returned: Condvar::new(),
+            lanes: Bounded::new(memory_limit / per_lane),
         }
     }
 
     /// The most lanes this device has.
     pub(crate) fn max(&self) -> usize {
-        self.max
+        self.lanes.max()
     }
 
     /// A lane, waiting for one to be returned when the device has as many as its limit allows.
     /// The calling thread's current device must be this pool's.
     pub(crate) fn take(&self) -> Result<Lane, HipError> {
-        let mut lanes = lock(&self.lanes);
-        loop {
-            if let Some(lane) = lanes.free.pop() {
-                return Ok(lane);
-            }
-            if lanes.created < self.max {
-                lanes.created += 1;
-                drop(lanes);
-                return self.create_counted();
-            }
-            lanes = wait(&self.returned, lanes);
-        }
+        self.lanes.take(|| self.create())
     }
 
     /// Gives a lane back (a copy still queued on it is waited for by its next user).
     pub(crate) fn put(&self, lane: Lane) {
-        lock(&self.lanes).free.push(lane);
-        self.returned.notify_one();
-    }
-
-    /// Creates a lane already counted in `created`, uncounting it if that fails.
-    fn create_counted(&self) -> Result<Lane, HipError> {
-        let lane = self.create();
-        if lane.is_err() {
-            lock(&self.lanes).created -= 1;
-            self.returned.notify_one();
-        }
-        lane
+        self.lanes.put(lane);
     }
 
     fn create(&self) -> Result<Lane, HipError> {
@@ -345,7 +312,7 @@ unsafe fn unmap(ptr: *mut u8, len: usize) {
 
 impl<G: GpuRuntime + ?Sized> Drop for LanePool<G> {
     fn drop(&mut self) {
-        let free = std::mem::take(&mut lock(&self.lanes).free);
+        let free = self.lanes.drain();
         if free.is_empty() {
             return;
         }

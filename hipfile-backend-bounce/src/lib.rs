@@ -29,6 +29,7 @@
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
 
+mod bounded;
 mod fileio;
 mod lanes;
 mod stripes;

@@ -19,13 +19,13 @@
 //! (its event), which is the only thing that keeps a queued copy's host memory intact: the
 //! `unsafe` of the read path is here.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
-use hipfile_core::sync::{lock, wait};
+use hipfile_core::sync::lock;
 use hipfile_core::{DeviceCopy, Error, Event, GpuRuntime, HipError, Result, Stream};
 
+use crate::bounded::Bounded;
 use crate::fileio::PAGE;
 use crate::lanes::{Stage, Staging};
 
@@ -65,27 +65,10 @@ pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
     device: i32,
     /// The largest stripe a slot holds.
     stripe: usize,
-    max: usize,
-    slots: Mutex<Slots>,
-    returned: Condvar,
-    /// As many as reads in flight on the device at once, at most `most` (a read waits for one
-    /// beyond that).
-    streams: Mutex<Streams>,
-    stream_returned: Condvar,
-    most_streams: usize,
-}
-
-struct Streams {
-    free: Vec<Stream>,
-    created: usize,
-}
-
-struct Slots {
-    /// Oldest returned first: its copy, queued before the others', is the likeliest to have
-    /// run. (Taking the newest waited for the copy last queued, so for every copy queued
-    /// before it: the copies and the reads ran in turn, at half the speed.)
-    free: VecDeque<Slot>,
-    created: usize,
+    slots: Bounded<Slot>,
+    /// As many as reads in flight on the device at once, up to a limit (a read waits for one
+    /// beyond it).
+    streams: Bounded<Stream>,
 }
 
 /// Waits (looking, not sleeping: a copy takes microseconds) until `event` has completed.
@@ -112,32 +95,16 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
             staging: Staging::new(gpu, node),
             device,
             stripe,
-            max: (memory_limit / (stripe + 2 * PAGE as usize)).min(most).max(1),
-            slots: Mutex::new(Slots { free: VecDeque::new(), created: 0 }),
-            returned: Condvar::new(),
-            streams: Mutex::new(Streams { free: Vec::new(), created: 0 }),
-            stream_returned: Condvar::new(),
-            most_streams: most.max(1),
+            slots: Bounded::new((memory_limit / (stripe + 2 * PAGE as usize)).min(most)),
+            streams: Bounded::new(most),
         }
     }
 
-    /// A slot no copy uses any more, waiting for one to be returned when the device has as
-    /// many as its limit allows. The calling thread's current device must be this pool's.
+    /// A slot no copy uses any more (the oldest given back: its copy is the likeliest to have
+    /// run), waiting for one when the device has as many as its limit allows. The calling
+    /// thread's current device must be this pool's.
     pub(crate) fn take(&self) -> std::result::Result<Slot, HipError> {
-        let mut slot = {
-            let mut slots = lock(&self.slots);
-            loop {
-                if let Some(slot) = slots.free.pop_front() {
-                    break slot;
-                }
-                if slots.created < self.max {
-                    slots.created += 1;
-                    drop(slots);
-                    return self.create_counted();
-                }
-                slots = wait(&self.returned, slots);
-            }
-        };
+        let mut slot = self.slots.take(|| self.create())?;
         if slot.queued {
             if let Err(e) = wait_event(&*self.staging.gpu, slot.event) {
                 self.put(slot); // still queued: its next taker waits again
@@ -150,36 +117,14 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
 
     /// Gives a slot back (a copy still queued from it is waited for by its next taker).
     pub(crate) fn put(&self, slot: Slot) {
-        lock(&self.slots).free.push_back(slot);
-        self.returned.notify_one();
+        self.slots.put(slot);
     }
 
     /// Creates slots until the device has `target` (or its limit), without waiting for any:
     /// staging set up ahead of the first read. Stops at the first failure, or when `stop` says
     /// so. The calling thread's current device must be this pool's.
     pub(crate) fn prefill(&self, target: usize, stop: &dyn Fn() -> bool) -> std::result::Result<(), HipError> {
-        while !stop() {
-            {
-                let mut slots = lock(&self.slots);
-                if slots.created >= target.min(self.max) {
-                    return Ok(());
-                }
-                slots.created += 1;
-            }
-            let slot = self.create_counted()?;
-            self.put(slot);
-        }
-        Ok(())
-    }
-
-    /// Creates a slot already counted in `created`, uncounting it if that fails.
-    fn create_counted(&self) -> std::result::Result<Slot, HipError> {
-        let slot = self.create();
-        if slot.is_err() {
-            lock(&self.slots).created -= 1;
-            self.returned.notify_one();
-        }
-        slot
+        self.slots.prefill(target, stop, || self.create())
     }
 
     fn create(&self) -> std::result::Result<Slot, HipError> {
@@ -193,39 +138,21 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
         }
     }
 
-    /// A stream for one read's copies (they run in order on it), waiting for one to be
-    /// returned when the device has as many as its limit allows.
+    /// A stream for one read's copies (they run in order on it), waiting for one when the
+    /// device has as many as its limit allows.
     pub(crate) fn stream(&self) -> std::result::Result<Stream, HipError> {
-        let mut streams = lock(&self.streams);
-        loop {
-            if let Some(stream) = streams.free.pop() {
-                return Ok(stream);
-            }
-            if streams.created < self.most_streams {
-                streams.created += 1;
-                drop(streams);
-                let made = self.staging.gpu.stream_create();
-                if made.is_err() {
-                    lock(&self.streams).created -= 1;
-                    self.stream_returned.notify_one();
-                }
-                return made;
-            }
-            streams = wait(&self.stream_returned, streams);
-        }
+        self.streams.take(|| self.staging.gpu.stream_create())
     }
 
     /// Gives back a stream whose copies have all run.
     pub(crate) fn put_stream(&self, stream: Stream) {
-        lock(&self.streams).free.push(stream);
-        self.stream_returned.notify_one();
+        self.streams.put(stream);
     }
 }
 
 impl<G: GpuRuntime + ?Sized> Drop for SlotPool<G> {
     fn drop(&mut self) {
-        let slots = std::mem::take(&mut lock(&self.slots).free);
-        let streams = std::mem::take(&mut lock(&self.streams).free);
+        let (slots, streams) = (self.slots.drain(), self.streams.drain());
         if slots.is_empty() && streams.is_empty() {
             return;
         }
@@ -460,11 +387,7 @@ mod tests {
         let pool = SlotPool::new(Arc::clone(&gpu), 1, None, 64 << 10, 64 << 20, 3);
         let held = pool.take().unwrap(); // a read holds one
         pool.prefill(usize::MAX, &|| false).unwrap();
-        let (free, created) = {
-            let slots = lock(&pool.slots);
-            (slots.free.len(), slots.created)
-        };
-        assert_eq!((free, created), (2, 3), "up to the limit of 3");
+        assert_eq!(pool.slots.counts(), (2, 3), "up to the limit of 3");
         assert_eq!(gpu.pinned_allocations().get(&1), Some(&3));
         pool.prefill(usize::MAX, &|| true).unwrap(); // told to stop: returns at once
         pool.put(held);
@@ -480,10 +403,10 @@ mod tests {
         let per_slot = (64 << 10) + 2 * PAGE as usize;
         let pool = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 2 * per_slot, 100);
         pool.prefill(usize::MAX, &|| false).unwrap();
-        assert_eq!(lock(&pool.slots).created, 2);
+        assert_eq!(pool.slots.counts().1, 2);
         let tiny = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 1, 100);
         tiny.prefill(usize::MAX, &|| false).unwrap();
-        assert_eq!(lock(&tiny.slots).created, 1, "at least one");
+        assert_eq!(tiny.slots.counts().1, 1, "at least one");
     }
 
     #[test]
@@ -511,20 +434,6 @@ mod tests {
         gpu.faults().clear();
         pool.put(slot);
         pool.put_stream(stream);
-    }
-
-    /// The oldest slot given back is handed out first: its copy went onto the stream first.
-    #[test]
-    fn slots_are_handed_out_again_oldest_first() {
-        let gpu = MockGpu::new(1);
-        let pool = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 64 << 20, 3);
-        let held: Vec<Slot> = (0..3).map(|_| pool.take().unwrap()).collect();
-        let bases: Vec<usize> = held.iter().map(|slot| slot.stage.extent().0).collect();
-        held.into_iter().for_each(|slot| pool.put(slot));
-        let again: Vec<Slot> = (0..3).map(|_| pool.take().unwrap()).collect();
-        let order: Vec<usize> = again.iter().map(|slot| slot.stage.extent().0).collect();
-        assert_eq!(order, bases, "in the order they were given back");
-        again.into_iter().for_each(|slot| pool.put(slot));
     }
 
     /// Threads taking pieces at once: every byte of every stripe is handed out exactly once,
