@@ -485,16 +485,21 @@ mod tests {
         let (stripes, _ended) = Stripes::new(list);
         let (setting, set) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let most = AtomicUsize::new(0);
+        let gave_up = AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {
                     let setup = |stripe: &Stripe| {
                         let now = setting.fetch_add(1, Ordering::AcqRel) + 1;
                         most.fetch_max(now, Ordering::AcqRel);
-                        // The first setup lasts until another stripe's setup has ended.
+                        // The first setup lasts until another stripe's setup has ended (or gives
+                        // up after 10 s: a panic here would leave the others looking forever).
                         let since = std::time::Instant::now();
                         while stripe.skip == 0 && set.load(Ordering::Acquire) == 0 {
-                            assert!(since.elapsed().as_secs() < 10, "the others waited for the first setup");
+                            if since.elapsed().as_secs() >= 10 {
+                                gave_up.store(true, Ordering::Release);
+                                break;
+                            }
                             std::thread::yield_now();
                         }
                         setting.fetch_sub(1, Ordering::AcqRel);
@@ -509,6 +514,7 @@ mod tests {
                 });
             }
         });
+        assert!(!gave_up.load(Ordering::Relaxed), "the others waited for the first setup");
         assert_eq!(set.load(Ordering::Relaxed), 8);
         assert!((2..=SET_UPS).contains(&most.load(Ordering::Relaxed)), "{most:?} setups at once");
     }
