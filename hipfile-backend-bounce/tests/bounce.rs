@@ -503,16 +503,26 @@ fn each_device_has_its_own_workers_placed_on_its_node() {
     }
     assert_eq!(gpu.current_device(), Ok(0), "the caller's device is left as it was");
     bounce.wait_warm();
-    let threads = threads_and_cpus();
-    for (device, parity) in [(0, 0), (1, 1)] {
-        let prefix = format!("hipfile-d{device}-");
-        let workers: Vec<_> = threads.iter().filter(|(name, _)| name.starts_with(&prefix)).collect();
-        assert!(!workers.is_empty(), "device {device} has workers: {threads:?}");
-        for (_, cpus) in &workers {
-            let allowed = cpu_list(cpus);
-            assert!(!allowed.is_empty() && allowed.iter().all(|c| c % 2 == parity), "device {device}: {workers:?}");
-        }
+    // A worker places itself when it starts, which may be after the read it was asked to help
+    // with has ended (the caller's thread reads too): looked at until then, 10 s at most.
+    let placed = |threads: &[(String, String)]| {
+        [(0, 0), (1, 1)].iter().all(|&(device, parity)| {
+            let prefix = format!("hipfile-d{device}-");
+            let mut workers = threads.iter().filter(|(name, _)| name.starts_with(&prefix)).peekable();
+            workers.peek().is_some()
+                && workers.all(|(_, cpus)| {
+                    let allowed = cpu_list(cpus);
+                    !allowed.is_empty() && allowed.iter().all(|c| c % 2 == parity)
+                })
+        })
+    };
+    let since = std::time::Instant::now();
+    let mut threads = threads_and_cpus();
+    while !placed(&threads) && since.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        threads = threads_and_cpus();
     }
+    assert!(placed(&threads), "each device's workers on its node's CPUs: {threads:?}");
 }
 
 #[test]
