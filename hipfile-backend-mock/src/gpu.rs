@@ -405,7 +405,10 @@ impl MockGpu {
 
     /// `hipDeviceSynchronize`: waits for every stream; reports the first failure.
     pub fn synchronize_all(&self) -> Result<(), HipError> {
-        let workers: Vec<_> = lock(&self.streams).values().cloned().collect();
+        let workers: Vec<_> = {
+            let _pass = crate::fork_gate::pass(); // not across the wait below
+            lock(&self.streams).values().cloned().collect()
+        };
         workers.iter().map(|w| w.synchronize()).fold(Ok(()), Result::and)
     }
 
@@ -433,6 +436,7 @@ impl MockGpu {
         self.enqueue(
             stream,
             Box::new(move || {
+                let _pass = crate::fork_gate::pass(); // the faults' table (see fork_gate)
                 faults.before_copy()?;
                 // SAFETY: the caller of `enqueue_copy` keeps both ranges valid until now; mock
                 // device memory is host memory.
@@ -489,14 +493,21 @@ impl GpuRuntime for MockGpu {
     }
 
     fn stream_destroy(&self, stream: Stream) -> Result<(), HipError> {
-        let worker = lock(&self.streams).remove(&stream.0).ok_or(HipError::INVALID_HANDLE)?;
+        let worker = {
+            let _pass = crate::fork_gate::pass(); // not across the wait below
+            lock(&self.streams).remove(&stream.0).ok_or(HipError::INVALID_HANDLE)?
+        };
         // Queued work finishes before the thread ends (dropping the last reference joins it).
         let _ = worker.synchronize();
         Ok(())
     }
 
     fn stream_synchronize(&self, stream: Stream) -> Result<(), HipError> {
-        match self.stream(stream)? {
+        let worker = {
+            let _pass = crate::fork_gate::pass(); // not across the wait below
+            self.stream(stream)?
+        };
+        match worker {
             Some(worker) => worker.synchronize(),
             None => Ok(()),
         }

@@ -15,6 +15,7 @@
 
 mod backend;
 mod faults;
+pub mod fork_gate;
 mod gpu;
 
 pub use backend::{MockBackend, MockBounce, MockEngine, MockP2p, MockPlatform, STAGE_SIZE};

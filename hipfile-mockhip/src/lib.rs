@@ -17,7 +17,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
 
-use hipfile_backend_mock::MockGpu;
+use hipfile_backend_mock::{MockGpu, fork_gate};
 use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, MemoryType, Stream};
 use hipfile_runtime::{AmdFileHandle, AmdFileIo, PointerAttributes, memory_type_v5, memory_type_v6};
 
@@ -54,9 +54,17 @@ thread_local! {
     static LAST_ERROR: Cell<c_int> = const { Cell::new(0) };
 }
 
-/// Runs one entry point: records its result for `hipGetLastError` and turns a panic into
-/// `hipErrorUnknown`.
+/// Runs one entry point inside a pass of the mock's fork gate (see
+/// `hipfile_backend_mock::fork_gate`): records its result for `hipGetLastError` and turns a
+/// panic into `hipErrorUnknown`.
 fn call(f: impl FnOnce() -> Result<(), HipError>) -> c_int {
+    let _pass = fork_gate::pass();
+    call_waiting(f)
+}
+
+/// [`call`] for an entry point that waits for stream threads: outside a pass (a fork waits
+/// for passes, and stream threads take them), its table lookups taking their own.
+fn call_waiting(f: impl FnOnce() -> Result<(), HipError>) -> c_int {
     let rc = match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => e.0,
@@ -67,6 +75,17 @@ fn call(f: impl FnOnce() -> Result<(), HipError>) -> c_int {
     }
     rc
 }
+
+/// The mock's fork handlers, registered when this library is loaded: before libhipfile's,
+/// whose prepare step must run first (see `fork_gate::watch`).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static WATCH_FORKS: extern "C" fn() = {
+    extern "C" fn watch_forks() {
+        fork_gate::watch();
+    }
+    watch_forks
+};
 
 /// Writes `value` through an output pointer, or fails with `hipErrorInvalidValue` if null.
 ///
@@ -172,7 +191,7 @@ pub unsafe extern "C" fn hipDeviceGetPCIBusId(id: *mut c_char, len: c_int, devic
 /// `hipDeviceSynchronize`: waits for every stream.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipDeviceSynchronize() -> c_int {
-    call(|| gpu().synchronize_all())
+    call_waiting(|| gpu().synchronize_all())
 }
 
 /// `hipMalloc`: zero-filled device memory on the current device (size 0 gives null).
@@ -465,7 +484,10 @@ pub extern "C" fn hipEventQuery(event: *mut c_void) -> c_int {
 
 /// Waits until the streams have reached `event`.
 fn wait_event(event: *mut c_void) -> Result<(), HipError> {
-    while !gpu().event_query(Event(event as usize))? {
+    while !{
+        let _pass = fork_gate::pass(); // one lookup at a time, not across the wait
+        gpu().event_query(Event(event as usize))?
+    } {
         std::thread::sleep(std::time::Duration::from_micros(20));
     }
     Ok(())
@@ -474,7 +496,7 @@ fn wait_event(event: *mut c_void) -> Result<(), HipError> {
 /// `hipEventSynchronize`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventSynchronize(event: *mut c_void) -> c_int {
-    call(|| wait_event(event))
+    call_waiting(|| wait_event(event))
 }
 
 /// `hipEventDestroy`.
@@ -486,13 +508,13 @@ pub extern "C" fn hipEventDestroy(event: *mut c_void) -> c_int {
 /// `hipStreamDestroy`: waits for the stream's work first.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamDestroy(s: *mut c_void) -> c_int {
-    call(|| gpu().stream_destroy(stream(s)))
+    call_waiting(|| gpu().stream_destroy(stream(s)))
 }
 
 /// `hipStreamSynchronize`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamSynchronize(s: *mut c_void) -> c_int {
-    call(|| gpu().stream_synchronize(stream(s)))
+    call_waiting(|| gpu().stream_synchronize(stream(s)))
 }
 
 /// `hipLaunchHostFunc`: `f(user_data)` runs after the work queued before it on `s`.

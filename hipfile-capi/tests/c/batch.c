@@ -264,6 +264,7 @@ static void failed_write(void)
     CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
 }
 
+#ifndef __SANITIZE_ADDRESS__
 static void forked_child(void)
 {
     /* Entries in flight when the process forks: the child never waits for the parent's (they
@@ -279,6 +280,7 @@ static void forked_child(void)
     pid_t child = fork();
     CHECK(child >= 0);
     if (child == 0) {
+        alarm(60); /* a hang fails the test instead of stalling it */
         hipFileIOEvents_t events[2 * COUNT];
         unsigned nr = 2 * COUNT;
         if (hipFileBatchIOGetStatus(b, 0, &nr, events, NULL).err != hipFileSuccess || nr > COUNT) {
@@ -296,6 +298,7 @@ static void forked_child(void)
     check_same(0, FILE_SIZE);
     hipFileBatchIODestroy(b);
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -318,7 +321,13 @@ int main(int argc, char **argv)
     status_cancel_destroy();
     invalid_arguments();
     failed_write();
+    /* Not under GCC 12's AddressSanitizer: its allocator's lock is not held across fork, so a
+     * child forked while another thread allocates (the parent's entries in flight) can wait
+     * for it forever at its first malloc (seen). glibc's malloc is fork-safe: the plain build
+     * runs the case. */
+#ifndef __SANITIZE_ADDRESS__
     forked_child();
+#endif
 
     EXPECT_OK(hipFileBufDeregister(dev));
     HIP_OK(hipFree(dev));
