@@ -12,8 +12,8 @@ use crate::ffi::{boundary, hipFileError_t};
 
 /// The statistics level in effect when `level` is negative; otherwise sets it (0 to 3) at
 /// once, and where the driver is closed also for the next open (as `hipFileParamProfileStats`,
-/// which a closed driver stages; an open driver's level lasts until it closes). Returns the level in effect after the call, or -1 for a level
-/// out of range (nothing changes).
+/// which a closed driver stages; an open driver's level lasts until it closes). Returns the
+/// level in effect after the call, or -1 for a level out of range (nothing changes).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipfile_rs_cufile_stats_level(level: c_int) -> c_int {
     boundary(|| {

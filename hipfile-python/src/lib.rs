@@ -250,9 +250,8 @@ fn buf_deregister(py: Python<'_>, addr: usize) -> PyResult<()> {
 
 /// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes (`None`: the rest of the
 /// buffer) at `file_offset`, into or from `[addr + buf_offset, ...)`, which must lie inside
-/// `[addr, addr + extent)` ([`fitted`]). The bytes
-/// moved (fewer only at end of file): a transfer longer than one call may move
-/// ([`hipfile::max_rw_count`]) runs as several calls.
+/// `[addr, addr + extent)` ([`fitted`]). The bytes moved (fewer only at end of file): a
+/// transfer longer than one call may move ([`hipfile::max_rw_count`]) runs as several calls.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn transfer(
@@ -380,14 +379,13 @@ fn transfer_buffer(
     write: bool,
     handle: u64,
     buffer: &Bound<'_, PyAny>,
-    size: Option<usize>,
+    size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
 ) -> PyResult<usize> {
     let held = HostBuffer::get(buffer, !write)?;
     let (addr, extent) = (held.addr(), held.len());
-    let size = size.unwrap_or_else(|| extent.saturating_sub(usize::try_from(buf_offset).unwrap_or(usize::MAX)));
-    check_extent(extent, size, buf_offset)?;
+    let size = fitted(extent, size, buf_offset)?;
     // SAFETY: the range lies inside the buffer's memory (checked above), held (`held`) until
     // this returns.
     let done = unsafe { transfer_all(py, write, handle, addr, size, file_offset, buf_offset) };

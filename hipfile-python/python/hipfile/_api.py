@@ -239,8 +239,6 @@ class File(_Closing):
         if handle is None:
             raise ValueError("I/O operation on a closed hipfile.File")
         if type(buf) in _HOST_TYPES:  # host memory: held, checked and moved by the native module
-            if size is not None and size < 0:
-                raise ValueError("size must not be negative")
             try:
                 return _hipfile.transfer_buffer(write, handle, buf, size, file_offset, buf_offset)
             except BufferError as exc:  # not contiguous, or read-only for a read
