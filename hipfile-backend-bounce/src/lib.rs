@@ -433,7 +433,8 @@ impl ReadWork {
     /// Each request's outcome, once every stripe has ended and its copy run: its error, or its
     /// bytes up to its first short stripe (end of file).
     fn results(&self) -> Vec<Result<usize>> {
-        let parts = self.stripes.list.iter().map(|s| (s.req, s.moved.load(Ordering::Relaxed), s.len));
+        let parts = self.stripes.list.iter().flat_map(|s| &s.parts);
+        let parts = parts.map(|p| (p.req, p.moved.load(Ordering::Relaxed), p.len));
         outcomes(self.reqs.len(), parts, &self.errors)
     }
 }
@@ -566,23 +567,21 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
         }
         let reqs: Vec<Request> = reqs.iter().map(|req| Request::new(req, stripe)).collect();
-        let list = reqs
-            .iter()
-            .enumerate()
-            .flat_map(|(r, req)| {
-                (0..req.chunk_count()).map(move |c| {
-                    let (skip, len) = req.chunk_at(c);
-                    Stripe::new(r, skip, len)
-                })
+        // Each request's chunks (an empty request moves nothing, and ends at once), small ones
+        // packed into shared stripes.
+        let chunks = reqs.iter().enumerate().flat_map(|(r, req)| {
+            (0..req.chunk_count()).map(move |c| {
+                let (skip, len) = req.chunk_at(c);
+                (r, skip, len, req.file_offset + skip as u64)
             })
-            .filter(|stripe| stripe.len > 0) // an empty request moves nothing, and ends at once
-            .collect();
-        let (stripes, ended) = Stripes::new(list);
+        });
+        let (stripes, ended) = Stripes::new(stripes::pack(chunks, stripe));
         // The device's threads shared among the requests in flight on it (each caller's own
         // thread works too), each reading a piece of a stripe the page cache holds.
         let threads = (dev.threads / dev.in_flight.load(Ordering::Relaxed).max(1)).max(1);
         let piece = stripes::piece_for(stripe, threads);
-        let pieces: usize = stripes.list.iter().map(|s| s.len.div_ceil(piece)).sum();
+        let parts = stripes.list.iter().flat_map(|s| &s.parts);
+        let (parts, pieces) = parts.fold((0, 0), |(n, p), part| (n + 1, p + part.len.div_ceil(piece)));
         let work =
             Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
         for _ in 1..threads.min(pieces) {
@@ -600,7 +599,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let synced = self.gpu.stream_synchronize(stream);
         charge(&self.profile.copy_wait_ns, waited);
         dev.slots.put_stream(stream);
-        self.profile.chunks.fetch_add(work.stripes.list.len() as u64, Ordering::Relaxed);
+        self.profile.chunks.fetch_add(parts, Ordering::Relaxed);
         match synced {
             Ok(()) => work.results(),
             Err(e) => work.reqs.iter().map(|_| Err(e.into())).collect(),
@@ -608,90 +607,109 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     }
 
     /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the
-    /// piece that ends a stripe queues the stripe's copy. The thread's current device is the
+    /// piece that ends a stripe queues the stripe's copies. The thread's current device is the
     /// read's.
     fn fill(&self, dev: &Device<G>, work: &ReadWork) {
-        while let Some((s, from, len)) = work.stripes.take(|stripe| self.set_up(dev, work, stripe)) {
+        while let Some((s, i)) = work.stripes.take(|stripe| self.set_up(dev, work, stripe)) {
             let stripe = &work.stripes.list[s];
-            let r = stripe.req;
-            let req = &work.reqs[r];
-            match stripe.setup() {
-                Setup::Read { at, direct, .. } if work.errors[r].get().is_none() => {
-                    let offset = req.file_offset + (stripe.skip + from) as u64;
-                    let started = Instant::now();
-                    // SAFETY: the stripe is set up to read (`Read`), and `take` handed this
-                    // piece to this thread alone.
-                    let buf = unsafe { stripe.piece(at, from, len) };
-                    let read = if direct {
-                        req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
-                    } else {
-                        req.file.read_buffered(buf, offset)
-                    };
-                    charge(&self.profile.file_ns, started);
-                    match read {
-                        Ok(n) if n < len => stripe.short(from, n), // end of file
-                        Ok(_) => {}
-                        Err(e) => {
-                            let _ = work.errors[r].set(e);
-                            stripe.short(from, 0);
+            let done = match stripe.setup() {
+                Setup::Read { at, pieces } => {
+                    let piece = &pieces[i];
+                    let part = &stripe.parts[piece.part];
+                    let (r, req) = (part.req, &work.reqs[part.req]);
+                    if work.errors[r].get().is_none() {
+                        let offset = req.file_offset + (part.skip + piece.from) as u64;
+                        let started = Instant::now();
+                        // SAFETY: the stripe is set up to read at `at`, and `take` handed this
+                        // piece to this thread alone.
+                        let buf = unsafe { stripe.piece(*at, piece) };
+                        let read = if piece.direct {
+                            req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
+                        } else {
+                            req.file.read_buffered(buf, offset)
+                        };
+                        charge(&self.profile.file_ns, started);
+                        match read {
+                            Ok(n) if n < piece.len => part.short(piece.from, n), // end of file
+                            Ok(_) => {}
+                            Err(e) => {
+                                let _ = work.errors[r].set(e);
+                                part.short(piece.from, 0);
+                            }
                         }
+                    } else {
+                        part.short(piece.from, 0); // the request has failed: nothing more is read
                     }
+                    piece.len
                 }
-                _ => stripe.short(from, 0), // the request has failed: nothing more is read
-            }
-            if stripe.filled(len) {
+                Setup::Failed => {
+                    stripe.parts.iter().for_each(|part| part.short(0, 0));
+                    stripe.len
+                }
+            };
+            if stripe.filled(done) {
                 self.ship(dev, work, s);
             }
         }
     }
 
     /// How `stripe` is read, for the first thread that reaches it: a slot to read into (waiting
-    /// for one if need be), in pieces where the page cache holds any of it, whole with
-    /// `O_DIRECT` where it holds none.
+    /// for one if need be), each part in pieces where the page cache holds any of it, whole
+    /// with `O_DIRECT` where it holds none.
     fn set_up(&self, dev: &Device<G>, work: &ReadWork, stripe: &Stripe) -> Setup {
-        let (r, req) = (stripe.req, &work.reqs[stripe.req]);
-        if work.errors[r].get().is_some() {
+        let failed = |part: &stripes::Part| work.errors[part.req].get().is_some();
+        if stripe.parts.iter().all(failed) {
             return Setup::Failed;
         }
-        let offset = req.file_offset + stripe.skip as u64;
-        let direct = req.file.reads_direct(&self.reads, offset, offset + stripe.len as u64);
-        if !direct {
-            self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
-        }
+        let pieces = stripe.pieces(work.piece, |part| {
+            let req = &work.reqs[part.req];
+            let offset = req.file_offset + part.skip as u64;
+            let direct = !failed(part) && req.file.reads_direct(&self.reads, offset, offset + part.len as u64);
+            if !direct {
+                self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
+            }
+            direct
+        });
         let waited = Instant::now();
         let slot = dev.slots.take();
         charge(&self.profile.lane_wait_ns, waited);
         match slot {
-            Ok(slot) => stripe.hold(slot, offset, if direct { stripe.len } else { work.piece }, direct),
+            Ok(slot) => stripe.hold(slot, pieces),
             Err(e) => {
-                let _ = work.errors[r].set(e.into());
+                let e: Error = e.into();
+                stripe.parts.iter().for_each(|part| drop(work.errors[part.req].set(e.clone())));
                 Setup::Failed
             }
         }
     }
 
-    /// Queues the copy of stripe `s` of `work`, whose pieces have all been read, and gives its
+    /// Queues the copies of stripe `s` of `work`, whose pieces have all been read, and gives its
     /// slot back; the stripe has ended.
     fn ship(&self, dev: &Device<G>, work: &ReadWork, s: usize) {
         let stripe = &work.stripes.list[s];
-        let (slot, valid) = stripe.release();
-        let mut moved = 0;
-        if let Some(mut slot) = slot {
-            if let (Setup::Read { at, .. }, true, None) = (stripe.setup(), valid > 0, work.errors[stripe.req].get()) {
-                let dst = work.reqs[stripe.req].memory.part(stripe.skip, valid);
-                // SAFETY: the stripe's first `valid` bytes lie in its slot from `at` (`hold`);
-                // the request's device memory stays valid until its caller returns, after
-                // waiting for the stream.
-                match unsafe { stripes::ship(&*self.gpu, &mut slot, at, valid, dst, work.stream) } {
-                    Ok(()) => moved = valid,
-                    Err(e) => {
-                        let _ = work.errors[stripe.req].set(e);
+        if let Some(mut slot) = stripe.release() {
+            if let Setup::Read { at, .. } = stripe.setup() {
+                let parts = &stripe.parts;
+                let valid = parts.iter().enumerate().map(|(k, part)| (k, part.valid()));
+                let valid = valid.filter(|&(k, n)| n > 0 && work.errors[parts[k].req].get().is_none());
+                let dst = |part: &stripes::Part, n| work.reqs[part.req].memory.part(part.skip, n);
+                let copies = stripes::copies(parts, valid, *at, dst);
+                // SAFETY: each part's first bytes lie in the slot at its position from `at`
+                // (`hold`); the requests' device memory stays valid until their caller
+                // returns, after waiting for the stream.
+                let shipped = unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
+                for (ks, _, _) in &copies {
+                    for part in &parts[ks.clone()] {
+                        match &shipped {
+                            Ok(()) => part.moved.store(part.valid(), Ordering::Relaxed),
+                            Err(e) => drop(work.errors[part.req].set(e.clone())),
+                        }
                     }
                 }
             }
             dev.slots.put(slot);
         }
-        work.stripes.end(s, moved);
+        work.stripes.end();
     }
 
     /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
@@ -927,6 +945,64 @@ mod tests {
         // SAFETY: the allocation above.
         let empty = IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
         assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
+    }
+
+    /// A batch of small reads shares slots, and the reads whose memory meets on the device
+    /// share copies: 32 random 64 KiB blocks into one buffer's consecutive 64 KiB, 8 into
+    /// another allocation's every other 64 KiB, and one cut short by the end of the file.
+    #[test]
+    fn a_batch_of_small_reads_shares_stripes_and_copies() {
+        use hipfile_backend_mock::MockGpu;
+        use std::os::fd::AsRawFd;
+        const BLOCK: usize = 64 << 10;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let len = 64 * BLOCK + 1000;
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let (one, other) = (gpu.malloc(33 * BLOCK).unwrap(), gpu.malloc(16 * BLOCK).unwrap());
+        // SAFETY: the allocations above, alive until `gpu` goes.
+        let one_span = unsafe { DeviceSpan::within(one, 33 * BLOCK, one + 33 * BLOCK) };
+        // SAFETY: as above.
+        let other_span = unsafe { DeviceSpan::new(other, 16 * BLOCK) };
+        let block = |i: usize| (i * 37 + 5) % 64; // a file block for each request
+        let mut reqs: Vec<IoRequest<'_>> = (0..32)
+            .map(|i| IoRequest::new(Direction::Read, &handle, one_span.part(i * BLOCK, BLOCK), 0, (block(i) * BLOCK) as u64))
+            .collect();
+        reqs.extend((0..8).map(|i| {
+            let memory = other_span.part(2 * i * BLOCK, BLOCK);
+            IoRequest::new(Direction::Read, &handle, memory, 0, (block(40 + i) * BLOCK) as u64)
+        }));
+        // The last block of the file and its 1000 bytes past the blocks: 1000 bytes moved.
+        reqs.push(IoRequest::new(Direction::Read, &handle, one_span.part(32 * BLOCK, BLOCK), 0, (64 * BLOCK) as u64));
+        bounce.wait_warm();
+        let copies = gpu.faults().copy_count();
+        let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
+        let results = bounce.transfer_many(&refs);
+        let mut expected = vec![Ok(BLOCK); 40];
+        expected.push(Ok(1000));
+        assert_eq!(results, expected);
+        // 2.6 MiB alone on the device: stripes of 1 MiB (the chunk), 16 blocks each. The first
+        // two hold 16 of `one`'s blocks each, a copy apiece; the third 8 blocks of `other`
+        // (8 copies) and the short one (1 copy).
+        assert_eq!(gpu.faults().copy_count() - copies, 2 + 8 + 1);
+        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 41, "a part per request");
+        let mut back = vec![0u8; 33 * BLOCK];
+        gpu.read_device(one, &mut back).unwrap();
+        for i in 0..32 {
+            assert!(back[i * BLOCK..][..BLOCK] == data[block(i) * BLOCK..][..BLOCK], "block {i}");
+        }
+        assert!(back[32 * BLOCK..][..1000] == data[64 * BLOCK..]);
+        let mut back = vec![0u8; 16 * BLOCK];
+        gpu.read_device(other, &mut back).unwrap();
+        for i in 0..8 {
+            assert!(back[2 * i * BLOCK..][..BLOCK] == data[block(40 + i) * BLOCK..][..BLOCK], "block {}", 40 + i);
+        }
     }
 
     #[test]

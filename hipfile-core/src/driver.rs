@@ -191,11 +191,12 @@ impl<B> Deferred<B> {
         let target = match self.host {
             Some(durable) => Target::Host { addr: plan.device_addr, len: plan.size, durable },
             None => {
+                let bound = self.buffer_base + self.buffer_len;
                 // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer,
                 // which is either registered device memory (checked against its allocation at
                 // registration) or the rest of the device allocation the runtime reported when
-                // this was looked up.
-                let memory = unsafe { DeviceSpan::new(plan.device_addr, plan.size) };
+                // this was looked up; the whole of it lies in one allocation.
+                let memory = unsafe { DeviceSpan::within(plan.device_addr, plan.size, bound) };
                 Target::Device { memory, device: self.device }
             }
         };

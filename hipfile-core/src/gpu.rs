@@ -92,6 +92,9 @@ impl CopyKind {
 pub struct DeviceSpan {
     addr: usize,
     len: usize,
+    /// `[addr, bound)` lies inside the same allocation (what two spans that meet are joined
+    /// by, [`DeviceSpan::join`]).
+    bound: usize,
 }
 
 impl DeviceSpan {
@@ -101,7 +104,17 @@ impl DeviceSpan {
     /// The range must lie inside one device allocation of the runtime it is used with, and that
     /// allocation must stay allocated while the span (or a part of it) is used.
     pub unsafe fn new(addr: usize, len: usize) -> Self {
-        DeviceSpan { addr, len }
+        DeviceSpan { addr, len, bound: addr + len }
+    }
+
+    /// The span `[addr, addr + len)` of the range `[addr, bound)`, which lies inside one
+    /// device allocation (`addr + len <= bound`).
+    ///
+    /// # Safety
+    /// As [`DeviceSpan::new`], for the whole range `[addr, bound)`.
+    pub unsafe fn within(addr: usize, len: usize, bound: usize) -> Self {
+        debug_assert!(addr.checked_add(len).is_some_and(|end| end <= bound), "{addr}+{len} past {bound}");
+        DeviceSpan { addr, len, bound }
     }
 
     /// The first address.
@@ -125,7 +138,15 @@ impl DeviceSpan {
     /// When the part does not lie inside the span.
     pub fn part(&self, from: usize, len: usize) -> DeviceSpan {
         assert!(from <= self.len && len <= self.len - from, "{from}+{len} outside a span of {}", self.len);
-        DeviceSpan { addr: self.addr + from, len }
+        DeviceSpan { addr: self.addr + from, len, bound: self.bound }
+    }
+
+    /// This span and `next` as one, where `next` starts where this one ends and both are
+    /// known to lie in the same allocation: each lies in one allocation up to the same bound,
+    /// and the byte before the bound belongs to one allocation only.
+    pub fn join(&self, next: &DeviceSpan) -> Option<DeviceSpan> {
+        (self.addr + self.len == next.addr && self.bound == next.bound)
+            .then_some(DeviceSpan { addr: self.addr, len: self.len + next.len, bound: self.bound })
     }
 }
 
@@ -287,6 +308,23 @@ fn fits(len: usize, room: usize) -> Result<(), HipError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_join_only_when_they_meet_inside_one_allocation() {
+        // SAFETY: never copied to or from.
+        let within = |addr, len, bound| unsafe { DeviceSpan::within(addr, len, bound) };
+        let (a, b) = (within(0x1000, 16, 0x1100), within(0x1010, 8, 0x1100));
+        let joined = a.join(&b).expect("they meet below the same bound");
+        assert_eq!((joined.addr(), joined.len()), (0x1000, 24));
+        assert_eq!(joined.part(16, 8), b, "its parts keep the bound");
+        assert_eq!(b.join(&a), None, "not in that order");
+        assert_eq!(a.join(&b.part(1, 7)), None, "a gap");
+        // Two allocations side by side: each span known only up to its own end.
+        // SAFETY: as above.
+        let new = |addr, len| unsafe { DeviceSpan::new(addr, len) };
+        let (c, d) = (new(0x2000, 16), new(0x2010, 16));
+        assert_eq!(c.join(&d), None, "maybe two allocations");
+    }
 
     #[test]
     fn parts_of_a_span_stay_inside_it() {
