@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, mpsc};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hipfile_core::io::fdatasync;
 use hipfile_core::sync::{lock, read, write};
@@ -156,6 +156,16 @@ struct Profile {
     /// Waiting for (or creating) a read's slot, which includes waiting for the copy last
     /// queued from it, or a write's lane.
     lane_wait_ns: AtomicU64,
+    /// Reads: asking the page cache what it holds of a stripe's parts.
+    probe_ns: AtomicU64,
+    /// Reads: looking for the next piece while other threads set stripes up.
+    setup_wait_ns: AtomicU64,
+    /// Reads: queuing copies.
+    ship_ns: AtomicU64,
+    /// Reads, wall time per call (not thread time): from its start to its first copy queued,
+    /// and to its last.
+    first_copy_wall_ns: AtomicU64,
+    last_copy_wall_ns: AtomicU64,
 }
 
 /// Adds the time since `start` to `counter`.
@@ -427,6 +437,9 @@ struct ReadWork {
     stream: hipfile_core::Stream,
     /// The piece each thread reads of a stripe the page cache holds.
     piece: usize,
+    /// When the call began, and whether a copy has been queued yet (for the profile).
+    started: Instant,
+    shipped: AtomicBool,
 }
 
 impl ReadWork {
@@ -558,6 +571,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// each stripe's last piece queues its copy on the read's stream, which is waited for once
     /// every stripe has ended.
     fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let started = Instant::now();
         let stream = match dev.slots.stream() {
             Ok(stream) => stream,
             Err(e) => return reqs.iter().map(|_| Err(e.into())).collect(),
@@ -582,8 +596,15 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let piece = stripes::piece_for(stripe, threads);
         let parts = stripes.list.iter().flat_map(|s| &s.parts);
         let (parts, pieces) = parts.fold((0, 0), |(n, p), part| (n + 1, p + part.len.div_ceil(piece)));
-        let work =
-            Arc::new(ReadWork { errors: reqs.iter().map(|_| OnceLock::new()).collect(), reqs, stripes, stream, piece });
+        let work = Arc::new(ReadWork {
+            errors: reqs.iter().map(|_| OnceLock::new()).collect(),
+            reqs,
+            stripes,
+            stream,
+            piece,
+            started,
+            shipped: AtomicBool::new(false),
+        });
         for _ in 1..threads.min(pieces) {
             let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
             // The descriptors and device range stay valid: this call waits for every stripe to
@@ -593,6 +614,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         }
         self.fill(dev, &work);
         while let Ok(()) = hipfile_core::pool::recv_soon(&ended) {}
+        charge(&self.profile.last_copy_wall_ns, started);
         // The requests' device memory is the callers' again when their calls return: nothing
         // may still be copying.
         let waited = Instant::now();
@@ -610,7 +632,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// piece that ends a stripe queues the stripe's copies. The thread's current device is the
     /// read's.
     fn fill(&self, dev: &Device<G>, work: &ReadWork) {
-        while let Some((s, i)) = work.stripes.take(|stripe| self.set_up(dev, work, stripe)) {
+        loop {
+            let (taking, own) = (Instant::now(), std::cell::Cell::new(Duration::ZERO));
+            let taken = work.stripes.take(|stripe| {
+                let started = Instant::now();
+                let how = self.set_up(dev, work, stripe);
+                own.set(own.get() + started.elapsed());
+                how
+            });
+            let waited = taking.elapsed().saturating_sub(own.get());
+            self.profile.setup_wait_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+            let Some((s, i)) = taken else { break };
             let stripe = &work.stripes.list[s];
             let done = match stripe.setup() {
                 Setup::Read { at, pieces } => {
@@ -661,6 +693,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         if stripe.parts.iter().all(failed) {
             return Setup::Failed;
         }
+        let probing = Instant::now();
         let pieces = stripe.pieces(work.piece, |part| {
             let req = &work.reqs[part.req];
             let offset = req.file_offset + part.skip as u64;
@@ -670,6 +703,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             }
             direct
         });
+        charge(&self.profile.probe_ns, probing);
         let waited = Instant::now();
         let slot = dev.slots.take();
         charge(&self.profile.lane_wait_ns, waited);
@@ -697,7 +731,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 // SAFETY: each part's first bytes lie in the slot at its position from `at`
                 // (`hold`); the requests' device memory stays valid until their caller
                 // returns, after waiting for the stream.
+                let shipping = Instant::now();
                 let shipped = unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
+                charge(&self.profile.ship_ns, shipping);
+                if !work.shipped.swap(true, Ordering::Relaxed) {
+                    charge(&self.profile.first_copy_wall_ns, work.started);
+                }
                 for (ks, _, _) in &copies {
                     for part in &parts[ks.clone()] {
                         match &shipped {
@@ -841,6 +880,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             ("file_ns", get(&p.file_ns)),
             ("copy_wait_ns", get(&p.copy_wait_ns)),
             ("lane_wait_ns", get(&p.lane_wait_ns)),
+            ("probe_ns", get(&p.probe_ns)),
+            ("setup_wait_ns", get(&p.setup_wait_ns)),
+            ("ship_ns", get(&p.ship_ns)),
+            ("first_copy_wall_ns", get(&p.first_copy_wall_ns)),
+            ("last_copy_wall_ns", get(&p.last_copy_wall_ns)),
             ("direct_slot_wait_ns", get(&r.direct_streams.wait_ns)),
         ]
     }

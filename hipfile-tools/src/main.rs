@@ -219,20 +219,21 @@ fn print(report: &Report, json: bool) {
     }
 }
 
-/// The `--profile` lines of one mode: counters, and times in ms with their share of the
-/// backend threads' measured time.
+/// The `--profile` lines of one mode: counters, times in ms with their share of the backend
+/// threads' measured time, and wall times (`_wall_ns`, summed over calls) in ms.
 fn print_profile(o: &bench::Outcome) {
     for (backend, counters) in &o.profile {
-        let total_ns: u64 = counters.iter().filter(|(k, _)| k.ends_with("_ns")).map(|(_, v)| v).sum();
+        let thread_time = |k: &str| k.ends_with("_ns") && !k.ends_with("_wall_ns");
+        let total_ns: u64 = counters.iter().filter(|(k, _)| thread_time(k)).map(|(_, v)| v).sum();
+        let ms = |v: u64| v as f64 / 1e6;
         let parts: Vec<String> = counters
             .iter()
-            .map(|(key, value)| match key.strip_suffix("_ns") {
-                Some(what) => format!(
-                    "{what} {:.1} ms ({:.0}%)",
-                    *value as f64 / 1e6,
-                    100.0 * *value as f64 / total_ns.max(1) as f64
-                ),
-                None => format!("{key} {value}"),
+            .map(|(key, value)| match (key.strip_suffix("_wall_ns"), key.strip_suffix("_ns")) {
+                (Some(what), _) => format!("{what} {:.1} ms (wall)", ms(*value)),
+                (None, Some(what)) => {
+                    format!("{what} {:.1} ms ({:.0}%)", ms(*value), 100.0 * *value as f64 / total_ns.max(1) as f64)
+                }
+                (None, None) => format!("{key} {value}"),
             })
             .collect();
         println!("  {} {}: {}", o.mode.name(), backend, parts.join(", "));

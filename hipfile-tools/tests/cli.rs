@@ -159,6 +159,10 @@ fn profile_reports_where_the_time_went() {
         out.contains("read bounce: served_requests 1, served_bytes 16777216, chunks 4") && out.contains("copy_wait"),
         "{out}"
     );
+    // Thread time with its share; a read's wall times apart, without one.
+    let read = out.lines().find(|l| l.contains("read bounce:")).expect("a read line");
+    assert!(read.contains("setup_wait ") && read.contains("%)"), "{read}");
+    assert!(read.contains("last_copy ") && read.contains(" ms (wall)") && !read.contains("last_copy_wall"), "{read}");
     let (ok, out, err) =
         hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile", "--json"]);
     assert!(ok, "{err}");
