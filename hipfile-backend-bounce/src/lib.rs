@@ -443,8 +443,8 @@ struct ReadWork {
 }
 
 impl ReadWork {
-    /// Each request's outcome, once every stripe has ended and its copy run: its error, or its
-    /// bytes up to its first short stripe (end of file).
+    /// Each request's outcome, once every stripe has ended and its copies run: its error, or
+    /// its bytes up to its first short part (end of file).
     fn results(&self) -> Vec<Result<usize>> {
         let parts = self.stripes.list.iter().flat_map(|s| &s.parts);
         let parts = parts.map(|p| (p.req, p.moved.load(Ordering::Relaxed), p.len));
@@ -728,11 +728,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 let valid = valid.filter(|&(k, n)| n > 0 && work.errors[parts[k].req].get().is_none());
                 let dst = |part: &stripes::Part, n| work.reqs[part.req].memory.part(part.skip, n);
                 let copies = stripes::copies(parts, valid, *at, dst);
+                let shipping = Instant::now();
                 // SAFETY: each part's first bytes lie in the slot at its position from `at`
                 // (`hold`); the requests' device memory stays valid until their caller
                 // returns, after waiting for the stream.
-                let shipping = Instant::now();
-                let shipped = unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
+                let shipped =
+                    unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
                 charge(&self.profile.ship_ns, shipping);
                 if !work.shipped.swap(true, Ordering::Relaxed) {
                     charge(&self.profile.first_copy_wall_ns, work.started);
@@ -1016,7 +1017,9 @@ mod tests {
         let other_span = unsafe { DeviceSpan::new(other, 16 * BLOCK) };
         let block = |i: usize| (i * 37 + 5) % 64; // a file block for each request
         let mut reqs: Vec<IoRequest<'_>> = (0..32)
-            .map(|i| IoRequest::new(Direction::Read, &handle, one_span.part(i * BLOCK, BLOCK), 0, (block(i) * BLOCK) as u64))
+            .map(|i| {
+                IoRequest::new(Direction::Read, &handle, one_span.part(i * BLOCK, BLOCK), 0, (block(i) * BLOCK) as u64)
+            })
             .collect();
         reqs.extend((0..8).map(|i| {
             let memory = other_span.part(2 * i * BLOCK, BLOCK);
@@ -1025,28 +1028,42 @@ mod tests {
         // The last block of the file and its 1000 bytes past the blocks: 1000 bytes moved.
         reqs.push(IoRequest::new(Direction::Read, &handle, one_span.part(32 * BLOCK, BLOCK), 0, (64 * BLOCK) as u64));
         bounce.wait_warm();
-        let copies = gpu.faults().copy_count();
         let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
-        let results = bounce.transfer_many(&refs);
         let mut expected = vec![Ok(BLOCK); 40];
         expected.push(Ok(1000));
-        assert_eq!(results, expected);
-        // 2.6 MiB alone on the device: stripes of 1 MiB (the chunk), 16 blocks each. The first
-        // two hold 16 of `one`'s blocks each, a copy apiece; the third 8 blocks of `other`
-        // (8 copies) and the short one (1 copy).
-        assert_eq!(gpu.faults().copy_count() - copies, 2 + 8 + 1);
-        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 41, "a part per request");
-        let mut back = vec![0u8; 33 * BLOCK];
-        gpu.read_device(one, &mut back).unwrap();
-        for i in 0..32 {
-            assert!(back[i * BLOCK..][..BLOCK] == data[block(i) * BLOCK..][..BLOCK], "block {i}");
+        // Warm (buffered pieces), then cold (each part whole with O_DIRECT, where the file
+        // system allows it: each lies in its slot congruent to its file offset).
+        for cold in [false, true] {
+            if cold {
+                file.sync_all().unwrap();
+                // SAFETY: a plain advice call on an open descriptor.
+                assert_eq!(unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+            }
+            gpu.memset(one, 0, 33 * BLOCK).unwrap();
+            gpu.memset(other, 0, 16 * BLOCK).unwrap();
+            let (copies, chunks) = (gpu.faults().copy_count(), bounce.inner.profile.chunks.load(Ordering::Relaxed));
+            assert_eq!(bounce.transfer_many(&refs), expected, "cold {cold}");
+            // 2.6 MiB alone on the device: stripes of 1 MiB (the chunk), 16 blocks each. The
+            // first two hold 16 of `one`'s blocks each, a copy apiece; the third 8 blocks of
+            // `other` (8 copies) and the short one (1 copy).
+            assert_eq!(gpu.faults().copy_count() - copies, 2 + 8 + 1, "cold {cold}");
+            let parts = bounce.inner.profile.chunks.load(Ordering::Relaxed) - chunks;
+            assert_eq!(parts, 41, "a part per request");
+            let mut back = vec![0u8; 33 * BLOCK];
+            gpu.read_device(one, &mut back).unwrap();
+            for i in 0..32 {
+                assert!(back[i * BLOCK..][..BLOCK] == data[block(i) * BLOCK..][..BLOCK], "cold {cold} block {i}");
+            }
+            assert!(back[32 * BLOCK..][..1000] == data[64 * BLOCK..], "cold {cold}");
+            let mut back = vec![0u8; 16 * BLOCK];
+            gpu.read_device(other, &mut back).unwrap();
+            for i in 0..8 {
+                let j = 40 + i;
+                assert!(back[2 * i * BLOCK..][..BLOCK] == data[block(j) * BLOCK..][..BLOCK], "cold {cold} block {j}");
+            }
         }
-        assert!(back[32 * BLOCK..][..1000] == data[64 * BLOCK..]);
-        let mut back = vec![0u8; 16 * BLOCK];
-        gpu.read_device(other, &mut back).unwrap();
-        for i in 0..8 {
-            assert!(back[2 * i * BLOCK..][..BLOCK] == data[block(40 + i) * BLOCK..][..BLOCK], "block {}", 40 + i);
-        }
+        let direct = bounce.inner.reads.direct_chunks.load(Ordering::Relaxed);
+        assert!(direct == 0 || direct >= 40, "cold parts read whole with O_DIRECT where it works: {direct}");
     }
 
     #[test]

@@ -560,7 +560,8 @@ mod tests {
         let mut memory: Vec<Vec<u8>> = lens.iter().map(|&len| vec![0u8; len]).collect();
         let addrs: Vec<usize> = memory.iter_mut().map(|m| m.as_mut_ptr() as usize).collect();
         // One part per stripe (each its own memory), and one stripe of two parts.
-        let mut list: Vec<Stripe> = lens.iter().enumerate().map(|(i, &len)| Stripe::new(vec![Part::new(i, 0, len, 0)])).collect();
+        let mut list: Vec<Stripe> =
+            lens.iter().enumerate().map(|(i, &len)| Stripe::new(vec![Part::new(i, 0, len, 0)])).collect();
         let mut two = vec![0u8; 8192];
         let two_at = two.as_mut_ptr() as usize;
         list.push(Stripe::new(vec![Part::new(7, 0, 3000, 0), Part::new(8, 0, 5000, 3000)]));

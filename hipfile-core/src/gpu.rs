@@ -145,8 +145,11 @@ impl DeviceSpan {
     /// known to lie in the same allocation: each lies in one allocation up to the same bound,
     /// and the byte before the bound belongs to one allocation only.
     pub fn join(&self, next: &DeviceSpan) -> Option<DeviceSpan> {
-        (self.addr + self.len == next.addr && self.bound == next.bound)
-            .then_some(DeviceSpan { addr: self.addr, len: self.len + next.len, bound: self.bound })
+        (self.addr + self.len == next.addr && self.bound == next.bound).then_some(DeviceSpan {
+            addr: self.addr,
+            len: self.len + next.len,
+            bound: self.bound,
+        })
     }
 }
 
