@@ -18,7 +18,7 @@
 //! after another up to a stripe, each at a position from which `O_DIRECT` can read it, and parts
 //! that meet on the device in one allocation go in one copy ([`copies`]). Measured on the H200
 //! against a stripe per chunk (`docs/performance.md`, "Small reads share stripes"): a batch of
-//! 128 random 256 KiB reads 1.8x, of 128 random 1 MiB 1.0-1.12x, Python's futures 1.14x.
+//! 128 random 256 KiB reads 1.8x, of 128 random 1 MiB 1.0-1.12x, Python's futures 1.12x.
 //!
 //! Staging: [`SlotPool`], per device, made on first use (or ahead, by the warmer) up to its
 //! memory limit and kept. A slot is handed out again only once the copy queued from it has run
