@@ -447,7 +447,8 @@ impl ReadWork {
     /// its bytes up to its first short part (end of file).
     fn results(&self) -> Vec<Result<usize>> {
         let parts = self.stripes.list.iter().flat_map(|s| &s.parts);
-        let parts = parts.map(|p| (p.req, p.moved.load(Ordering::Relaxed), p.len));
+        // A part whose request has not failed was copied whole up to its valid bytes (`ship`).
+        let parts = parts.map(|p| (p.req, p.valid(), p.len));
         outcomes(self.reqs.len(), parts, &self.errors)
     }
 }
@@ -738,12 +739,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 if !work.shipped.swap(true, Ordering::Relaxed) {
                     charge(&self.profile.first_copy_wall_ns, work.started);
                 }
-                for (ks, _, _) in &copies {
-                    for part in &parts[ks.clone()] {
-                        match &shipped {
-                            Ok(()) => part.moved.store(part.valid(), Ordering::Relaxed),
-                            Err(e) => drop(work.errors[part.req].set(e.clone())),
-                        }
+                if let Err(e) = shipped {
+                    for part in copies.iter().flat_map(|(ks, _, _)| &parts[ks.clone()]) {
+                        let _ = work.errors[part.req].set(e.clone());
                     }
                 }
             }

@@ -213,15 +213,13 @@ pub(crate) struct Part {
     pub(crate) len: usize,
     pub(crate) pos: usize,
     /// Bytes from the part's start that hold the file's data (less after end of file or an
-    /// error).
+    /// error): once the stripe has ended, what reached the device, unless the request failed.
     valid: AtomicUsize,
-    /// Bytes copied to the device.
-    pub(crate) moved: AtomicUsize,
 }
 
 impl Part {
     pub(crate) fn new(req: usize, skip: usize, len: usize, pos: usize) -> Self {
-        Part { req, skip, len, pos, valid: AtomicUsize::new(len), moved: AtomicUsize::new(0) }
+        Part { req, skip, len, pos, valid: AtomicUsize::new(len) }
     }
 
     /// A piece at `from` read only `n` bytes (end of file, or 0 for an error): the part holds

@@ -84,21 +84,18 @@ fn check_extent(extent: usize, size: usize, offset: i64) -> PyResult<()> {
     )))
 }
 
-/// A batch entry for `size` bytes at `buf_offset` of a buffer of `extent` bytes at `addr`,
-/// checked against the extent.
-#[allow(clippy::too_many_arguments)]
+/// A batch entry for `size` bytes at `buffer_offset` of the buffer at `addr` (its callers
+/// have checked the range against the buffer's extent, [`fitted`]).
 fn batch_entry(
     write: bool,
     handle: u64,
     addr: usize,
-    extent: usize,
     size: usize,
     file_offset: i64,
     buffer_offset: i64,
     cookie: usize,
-) -> PyResult<BatchEntry> {
-    check_extent(extent, size, buffer_offset)?;
-    Ok(BatchEntry {
+) -> BatchEntry {
+    BatchEntry {
         direction: direction(write),
         handle: HandleId(handle),
         buffer_base: addr,
@@ -106,7 +103,7 @@ fn batch_entry(
         file_offset,
         size,
         cookie,
-    })
+    }
 }
 
 fn direction(write: bool) -> Direction {
@@ -694,7 +691,7 @@ fn submit(
     loop {
         let n = (size - done).min(cap);
         let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
-        let entry = batch_entry(write, handle, addr, extent, n, at, buf_at, 0)?;
+        let entry = batch_entry(write, handle, addr, n, at, buf_at, 0);
         let state = FutureState::new(None);
         coalescer().push(entry, Arc::clone(&state), keep.clone_ref(py));
         parts.push(state);
@@ -707,8 +704,8 @@ fn submit(
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
 /// `Destroy`) of entries `(write, handle, addr, extent, size, file_offset, buf_offset)` (`size`
-/// as [`fitted`] takes it),
-/// without the GIL: for each entry, the bytes moved or the exception it ended with.
+/// as [`fitted`] takes it), without the GIL: for each entry, the bytes moved or the exception
+/// it ended with.
 #[pyfunction]
 #[pyo3(signature = (entries, timeout = None))]
 fn batch<'py>(py: Python<'py>, entries: Vec<NativeEntry>, timeout: Option<f64>) -> PyResult<Bound<'py, PyList>> {
@@ -717,7 +714,7 @@ fn batch<'py>(py: Python<'py>, entries: Vec<NativeEntry>, timeout: Option<f64>) 
         .enumerate()
         .map(|(i, &(write, handle, addr, extent, size, file_offset, buf_offset))| {
             let size = fitted(extent, size, buf_offset)?;
-            batch_entry(write, handle, addr, extent, size, file_offset, buf_offset, i)
+            Ok(batch_entry(write, handle, addr, size, file_offset, buf_offset, i))
         })
         .collect::<PyResult<_>>()?;
     let wait = timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
@@ -1117,12 +1114,12 @@ fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyE
     }
 }
 
-/// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
-/// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
-/// that does not end on a byte).
 /// A batch entry from Python: `(write, handle, addr, extent, size, file_offset, buf_offset)`.
 type NativeEntry = (bool, u64, usize, usize, Option<i64>, i64, i64);
 
+/// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
+/// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
+/// that does not end on a byte).
 type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Row);
 
 /// A tensor's row along its first dimension, as Python sees it: its bytes (an int), or why it
