@@ -30,6 +30,7 @@
 //! and a read reports bytes only up to end of file.
 
 mod bounded;
+mod demote;
 mod fileio;
 mod lanes;
 mod stripes;
@@ -49,6 +50,7 @@ use hipfile_core::{
     Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
 
+use demote::Demote;
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
 use hipfile_core::pool::WorkerPool;
 use lanes::{Lane, LanePool};
@@ -74,6 +76,8 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     uring: Arc<UringState>,
     reads: ReadPolicy,
     profile: Profile,
+    /// How the last bytes of a read leave the reading cores' caches (`None`: they stay).
+    demote: Option<Demote>,
     topology: Topology,
     /// Where the topology was read (`/sys`), for the devices' PCI addresses.
     sysfs: PathBuf,
@@ -162,6 +166,8 @@ struct Profile {
     setup_wait_ns: AtomicU64,
     /// Reads: queuing copies.
     ship_ns: AtomicU64,
+    /// Reads: bytes moved out of the reading cores' caches before their copies ([`demote`]).
+    demoted_bytes: AtomicU64,
     /// Reads, wall time per call (not thread time): from its start to its first copy queued,
     /// and to its last.
     first_copy_wall_ns: AtomicU64,
@@ -230,6 +236,13 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// As [`Bounce::new`], reading the machine's topology under `sysfs` instead of `/sys` (a
     /// directory laid out the same way: tests of placement).
     pub fn with_sysfs(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf) -> Self {
+        let demote = Demote::detect(&sysfs);
+        Self::with_demote(gpu, settings, sysfs, demote)
+    }
+
+    /// As [`Bounce::with_sysfs`], demoting reads' tails as `demote` says (tests: on machines
+    /// whose processor cannot).
+    fn with_demote(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf, demote: Option<Demote>) -> Self {
         let threads = match settings.threads {
             0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(DEFAULT_MAX_THREADS),
             n => n,
@@ -243,6 +256,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 uring: Arc::new(UringState::new(settings.io_uring)),
                 reads: ReadPolicy::new(settings.direct_streams),
                 profile: Profile::default(),
+                demote,
                 topology: Topology::read(&sysfs),
                 sysfs,
                 devices: RwLock::new(HashMap::new()),
@@ -427,6 +441,19 @@ fn outcomes(
     results
 }
 
+/// The first of `list`'s stripes that lie in its last `tail` bytes (a stripe partly there
+/// counts), `list.len()` for none.
+fn first_of_tail(list: &[Stripe], tail: usize) -> usize {
+    let mut bytes = 0;
+    for (s, stripe) in list.iter().enumerate().rev() {
+        bytes += stripe.len;
+        if bytes >= tail {
+            return s;
+        }
+    }
+    0
+}
+
 /// A read (one or more requests of one device) through stripes ([`stripes`]).
 struct ReadWork {
     reqs: Vec<Request>,
@@ -437,6 +464,9 @@ struct ReadWork {
     stream: hipfile_core::Stream,
     /// The piece each thread reads of a stripe the page cache holds.
     piece: usize,
+    /// The first stripe of the read's tail, whose pieces read from the page cache are demoted
+    /// ([`demote`]); the stripes' count where none is.
+    demote_from: usize,
     /// When the call began, and whether a copy has been queued yet (for the profile).
     started: Instant,
     shipped: AtomicBool,
@@ -597,12 +627,19 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let piece = stripes::piece_for(stripe, threads);
         let parts = stripes.list.iter().flat_map(|s| &s.parts);
         let (parts, pieces) = parts.fold((0, 0), |(n, p), part| (n + 1, p + part.len.div_ceil(piece)));
+        // The last bytes the read's threads write are still in their own caches when their
+        // copies run: those are demoted ([`demote`]).
+        let demote_from = match &self.demote {
+            Some(d) => first_of_tail(&stripes.list, d.tail(threads.min(pieces))),
+            None => stripes.list.len(),
+        };
         let work = Arc::new(ReadWork {
             errors: reqs.iter().map(|_| OnceLock::new()).collect(),
             reqs,
             stripes,
             stream,
             piece,
+            demote_from,
             started,
             shipped: AtomicBool::new(false),
         });
@@ -661,6 +698,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                         } else {
                             req.file.read_buffered(buf, offset)
                         };
+                        if let (Ok(n), Some(demote), false) = (&read, &self.demote, piece.direct)
+                            && s >= work.demote_from
+                        {
+                            demote.lines(&buf[..*n]);
+                            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
+                        }
                         charge(&self.profile.file_ns, started);
                         match read {
                             Ok(n) if n < piece.len => part.short(piece.from, n), // end of file
@@ -882,6 +925,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             ("probe_ns", get(&p.probe_ns)),
             ("setup_wait_ns", get(&p.setup_wait_ns)),
             ("ship_ns", get(&p.ship_ns)),
+            ("demoted_bytes", get(&p.demoted_bytes)),
             ("first_copy_wall_ns", get(&p.first_copy_wall_ns)),
             ("last_copy_wall_ns", get(&p.last_copy_wall_ns)),
             ("direct_slot_wait_ns", get(&r.direct_streams.wait_ns)),
@@ -938,23 +982,23 @@ mod tests {
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        std::fs::write(&path, vec![7u8; 16 << 20]).unwrap();
+        std::fs::write(&path, vec![7u8; 32 << 20]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
         gpu.set_device(1).unwrap();
-        let dev = gpu.malloc(16 << 20).unwrap();
+        let dev = gpu.malloc(32 << 20).unwrap();
         gpu.set_device(0).unwrap();
         // SAFETY: the allocation above.
-        let memory = unsafe { DeviceSpan::new(dev, 16 << 20) };
+        let memory = unsafe { DeviceSpan::new(dev, 32 << 20) };
         let req = IoRequest::new(Direction::Read, &handle, memory, 1, 0);
         let chunks = || bounce.inner.profile.chunks.load(Ordering::Relaxed);
-        assert_eq!(bounce.transfer(&req), Ok(16 << 20));
-        assert_eq!(chunks(), 4, "alone: 4 MiB chunks");
+        assert_eq!(bounce.transfer(&req), Ok(32 << 20));
+        assert_eq!(chunks(), 8, "alone: 4 MiB chunks");
         // Device 0 busy with another request: device 1's request shares the budget.
         let dev0 = bounce.inner.device(0).unwrap();
         let _elsewhere = Busy::new(&dev0.in_flight, &bounce.inner.busy);
-        assert_eq!(bounce.transfer(&req), Ok(16 << 20));
-        assert_eq!(chunks(), 4 + 8, "two devices busy: 2 MiB chunks");
+        assert_eq!(bounce.transfer(&req), Ok(32 << 20));
+        assert_eq!(chunks(), 8 + 16, "two devices busy: 2 MiB chunks");
     }
 
     #[test]
@@ -977,10 +1021,10 @@ mod tests {
         bounce.wait_warm();
         let copies = gpu.faults().copy_count();
         assert_eq!(bounce.transfer(&req), Ok(8 << 20));
-        // Alone, 8 MiB is cut into four stripes of 2 MiB, each read in pieces of 512 KiB (a
+        // Alone, 8 MiB is cut into eight stripes of 1 MiB, each read in pieces of 256 KiB (a
         // quarter, one per thread) and copied once.
-        assert_eq!(gpu.faults().copy_count() - copies, 4);
-        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
+        assert_eq!(gpu.faults().copy_count() - copies, 8);
+        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 8);
         let mut back = vec![0u8; 8 << 20];
         gpu.read_device(dev, &mut back).unwrap();
         assert!(back == data);
@@ -988,6 +1032,41 @@ mod tests {
         // SAFETY: the allocation above.
         let empty = IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
         assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
+    }
+
+    /// The last `threads x cache` bytes of a read are demoted out of the readers' caches, and
+    /// nothing else; the bytes are the file's. (Where the processor has no `cldemote`, the
+    /// instruction does nothing: the test runs the same path.)
+    #[test]
+    fn a_reads_tail_is_demoted() {
+        use hipfile_backend_mock::MockGpu;
+        use std::os::fd::AsRawFd;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
+        let demote = Some(Demote::with_cache(1 << 20));
+        let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), demote);
+        let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 241) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let dev = gpu.malloc(8 << 20).unwrap();
+        let demoted = || bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed);
+        // SAFETY: the allocation above.
+        let read = |len: usize, at: u64| IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
+        // Eight stripes of 1 MiB read by 4 threads: what their caches hold (4 x 1 MiB) is the
+        // last four stripes.
+        assert_eq!(bounce.transfer(&read(8 << 20, 0)), Ok(8 << 20));
+        assert_eq!(demoted(), 4 << 20);
+        let mut back = vec![0u8; 8 << 20];
+        gpu.read_device(dev, &mut back).unwrap();
+        assert!(back == data);
+        // A read shorter than the tail is demoted whole, up to the end of the file.
+        assert_eq!(bounce.transfer(&read(2 << 20, (7 << 20) + 5)), Ok((1 << 20) - 5));
+        assert_eq!(demoted(), (5 << 20) - 5);
+        gpu.read_device(dev, &mut back[..(1 << 20) - 5]).unwrap();
+        assert!(back[..(1 << 20) - 5] == data[(7 << 20) + 5..]);
     }
 
     /// A batch of small reads shares slots, and the reads whose memory meets on the device

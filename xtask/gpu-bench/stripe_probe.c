@@ -7,6 +7,16 @@
 // complete in order) and records the stripe's slot's event; a slot (SLOTS of them) is reused
 // once its event has completed. PIECE == STRIPE is the lane shape (one thread per chunk).
 //
+// Environment: LEAD=N paces the readers: a stripe is set up only once the copy of the stripe N
+// before it has completed (0, the default: no pacing beyond the slots). TIMING=1 prints, averaged
+// over the calls of the last run, when a call queued its first and last copy and when its
+// synchronize returned (CPU clock, from the call's start), and when its first and last copy
+// completed on the GPU (timing events, from an event recorded at the call's start), so the
+// copies' own rate shows apart from the reads'. FLUSH=1 writes each piece back out of the CPU's
+// caches once it is read (clflushopt; 2: clwb; 3: clflush; 4: cldemote, which moves the lines from
+// the core's caches to the shared one), before its stripe's copy may be queued: whether a copy
+// reading lines a core still holds modified is what slows it.
+//
 //   gcc -O2 -I/usr/local/cuda/include stripe_probe.c -L/usr/local/cuda/lib64 -lcudart -lpthread
 //   ./a.out FILE CALL_KIB STRIPE_KIB PIECE_KIB [THREADS=16] [SLOTS=32]
 #define _GNU_SOURCE
@@ -37,6 +47,11 @@ static cudaStream_t stream;
 static char **slot_buf;
 static cudaEvent_t *slot_ev;
 static atomic_int *slot_pending;
+static int lead, timing, flush;
+static cudaEvent_t *stripe_ev; // each stripe's copy, recorded when queued (timing events with TIMING)
+static atomic_int *stripe_shipped;
+static cudaEvent_t call_ev;
+static double t_first, t_last; // this call's first and last copy queued (CPU clock)
 
 // The call in progress.
 static atomic_ulong gen;       // bumped to start a call
@@ -62,6 +77,11 @@ static void take_pieces(void) {
         int slot = (int)((stripe_base + s) % nslots);
         int expect = 0;
         if (atomic_compare_exchange_strong(&stripe_state[s], &expect, 1)) {
+            if (lead > 0 && s >= (size_t)lead) {
+                size_t before = s - lead;
+                while (!atomic_load(&stripe_shipped[before])) sched_yield();
+                while (cudaEventQuery(stripe_ev[before]) == cudaErrorNotReady) sched_yield();
+            }
             if (atomic_load(&slot_pending[slot])) {
                 while (cudaEventQuery(slot_ev[slot]) == cudaErrorNotReady) sched_yield();
                 atomic_store(&slot_pending[slot], 0);
@@ -79,11 +99,25 @@ static void take_pieces(void) {
             if (n <= 0) { perror("pread"); exit(1); }
             buf += n; off += n; len -= n;
         }
+        if (flush) {
+            char *p = slot_buf[slot] + at, *end = p + piece;
+            for (; p < end; p += 64) {
+                if (flush == 1) __asm__ volatile("clflushopt %0" : "+m"(*(volatile char *)p));
+                else if (flush == 2) __asm__ volatile("clwb %0" : "+m"(*(volatile char *)p));
+                else if (flush == 4) __asm__ volatile("cldemote %0" : "+m"(*(volatile char *)p));
+                else __asm__ volatile("clflush %0" : "+m"(*(volatile char *)p));
+            }
+            __asm__ volatile("sfence" ::: "memory");
+        }
         if (atomic_fetch_add(&stripe_filled[s], piece) + piece == stripe) {
             CHECK(cudaMemcpyAsync(dev + s * stripe, slot_buf[slot], stripe, cudaMemcpyHostToDevice, stream));
             CHECK(cudaEventRecord(slot_ev[slot], stream));
+            CHECK(cudaEventRecord(stripe_ev[s], stream));
+            atomic_store(&stripe_shipped[s], 1);
             atomic_store(&slot_pending[slot], 1);
-            atomic_fetch_add(&issued, 1);
+            size_t n = atomic_fetch_add(&issued, 1);
+            if (timing && n == 0) t_first = now();
+            if (timing && n + 1 == nstripes) t_last = now();
         }
     }
 }
@@ -131,22 +165,41 @@ int main(int argc, char **argv) {
     }
     nstripes = call / stripe;
     pieces_per_stripe = stripe / piece;
+    lead = getenv("LEAD") ? atoi(getenv("LEAD")) : 0;
+    timing = getenv("TIMING") ? atoi(getenv("TIMING")) : 0;
+    flush = getenv("FLUSH") ? atoi(getenv("FLUSH")) : 0;
+    stripe_ev = calloc(nstripes, sizeof *stripe_ev);
+    stripe_shipped = calloc(nstripes, sizeof *stripe_shipped);
+    for (size_t i = 0; i < nstripes; i++)
+        CHECK(cudaEventCreateWithFlags(&stripe_ev[i], timing ? cudaEventDefault : cudaEventDisableTiming));
+    CHECK(cudaEventCreate(&call_ev));
     stripe_state = calloc(nstripes, sizeof *stripe_state);
     stripe_filled = calloc(nstripes, sizeof *stripe_filled);
     pthread_t tid[256];
     for (int i = 1; i < threads; i++) pthread_create(&tid[i], NULL, worker, NULL);
     double best = 0;
+    double sum[5]; // first queued, last queued, synchronized (CPU); first, last copy done (GPU), ms
     for (int run = 0; run < 4; run++) {
         double t0 = now();
+        for (int k = 0; k < 5; k++) sum[k] = 0;
         for (size_t c = 0; c < calls; c++) {
             call_off = c * call;
-            for (size_t s = 0; s < nstripes; s++) { stripe_state[s] = 0; stripe_filled[s] = 0; }
+            for (size_t s = 0; s < nstripes; s++) { stripe_state[s] = 0; stripe_filled[s] = 0; stripe_shipped[s] = 0; }
             atomic_store(&issued, 0);
             atomic_store(&next_piece, 0);
+            double tc = now();
+            if (timing) CHECK(cudaEventRecord(call_ev, stream));
             atomic_fetch_add(&gen, 1);
             take_pieces();
             while (atomic_load(&issued) < nstripes) sched_yield();
             CHECK(cudaStreamSynchronize(stream));
+            if (timing) {
+                float first, last;
+                CHECK(cudaEventElapsedTime(&first, call_ev, stripe_ev[0]));
+                CHECK(cudaEventElapsedTime(&last, call_ev, stripe_ev[nstripes - 1]));
+                sum[0] += (t_first - tc) * 1e3; sum[1] += (t_last - tc) * 1e3; sum[2] += (now() - tc) * 1e3;
+                sum[3] += first; sum[4] += last;
+            }
             stripe_base += nstripes;
         }
         double gbps = (double)calls * call / (now() - t0) / 1e9;
@@ -154,7 +207,14 @@ int main(int argc, char **argv) {
     }
     atomic_store(&stop, 1);
     for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
-    printf("call %zu KiB, stripe %zu KiB, piece %zu KiB, %d threads, %d slots: best of 3 %.2f GB/s\n",
-           call >> 10, stripe >> 10, piece >> 10, threads, nslots, best);
+    printf("call %zu KiB, stripe %zu KiB, piece %zu KiB, %d threads, %d slots, lead %d, flush %d: best of 3 %.2f GB/s\n",
+           call >> 10, stripe >> 10, piece >> 10, threads, nslots, lead, flush, best);
+    if (timing) {
+        double n = (double)calls, copies = (double)(call - stripe) / 1e6;
+        double span = (sum[4] - sum[3]) / n;
+        printf("  per call (last run), ms: first copy queued %.3f, last queued %.3f, synchronized %.3f; "
+               "GPU: first copy done %.3f, last %.3f (copies after the first: %.1f GB/s)\n",
+               sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n, span > 0 ? copies / span : 0.0);
+    }
     return 0;
 }
