@@ -1054,7 +1054,8 @@ mod tests {
         let dev = gpu.malloc(8 << 20).unwrap();
         let demoted = || bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed);
         // SAFETY: the allocation above.
-        let read = |len: usize, at: u64| IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
+        let read =
+            |len: usize, at: u64| IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
         // Eight stripes of 1 MiB read by 4 threads: what their caches hold (4 x 1 MiB) is the
         // last four stripes.
         assert_eq!(bounce.transfer(&read(8 << 20, 0)), Ok(8 << 20));
