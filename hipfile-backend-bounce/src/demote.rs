@@ -20,8 +20,7 @@ const DEFAULT_CACHE: usize = 2 << 20;
 /// How a read's tail is demoted on this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Demote {
-    /// Bytes of one thread's writes its own caches hold (its L2, the largest cache a core
-    /// does not share).
+    /// Bytes of one thread's writes its own caches hold (its share of its core's L2).
     cache: usize,
 }
 
@@ -46,13 +45,14 @@ impl Demote {
     /// Moves the lines of `bytes` to the shared cache (a hint: nothing changes in memory).
     pub(crate) fn lines(&self, bytes: &[u8]) {
         #[cfg(target_arch = "x86_64")]
-        for line in bytes.chunks(64) {
-            // SAFETY: `cldemote` reads no memory and writes none; it only names a line of
-            // `bytes`, which the caller holds. (`detect` made sure the processor has it; on one
-            // without, it would still be a no-op.)
-            unsafe {
-                std::arch::asm!("cldemote [{0}]", in(reg) line.as_ptr(), options(nostack, preserves_flags, readonly))
-            };
+        {
+            let (start, end) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+            for line in (start & !63..end).step_by(64) {
+                // SAFETY: `cldemote` reads no memory and writes none; it names a cache line of
+                // `bytes` (the first may begin before them, in the same line and so the same
+                // page), which the caller holds. (`detect` made sure the processor has it.)
+                unsafe { std::arch::asm!("cldemote [{0}]", in(reg) line, options(nostack, preserves_flags, readonly)) };
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = bytes;
@@ -71,23 +71,21 @@ fn has_cldemote() -> bool {
     false
 }
 
-/// The largest cache CPU 0 does not share with other cores, from
-/// `devices/system/cpu/cpu0/cache/index*/` under `sysfs` (`level`, `size` such as `2048K`,
-/// `shared_cpu_list`).
+/// CPU 0's share of its level-2 cache, from `devices/system/cpu/cpu0/cache/index*/` under
+/// `sysfs` (`level`, `type`, `size` such as `2048K`, `shared_cpu_list`): its size divided among
+/// the CPUs that share it (hyperthreads of one core).
 fn own_cache(sysfs: &Path) -> Option<usize> {
     let dir = sysfs.join("devices/system/cpu/cpu0/cache");
-    let mut best = None;
     for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
-        let (Some(size), Some(shared)) = (read("size").and_then(|s| parse_size(&s)), read("shared_cpu_list")) else {
-            continue;
-        };
-        if read("type").is_some_and(|t| t.trim() == "Instruction") || !alone(&shared) {
+        if read("level").is_none_or(|l| l.trim() != "2") || read("type").is_some_and(|t| t.trim() == "Instruction") {
             continue;
         }
-        best = best.max(Some(size));
+        let size = read("size").and_then(|s| parse_size(&s))?;
+        let sharers = read("shared_cpu_list").and_then(|l| crate::topology::parse_cpu_list(&l)).map_or(1, |c| c.len());
+        return Some(size / sharers.max(1));
     }
-    best
+    None
 }
 
 /// `2048K`, `32M` or `512` as bytes.
@@ -101,12 +99,6 @@ fn parse_size(text: &str) -> Option<usize> {
         },
     };
     digits.parse::<usize>().ok()?.checked_mul(unit).filter(|&n| n > 0)
-}
-
-/// Whether a `shared_cpu_list` names one CPU only (`0`, not `0-15` or `0,16`).
-fn alone(list: &str) -> bool {
-    let list = list.trim();
-    !list.is_empty() && list.chars().all(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -123,32 +115,32 @@ mod tests {
     }
 
     #[test]
-    fn a_threads_own_cache_is_its_largest_unshared_one() {
+    fn a_threads_own_cache_is_its_share_of_the_l2() {
         let dir = tempfile::tempdir().unwrap();
         cache(dir.path(), 0, 1, "Data", "48K", "0");
-        cache(dir.path(), 1, 1, "Instruction", "4096K", "0"); // not for data
+        cache(dir.path(), 1, 1, "Instruction", "64K", "0");
         cache(dir.path(), 2, 2, "Unified", "2048K", "0");
-        cache(dir.path(), 3, 3, "Unified", "307200K", "0-15"); // shared
+        cache(dir.path(), 3, 3, "Unified", "307200K", "0-15");
         assert_eq!(own_cache(dir.path()), Some(2 << 20));
-        // Hyperthreads sharing an L2: none is a thread's own but the L1.
+        // Hyperthreads sharing an L2: each has half.
+        let dir = tempfile::tempdir().unwrap();
+        cache(dir.path(), 0, 1, "Data", "32K", "0,16");
+        cache(dir.path(), 2, 2, "Unified", "1M", "0,16");
+        assert_eq!(own_cache(dir.path()), Some(512 << 10));
+        // No level 2 listed, or nothing at all: unknown (the default applies).
         let dir = tempfile::tempdir().unwrap();
         cache(dir.path(), 0, 1, "Data", "32K", "0");
-        cache(dir.path(), 2, 2, "Unified", "1M", "0,16");
-        assert_eq!(own_cache(dir.path()), Some(32 << 10));
+        assert_eq!(own_cache(dir.path()), None);
         assert_eq!(own_cache(Path::new("/nonexistent")), None);
     }
 
     #[test]
-    fn sizes_and_lists_parse() {
+    fn sizes_parse() {
         assert_eq!(parse_size("2048K\n"), Some(2 << 20));
         assert_eq!(parse_size("32M"), Some(32 << 20));
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("0K"), None);
         assert_eq!(parse_size("lots"), None);
-        assert!(alone("7\n"));
-        assert!(!alone("0-15"));
-        assert!(!alone("0,16"));
-        assert!(!alone(""));
     }
 
     #[test]
@@ -156,6 +148,8 @@ mod tests {
         let d = Demote { cache: 2 << 20 };
         assert_eq!(d.tail(16), 32 << 20);
         assert_eq!(d.tail(0), 2 << 20);
-        d.lines(&[0u8; 1000]); // a hint: nothing to see, nothing breaks (a no-op without the instruction)
+        let bytes = [7u8; 1000];
+        d.lines(&bytes[3..]); // a hint: nothing changes, nothing breaks (a no-op without the instruction)
+        assert!(bytes.iter().all(|&b| b == 7));
     }
 }

@@ -64,7 +64,7 @@ impl Topology {
 }
 
 /// `0-3,8-11` as CPU numbers; `None` when malformed.
-fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
+pub(crate) fn parse_cpu_list(list: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
