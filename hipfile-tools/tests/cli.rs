@@ -156,7 +156,7 @@ fn profile_reports_where_the_time_went() {
     let (ok, out, err) = hipfile(&["bench", "--size", "16M", "--runs", "1", "--backend", "bounce", "--profile"]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("read bounce: served_requests 1, served_bytes 16777216, chunks 4") && out.contains("copy_wait"),
+        out.contains("read bounce: served_requests 1, served_bytes 16777216, chunks 8") && out.contains("copy_wait"),
         "{out}"
     );
     // Thread time with its share; a read's wall times apart, without one.
