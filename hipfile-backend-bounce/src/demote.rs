@@ -10,7 +10,7 @@
 //! Those lines are demoted (`cldemote`, on x86-64 processors that have it): a hint that moves a
 //! line to the shared cache without writing it to memory. Demoting every line costs the
 //! readers more than it saves on a long read (a whole 4 GiB file: 47 against 52 GB/s), which
-//! is why only the tail is.
+//! is why only the tail is. `HIPFILE_BOUNCE_DEMOTE=false` turns it off.
 
 use std::path::Path;
 

@@ -236,13 +236,20 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// As [`Bounce::new`], reading the machine's topology under `sysfs` instead of `/sys` (a
     /// directory laid out the same way: tests of placement).
     pub fn with_sysfs(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf) -> Self {
-        let demote = Demote::detect(&sysfs);
-        Self::with_demote(gpu, settings, sysfs, demote)
+        let detect = |sysfs: &std::path::Path| Demote::detect(sysfs);
+        Self::with_demote(gpu, settings, sysfs, detect)
     }
 
-    /// As [`Bounce::with_sysfs`], demoting reads' tails as `demote` says (tests: on machines
-    /// whose processor cannot).
-    fn with_demote(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf, demote: Option<Demote>) -> Self {
+    /// As [`Bounce::with_sysfs`], with `detect` saying how this machine demotes reads' tails,
+    /// asked only when the settings want them demoted (tests: a processor that can, on one
+    /// that cannot).
+    fn with_demote(
+        gpu: Arc<G>,
+        settings: &BounceSettings,
+        sysfs: PathBuf,
+        detect: impl FnOnce(&std::path::Path) -> Option<Demote>,
+    ) -> Self {
+        let demote = if settings.demote { detect(&sysfs) } else { None };
         let threads = match settings.threads {
             0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(DEFAULT_MAX_THREADS),
             n => n,
@@ -1043,8 +1050,8 @@ mod tests {
         use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(1);
         let settings = BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
-        let demote = Some(Demote::with_cache(1 << 20));
-        let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), demote);
+        let can = |_: &std::path::Path| Some(Demote::with_cache(1 << 20));
+        let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), can);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 241) as u8).collect();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
@@ -1068,6 +1075,11 @@ mod tests {
         assert_eq!(demoted(), (5 << 20) - 5);
         gpu.read_device(dev, &mut back[..(1 << 20) - 5]).unwrap();
         assert!(back[..(1 << 20) - 5] == data[(7 << 20) + 5..]);
+        // `HIPFILE_BOUNCE_DEMOTE=false`: nothing is, though the processor could.
+        let off = BounceSettings { demote: false, ..settings };
+        let bounce = Bounce::with_demote(Arc::clone(&gpu), &off, PathBuf::from("/sys"), can);
+        assert_eq!(bounce.transfer(&read(8 << 20, 0)), Ok(8 << 20));
+        assert_eq!(bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed), 0);
     }
 
     /// A batch of small reads shares slots, and the reads whose memory meets on the device

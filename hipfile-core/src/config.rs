@@ -127,6 +127,10 @@ pub struct BounceSettings {
     /// `HIPFILE_BOUNCE_IO_URING` (default true): direct I/O goes through io_uring with the
     /// staging buffers registered, where the kernel and the memlock limit allow.
     pub io_uring: bool,
+    /// `HIPFILE_BOUNCE_DEMOTE` (default true): the last bytes of a read from the page cache
+    /// are moved out of the reading cores' own caches before their copies to the device, where
+    /// the processor can (`cldemote`): the copies then read them from the shared cache.
+    pub demote: bool,
     /// `HIPFILE_BOUNCE_DIRECT_STREAMS`: direct reads in flight at once, over all requests
     /// (default 8; storage with deep queues, such as NVMe arrays, may want more).
     pub direct_streams: usize,
@@ -140,6 +144,7 @@ impl Default for BounceSettings {
             memory_limit: 256 << 20,
             durable_writes: true,
             io_uring: true,
+            demote: true,
             direct_streams: 8,
         }
     }
@@ -221,6 +226,7 @@ impl Config {
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
+        b.demote = flag("HIPFILE_BOUNCE_DEMOTE", true)?;
         if let Some(value) = get("HIPFILE_STATS_LEVEL") {
             // As upstream: a number, larger ones meaning the highest level.
             let digits = value.trim();
@@ -318,6 +324,7 @@ mod tests {
             ("HIPFILE_BOUNCE_MEMORY_MIB", "64"),
             ("HIPFILE_DURABLE_WRITES", "off"),
             ("HIPFILE_BOUNCE_IO_URING", "no"),
+            ("HIPFILE_BOUNCE_DEMOTE", "false"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "16"),
         ])
         .unwrap();
@@ -327,6 +334,7 @@ mod tests {
             memory_limit: 64 << 20,
             durable_writes: false,
             io_uring: false,
+            demote: false,
             direct_streams: 16,
         };
         assert_eq!(c.bounce, expected);
@@ -336,6 +344,7 @@ mod tests {
             ("HIPFILE_BOUNCE_CHUNK_KIB", "6"),
             ("HIPFILE_BOUNCE_CHUNK_KIB", "1026"),
             ("HIPFILE_BOUNCE_MEMORY_MIB", "0"),
+            ("HIPFILE_BOUNCE_DEMOTE", "sometimes"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "0"),
         ] {
             let err = config(&[(var, bad)]).unwrap_err().to_string();
