@@ -449,7 +449,7 @@ fn outcomes(
 }
 
 /// The first of `list`'s stripes that lie in its last `tail` bytes (a stripe partly there
-/// counts), `list.len()` for none.
+/// counts): 0 when the whole list does.
 fn first_of_tail(list: &[Stripe], tail: usize) -> usize {
     let mut bytes = 0;
     for (s, stripe) in list.iter().enumerate().rev() {
