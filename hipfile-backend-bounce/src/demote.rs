@@ -1,5 +1,5 @@
-//! Staged bytes moved out of the reading core's own cache before their copy to the device
-//! (docs/performance.md, "Copies read from the shared cache").
+//! A read's last bytes kept out of the reading cores' own caches before their copy to the
+//! device (docs/performance.md, "Copies read from the shared cache").
 //!
 //! A read from the page cache leaves the bytes it wrote into a slot in the reading core's own
 //! cache, modified. A copy to the device that reads such lines has each fetched from that core,
@@ -7,33 +7,64 @@
 //! still there, against 41-52 GB/s from the shared cache. A thread that writes more than its
 //! cache holds pushes its older lines out by itself, so only the last bytes a read's threads
 //! wrote are still there when their copies run: the last `threads x cache` bytes of a read.
-//! Those lines are demoted (`cldemote`, on x86-64 processors that have it): a hint that moves a
-//! line to the shared cache without writing it to memory. Demoting every line costs the
-//! readers more than it saves on a long read (a whole 4 GiB file: 47 against 52 GB/s), which
-//! is why only the tail is. `HIPFILE_BOUNCE_DEMOTE=false` turns it off.
+//! Those are demoted (`cldemote`, on x86-64 processors that have it: a hint that moves a line
+//! to the shared cache without writing it to memory). Demoting every line costs the readers
+//! more than it saves on a long read (a whole 4 GiB file: 47 against 52 GB/s), which is why
+//! only the tail is.
+//!
+//! `HIPFILE_BOUNCE_DEMOTE=stream` reads the tail through the thread's own small buffer instead
+//! and stores it with streaming stores, which go to memory around the caches
+//! ([`crate::stream`]), on any x86-64 processor: the way left to processors without
+//! `cldemote`. On the H200 machine's (which has it) one caller's 16 MiB calls ran alike both
+//! ways (35.2 against 34.6 GB/s), 4 MiB calls slower (20.8 against 26.7), so it is not the
+//! default there; on other processors it is untried, so it is not the default anywhere.
 
 use std::path::Path;
 
+use hipfile_core::Result;
+
+use crate::fileio::FileSide;
+
 /// Most bytes of one thread's writes that its own cache holds when its caches are not known.
 const DEFAULT_CACHE: usize = 2 << 20;
+
+/// How a read's tail leaves the readers' caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    Cldemote,
+    Stream,
+}
 
 /// How a read's tail is demoted on this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Demote {
     /// Bytes of one thread's writes its own caches hold (its share of its core's L2).
     cache: usize,
+    how: How,
 }
 
 impl Demote {
-    /// Demoting on this machine: `None` where the processor has no `cldemote`.
-    pub(crate) fn detect(sysfs: &Path) -> Option<Demote> {
-        has_cldemote().then(|| Demote { cache: own_cache(sysfs).unwrap_or(DEFAULT_CACHE) })
+    /// What `mode` does on this machine: `None` where it does nothing (`true` where the
+    /// processor has no `cldemote`, `stream` on one that is not x86-64).
+    pub(crate) fn detect(sysfs: &Path, mode: hipfile_core::Demote) -> Option<Demote> {
+        let how = Self::how(mode, has_cldemote())?;
+        Some(Demote { cache: own_cache(sysfs).unwrap_or(DEFAULT_CACHE), how })
     }
 
-    /// Demoting as if each thread's own caches held `cache` bytes (tests).
+    fn how(mode: hipfile_core::Demote, cldemote: bool) -> Option<How> {
+        use hipfile_core::Demote::*;
+        match mode {
+            Auto if cldemote => Some(How::Cldemote),
+            Stream if cfg!(target_arch = "x86_64") => Some(How::Stream),
+            _ => None,
+        }
+    }
+
+    /// What `mode` would do with each thread's caches holding `cache` bytes, on a processor
+    /// that has `cldemote` (tests).
     #[cfg(test)]
-    pub(crate) fn with_cache(cache: usize) -> Demote {
-        Demote { cache }
+    pub(crate) fn with_cache(mode: hipfile_core::Demote, cache: usize) -> Option<Demote> {
+        Some(Demote { cache, how: Self::how(mode, true)? })
     }
 
     /// Bytes at the end of a read whose lines are still in their threads' own caches when
@@ -42,21 +73,34 @@ impl Demote {
         self.cache.saturating_mul(threads.max(1))
     }
 
-    /// Moves the lines of `bytes` to the shared cache (a hint: nothing changes in memory).
-    pub(crate) fn lines(&self, bytes: &[u8]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let (start, end) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
-            for line in (start & !63..end).step_by(64) {
-                // SAFETY: `cldemote` reads no memory and writes none; it names a cache line of
-                // `bytes` (the first may begin before them, in the same line and so the same
-                // page), which the caller holds. (`detect` made sure the processor has it.)
-                unsafe { std::arch::asm!("cldemote [{0}]", in(reg) line, options(nostack, preserves_flags, readonly)) };
+    /// Reads `buf.len()` bytes of `file` at `offset` from the page cache (fewer only at end of
+    /// file), leaving them out of this core's own caches.
+    pub(crate) fn read(&self, file: &FileSide, buf: &mut [u8], offset: u64) -> Result<usize> {
+        match self.how {
+            How::Stream => crate::stream::read_buffered(file, buf, offset),
+            How::Cldemote => {
+                let n = file.read_buffered(buf, offset)?;
+                lines(&buf[..n]);
+                Ok(n)
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = bytes;
     }
+}
+
+/// Moves the lines of `bytes` to the shared cache (a hint: nothing changes in memory).
+fn lines(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (start, end) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+        for line in (start & !63..end).step_by(64) {
+            // SAFETY: `cldemote` reads no memory and writes none; it names a cache line of
+            // `bytes` (the first may begin before them, in the same line and so the same page),
+            // which the caller holds. (`detect` made sure the processor has it.)
+            unsafe { std::arch::asm!("cldemote [{0}]", in(reg) line, options(nostack, preserves_flags, readonly)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -145,11 +189,18 @@ mod tests {
 
     #[test]
     fn the_tail_is_what_the_threads_caches_hold() {
-        let d = Demote { cache: 2 << 20 };
+        let d = Demote { cache: 2 << 20, how: How::Cldemote };
         assert_eq!(d.tail(16), 32 << 20);
         assert_eq!(d.tail(0), 2 << 20);
-        let bytes = [7u8; 1000];
-        d.lines(&bytes[3..]); // a hint: nothing changes, nothing breaks (a no-op without the instruction)
-        assert!(bytes.iter().all(|&b| b == 7));
+    }
+
+    #[test]
+    fn each_setting_does_what_the_processor_allows() {
+        use hipfile_core::Demote::*;
+        let x86 = cfg!(target_arch = "x86_64");
+        let stream = x86.then_some(How::Stream);
+        for (mode, with, without) in [(Auto, Some(How::Cldemote), None), (Stream, stream, stream), (Off, None, None)] {
+            assert_eq!((Demote::how(mode, true), Demote::how(mode, false)), (with, without), "{mode:?}");
+        }
     }
 }

@@ -33,6 +33,7 @@ mod bounded;
 mod demote;
 mod fileio;
 mod lanes;
+mod stream;
 mod stripes;
 mod topology;
 mod uring;
@@ -236,20 +237,19 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// As [`Bounce::new`], reading the machine's topology under `sysfs` instead of `/sys` (a
     /// directory laid out the same way: tests of placement).
     pub fn with_sysfs(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf) -> Self {
-        let detect = |sysfs: &std::path::Path| Demote::detect(sysfs);
-        Self::with_demote(gpu, settings, sysfs, detect)
+        Self::with_demote(gpu, settings, sysfs, Demote::detect)
     }
 
-    /// As [`Bounce::with_sysfs`], with `detect` saying how this machine demotes reads' tails,
-    /// asked only when the settings want them demoted (tests: a processor that can, on one
-    /// that cannot).
+    /// As [`Bounce::with_sysfs`], with `detect` saying what the settings' way of demoting
+    /// reads' tails does on this machine (tests: a processor that has `cldemote`, on one that
+    /// has not).
     fn with_demote(
         gpu: Arc<G>,
         settings: &BounceSettings,
         sysfs: PathBuf,
-        detect: impl FnOnce(&std::path::Path) -> Option<Demote>,
+        detect: impl FnOnce(&std::path::Path, hipfile_core::Demote) -> Option<Demote>,
     ) -> Self {
-        let demote = if settings.demote { detect(&sysfs) } else { None };
+        let demote = detect(&sysfs, settings.demote);
         let threads = match settings.threads {
             0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(DEFAULT_MAX_THREADS),
             n => n,
@@ -700,15 +700,18 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                         // SAFETY: the stripe is set up to read at `at`, and `take` handed this
                         // piece to this thread alone.
                         let buf = unsafe { stripe.piece(*at, piece) };
-                        let read = if piece.direct {
-                            req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
-                        } else {
-                            req.file.read_buffered(buf, offset)
+                        let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
+                        let read = match demote {
+                            _ if piece.direct => req.file.read(
+                                &self.reads,
+                                &mut DirectIo { ring: None, state: &self.uring },
+                                buf,
+                                offset,
+                            ),
+                            Some(demote) => demote.read(&req.file, buf, offset),
+                            None => req.file.read_buffered(buf, offset),
                         };
-                        if let (Ok(n), Some(demote), false) = (&read, &self.demote, piece.direct)
-                            && s >= work.demote_from
-                        {
-                            demote.lines(&buf[..*n]);
+                        if let (Ok(n), Some(_)) = (&read, demote) {
                             self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
                         }
                         charge(&self.profile.file_ns, started);
@@ -1042,15 +1045,23 @@ mod tests {
     }
 
     /// The last `threads x cache` bytes of a read are demoted out of the readers' caches, and
-    /// nothing else; the bytes are the file's. (Where the processor has no `cldemote`, the
-    /// instruction does nothing: the test runs the same path.)
+    /// nothing else; the bytes are the file's. Both ways: `cldemote` (where the processor has
+    /// none, the instruction does nothing: the test runs the same path) and streaming stores.
     #[test]
     fn a_reads_tail_is_demoted() {
+        a_reads_tail_is_demoted_by(hipfile_core::Demote::Auto);
+        if cfg!(target_arch = "x86_64") {
+            a_reads_tail_is_demoted_by(hipfile_core::Demote::Stream);
+        }
+    }
+
+    fn a_reads_tail_is_demoted_by(mode: hipfile_core::Demote) {
         use hipfile_backend_mock::MockGpu;
         use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(1);
-        let settings = BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
-        let can = |_: &std::path::Path| Some(Demote::with_cache(1 << 20));
+        let settings =
+            BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, demote: mode, ..BounceSettings::default() };
+        let can = |_: &std::path::Path, mode| Demote::with_cache(mode, 1 << 20);
         let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), can);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 241) as u8).collect();
         let dir = tempfile::tempdir().unwrap();
@@ -1076,7 +1087,7 @@ mod tests {
         gpu.read_device(dev, &mut back[..(1 << 20) - 5]).unwrap();
         assert!(back[..(1 << 20) - 5] == data[(7 << 20) + 5..]);
         // `HIPFILE_BOUNCE_DEMOTE=false`: nothing is, though the processor could.
-        let off = BounceSettings { demote: false, ..settings };
+        let off = BounceSettings { demote: hipfile_core::Demote::Off, ..settings };
         let bounce = Bounce::with_demote(Arc::clone(&gpu), &off, PathBuf::from("/sys"), can);
         assert_eq!(bounce.transfer(&read(8 << 20, 0)), Ok(8 << 20));
         assert_eq!(bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed), 0);

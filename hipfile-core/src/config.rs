@@ -109,6 +109,19 @@ impl Default for KeptValues {
     }
 }
 
+/// How the bounce backend keeps a read's last bytes out of the reading cores' own caches
+/// (`HIPFILE_BOUNCE_DEMOTE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Demote {
+    /// `true`: `cldemote` (the lines move to the shared cache) where the processor has it.
+    Auto,
+    /// `stream`: streaming stores on any x86-64 processor (the bytes go to memory around the
+    /// caches).
+    Stream,
+    /// `false`: neither.
+    Off,
+}
+
 /// Settings of the bounce path. The defaults are meant to be right without tuning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BounceSettings {
@@ -128,9 +141,9 @@ pub struct BounceSettings {
     /// staging buffers registered, where the kernel and the memlock limit allow.
     pub io_uring: bool,
     /// `HIPFILE_BOUNCE_DEMOTE` (default true): the last bytes of a read from the page cache
-    /// are moved out of the reading cores' own caches before their copies to the device, where
-    /// the processor can (`cldemote`): the copies then read them from the shared cache.
-    pub demote: bool,
+    /// are kept out of the reading cores' own caches, so that their copies to the device do not
+    /// fetch them from there ([`Demote`]).
+    pub demote: Demote,
     /// `HIPFILE_BOUNCE_DIRECT_STREAMS`: direct reads in flight at once, over all requests
     /// (default 8; storage with deep queues, such as NVMe arrays, may want more).
     pub direct_streams: usize,
@@ -144,7 +157,7 @@ impl Default for BounceSettings {
             memory_limit: 256 << 20,
             durable_writes: true,
             io_uring: true,
-            demote: true,
+            demote: Demote::Auto,
             direct_streams: 8,
         }
     }
@@ -226,7 +239,14 @@ impl Config {
         }
         b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
         b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
-        b.demote = flag("HIPFILE_BOUNCE_DEMOTE", true)?;
+        if let Some(value) = get("HIPFILE_BOUNCE_DEMOTE") {
+            b.demote = match (parse_bool(&value), value.trim().to_ascii_lowercase().as_str()) {
+                (Some(true), _) => Demote::Auto,
+                (Some(false), _) => Demote::Off,
+                (None, "stream") => Demote::Stream,
+                _ => return Err(invalid("HIPFILE_BOUNCE_DEMOTE", value, "true, false, stream")),
+            };
+        }
         if let Some(value) = get("HIPFILE_STATS_LEVEL") {
             // As upstream: a number, larger ones meaning the highest level.
             let digits = value.trim();
@@ -334,10 +354,14 @@ mod tests {
             memory_limit: 64 << 20,
             durable_writes: false,
             io_uring: false,
-            demote: false,
+            demote: Demote::Off,
             direct_streams: 16,
         };
         assert_eq!(c.bounce, expected);
+        for (word, demote) in [("on", Demote::Auto), (" Stream", Demote::Stream)] {
+            assert_eq!(config(&[("HIPFILE_BOUNCE_DEMOTE", word)]).unwrap().bounce.demote, demote, "{word}");
+        }
+        assert_eq!(config(&[]).unwrap().bounce.demote, Demote::Auto);
         for (var, bad) in [
             ("HIPFILE_BOUNCE_THREADS", "many"),
             ("HIPFILE_BOUNCE_THREADS", "1000"),

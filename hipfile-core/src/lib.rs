@@ -68,7 +68,7 @@ pub mod sync;
 pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile, StreamIo};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
 pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
-pub use config::{BackendChoice, BounceSettings, Config};
+pub use config::{BackendChoice, BounceSettings, Config, Demote};
 pub use driver::{BufferInfo, Driver, HandleId, Platform};
 pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;

@@ -9,6 +9,11 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
     cufile_bench.py gds DIR [--size-gb 9]     torch.cuda.gds: GdsFile.save_storage of tensors of
                                               an LLM's shapes, then load_storage (warm; half into
                                               buffers gds_register_buffer registered), checked
+    cufile_bench.py calls DIR [--size-gb 2]   where load_storage's time goes: the gds benchmark's
+                                              calls (same shapes and offsets, a file of random
+                                              bytes) through load_storage into each tensor, into
+                                              one tensor per shape, and through cuFileRead
+                                              (ctypes) into the same; per-call medians
 """
 
 import argparse
@@ -181,14 +186,97 @@ def gds(a):
             "bitwise equal": same, "libcufile": loaded_cufile()}
 
 
+def llm_shapes(size_gb, hidden=3008):
+    """The gds benchmark's tensors (bf16, bytes) and their file offsets (4 KiB aligned)."""
+    sizes = []
+    while sum(sizes) < size_gb * 1e9:
+        sizes += [hidden * hidden * 2] * 4 + [4 * hidden * hidden * 2] * 3
+    offsets, at = [], 0
+    for n in sizes:
+        offsets.append(at)
+        at += (n + 4095) // 4096 * 4096
+    return sizes, offsets
+
+
+def calls(a):
+    import statistics
+
+    import torch
+    import torch.cuda.gds as gds
+
+    sizes, offsets = llm_shapes(a.size_gb)
+    path = os.path.join(a.file, "calls.bin")
+    with open(path, "wb") as f:
+        for at, n in zip(offsets, sizes):
+            f.seek(at)
+            f.write(os.urandom(1 << 20) * (n >> 20) + os.urandom(n % (1 << 20)))
+    os.sync()
+    warm(path)
+    total = sum(sizes)
+    each = [torch.empty(n, dtype=torch.uint8, device="cuda:0") for n in sizes]
+    one = {n: torch.empty(n, dtype=torch.uint8, device="cuda:0") for n in set(sizes)}
+    f = gds.GdsFile(path, os.O_RDONLY)
+    lib = ctypes.CDLL("libcufile.so.0")
+    lib.cuFileHandleRegister.restype = Error
+    lib.cuFileRead.restype = ctypes.c_ssize_t
+    fd = os.open(path, os.O_RDONLY)
+    fh = ctypes.c_void_p()
+    assert lib.cuFileHandleRegister(ctypes.byref(fh), ctypes.byref(Descr(1, fd, None))).err == 0
+
+    def load(t, off):
+        f.load_storage(t.untyped_storage(), off)
+
+    def read(t, off):
+        n = t.numel()
+        assert lib.cuFileRead(fh, ctypes.c_void_p(t.data_ptr()), ctypes.c_size_t(n), ctypes.c_int64(off), ctypes.c_int64(0)) == n
+
+    out = {"tensors": len(sizes), "bytes": total}
+    ways = {"load_storage, each tensor": (load, each), "load_storage, one per shape": (load, None),
+            "cuFileRead, one per shape": (read, None)}
+    for name, (fn, dst) in ways.items():
+        best, per = None, {}
+        for _ in range(a.runs):
+            torch.cuda.synchronize()
+            spent = {}
+            t0 = time.perf_counter()
+            for i, (n, off) in enumerate(zip(sizes, offsets)):
+                t = time.perf_counter()
+                fn(dst[i] if dst else one[n], off)
+                spent.setdefault(n, []).append(time.perf_counter() - t)
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - t0
+            if best is None or wall < best:
+                best, per = wall, spent
+        out[name] = {"GB/s": round(total / best / 1e9, 2),
+                     "median us per call": {n: round(statistics.median(v) * 1e6) for n, v in per.items()},
+                     "GB/s per shape (median call)": {n: round(n / statistics.median(v) / 1e9, 1) for n, v in per.items()}}
+    small = torch.empty(4096, dtype=torch.uint8, device="cuda:0")
+    for name, fn in (("load_storage", load), ("cuFileRead", read)):
+        times = []
+        for i in range(300):
+            t = time.perf_counter()
+            fn(small, offsets[i % len(offsets)])
+            times.append(time.perf_counter() - t)
+        out[f"{name} of 4 KiB, median us"] = round(statistics.median(times[50:]) * 1e6, 1)
+    with open(path, "rb") as check:
+        check.seek(offsets[-1])
+        want = check.read(1 << 20)
+    got = [bytes(t[: 1 << 20].cpu().numpy()) for t in (each[-1], one[sizes[-1]])]
+    out["the last tensor's first MiB as in the file"] = got == [want, want]
+    os.close(fd)
+    os.unlink(path)
+    out["libcufile"] = loaded_cufile()
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kvikio", "batch", "gds"])
+    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls"])
     p.add_argument("file")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--size-gb", type=float, default=9)
     a = p.parse_args()
-    out = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds}[a.what](a)
+    out = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls}[a.what](a)
     print(json.dumps(out))
 
 

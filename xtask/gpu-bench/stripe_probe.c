@@ -12,15 +12,22 @@
 // over the calls of the last run, when a call queued its first and last copy and when its
 // synchronize returned (CPU clock, from the call's start), and when its first and last copy
 // completed on the GPU (timing events, from an event recorded at the call's start), so the
-// copies' own rate shows apart from the reads'. FLUSH=1 writes each piece back out of the CPU's
+// copies' own rate shows apart from the reads'; TIMING=2 also each stripe's. FLUSH=1 writes each piece back out of the CPU's
 // caches once it is read (clflushopt; 2: clwb; 3: clflush; 4: cldemote, which moves the lines from
 // the core's caches to the shared one), before its stripe's copy may be queued: whether a copy
-// reading lines a core still holds modified is what slows it.
+// reading lines a core still holds modified is what slows it. FLUSH=5 reads each piece into the
+// thread's own small buffer (which stays in its cache) and moves it into the slot with
+// non-temporal stores (the lines go to memory, not to any cache); FLUSH=6 the same with plain
+// stores (memcpy), to tell the extra copy's cost from the stores' kind; FLUSH=7 moves only the
+// stripes in a call's first and last EDGE KiB (default 16384) with non-temporal stores, the
+// others read into the slot as with 0.
 //
 //   gcc -O2 -I/usr/local/cuda/include stripe_probe.c -L/usr/local/cuda/lib64 -lcudart -lpthread
 //   ./a.out FILE CALL_KIB STRIPE_KIB PIECE_KIB [THREADS=16] [SLOTS=32]
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
+#include <emmintrin.h>
+#include <string.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -48,10 +55,13 @@ static char **slot_buf;
 static cudaEvent_t *slot_ev;
 static atomic_int *slot_pending;
 static int lead, timing, flush;
+static size_t edge;
 static cudaEvent_t *stripe_ev; // each stripe's copy, recorded when queued (timing events with TIMING)
 static atomic_int *stripe_shipped;
 static cudaEvent_t call_ev;
 static double t_first, t_last; // this call's first and last copy queued (CPU clock)
+static double *t_queued;        // each stripe's copy queued (CPU clock), for TIMING=2
+static double *sum_q, *sum_d;   // per stripe over the run's calls: queued, done (ms from the call's start)
 
 // The call in progress.
 static atomic_ulong gen;       // bumped to start a call
@@ -61,6 +71,22 @@ static atomic_int *stripe_state; // 0 new, 1 being set up, 2 ready
 static atomic_size_t *stripe_filled;
 static atomic_size_t issued;
 static atomic_int stop;
+
+// Non-temporal copy of n bytes (a multiple of 64) to a 16-byte aligned dst.
+static void stream_copy(char *dst, const char *src, size_t n) {
+    for (size_t i = 0; i < n; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        _mm_stream_si128((__m128i *)(dst + i), a);
+        _mm_stream_si128((__m128i *)(dst + i + 16), b);
+        _mm_stream_si128((__m128i *)(dst + i + 32), c);
+        _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+}
+
+static __thread char *scratch;
 
 static double now(void) {
     struct timespec t;
@@ -94,12 +120,30 @@ static void take_pieces(void) {
         size_t off = call_off + s * stripe + at;
         size_t len = piece;
         char *buf = slot_buf[slot] + at;
+        int nt = flush == 5 || flush == 6 ||
+                 (flush == 7 && ((s + 1) * stripe <= edge || (nstripes - s) * stripe <= edge));
+        if (nt) {
+            if (!scratch && !(scratch = aligned_alloc(4096, piece))) exit(1);
+            size_t got = 0;
+            while (got < len) {
+                ssize_t n = pread(fd, scratch + got, len - got, off + got);
+                if (n <= 0) { perror("pread"); exit(1); }
+                got += n;
+            }
+            if (flush != 6) {
+                stream_copy(buf, scratch, len);
+                _mm_sfence();
+            } else {
+                memcpy(buf, scratch, len);
+            }
+            len = 0;
+        }
         while (len > 0) {
             ssize_t n = pread(fd, buf, len, off);
             if (n <= 0) { perror("pread"); exit(1); }
             buf += n; off += n; len -= n;
         }
-        if (flush) {
+        if (flush && flush < 5) {  // 1-4
             char *p = slot_buf[slot] + at, *end = p + piece;
             for (; p < end; p += 64) {
                 if (flush == 1) __asm__ volatile("clflushopt %0" : "+m"(*(volatile char *)p));
@@ -113,6 +157,7 @@ static void take_pieces(void) {
             CHECK(cudaMemcpyAsync(dev + s * stripe, slot_buf[slot], stripe, cudaMemcpyHostToDevice, stream));
             CHECK(cudaEventRecord(slot_ev[slot], stream));
             CHECK(cudaEventRecord(stripe_ev[s], stream));
+            if (timing) t_queued[s] = now();
             atomic_store(&stripe_shipped[s], 1);
             atomic_store(&slot_pending[slot], 1);
             size_t n = atomic_fetch_add(&issued, 1);
@@ -168,11 +213,15 @@ int main(int argc, char **argv) {
     lead = getenv("LEAD") ? atoi(getenv("LEAD")) : 0;
     timing = getenv("TIMING") ? atoi(getenv("TIMING")) : 0;
     flush = getenv("FLUSH") ? atoi(getenv("FLUSH")) : 0;
+    edge = (size_t)(getenv("EDGE") ? atol(getenv("EDGE")) : 16384) << 10;
     stripe_ev = calloc(nstripes, sizeof *stripe_ev);
     stripe_shipped = calloc(nstripes, sizeof *stripe_shipped);
     for (size_t i = 0; i < nstripes; i++)
         CHECK(cudaEventCreateWithFlags(&stripe_ev[i], timing ? cudaEventDefault : cudaEventDisableTiming));
     CHECK(cudaEventCreate(&call_ev));
+    t_queued = calloc(nstripes, sizeof *t_queued);
+    sum_q = calloc(nstripes, sizeof *sum_q);
+    sum_d = calloc(nstripes, sizeof *sum_d);
     stripe_state = calloc(nstripes, sizeof *stripe_state);
     stripe_filled = calloc(nstripes, sizeof *stripe_filled);
     pthread_t tid[256];
@@ -182,6 +231,7 @@ int main(int argc, char **argv) {
     for (int run = 0; run < 4; run++) {
         double t0 = now();
         for (int k = 0; k < 5; k++) sum[k] = 0;
+        for (size_t k = 0; k < nstripes; k++) sum_q[k] = sum_d[k] = 0;
         for (size_t c = 0; c < calls; c++) {
             call_off = c * call;
             for (size_t s = 0; s < nstripes; s++) { stripe_state[s] = 0; stripe_filled[s] = 0; stripe_shipped[s] = 0; }
@@ -199,6 +249,12 @@ int main(int argc, char **argv) {
                 CHECK(cudaEventElapsedTime(&last, call_ev, stripe_ev[nstripes - 1]));
                 sum[0] += (t_first - tc) * 1e3; sum[1] += (t_last - tc) * 1e3; sum[2] += (now() - tc) * 1e3;
                 sum[3] += first; sum[4] += last;
+                for (size_t k = 0; timing == 2 && k < nstripes; k++) {
+                    float done;
+                    CHECK(cudaEventElapsedTime(&done, call_ev, stripe_ev[k]));
+                    sum_q[k] += (t_queued[k] - tc) * 1e3;
+                    sum_d[k] += done;
+                }
             }
             stripe_base += nstripes;
         }
@@ -215,6 +271,14 @@ int main(int argc, char **argv) {
         printf("  per call (last run), ms: first copy queued %.3f, last queued %.3f, synchronized %.3f; "
                "GPU: first copy done %.3f, last %.3f (copies after the first: %.1f GB/s)\n",
                sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n, span > 0 ? copies / span : 0.0);
+        // Each stripe: when its copy was queued and done, and its copy's rate from when it could
+        // start (the copy before it done, and itself queued).
+        for (size_t k = 0; timing == 2 && k < nstripes; k++) {
+            double q = sum_q[k] / n, d = sum_d[k] / n, start = k ? sum_d[k - 1] / n : 0.0;
+            if (q > start) start = q;
+            printf("    stripe %2zu: queued %.3f done %.3f ms, %.1f GB/s\n", k, q, d,
+                   d > start ? stripe / 1e6 / (d - start) : 0.0);
+        }
     }
     return 0;
 }
