@@ -1,18 +1,18 @@
 //! Reads through stripes: the threads of a read fill large pinned staging buffers together, and
 //! one copy moves each to the device.
 //!
-//! A read is cut into stripes (up to the configured chunk, 4 MiB by default; a request alone
-//! on its device into at least four, so that copies start early), and a stripe whose bytes the
-//! page cache holds into pieces, one per thread (at least 64 KiB): the threads take pieces in
+//! A read is cut into stripes (up to the configured chunk, 4 MiB by default; a request alone on its
+//! device into eighths of it, at least 1 MiB, so that copies start early), and a stripe whose bytes
+//! the page cache holds into pieces, one per thread (at least 64 KiB): the threads take pieces in
 //! order, each reading its piece into the stripe's staging buffer, and the thread that ends a
-//! stripe's last piece queues the stripe's copy on the read's stream. So a copy is as large as
-//! a stripe while every thread reads. Reads went through lanes before (a thread with its own two
-//! buffers copying what it alone read, as writes still do): each copy costs microseconds beyond
-//! its bytes, and one caller's calls ran the copies in lockstep with the reads. Measured on the
-//! H200 against lanes in one binary (`docs/performance.md`, "Reads through stripes"): one
-//! caller's 4 MiB calls 1.5x, 64 MiB calls 1.1x, four callers of 16 MiB 1.15x, whole files and
-//! batches the same. A part the page cache holds none of is one piece, read with `O_DIRECT`
-//! (the disk wants large requests).
+//! stripe's last piece queues the stripe's copy on the read's stream. So a copy is as large as a
+//! stripe while every thread reads. Reads went through lanes before (a thread with its own two
+//! buffers copying what it alone read, as writes still do): each copy costs microseconds beyond its
+//! bytes, and one caller's calls ran the copies in lockstep with the reads. Measured on the H200
+//! against lanes in one binary (`docs/performance.md`, "Reads through stripes"): one caller's 4 MiB
+//! calls 1.5x, 64 MiB calls 1.1x, four callers of 16 MiB 1.15x, whole files and batches the same. A
+//! part the page cache holds none of is one piece, read with `O_DIRECT` (the disk wants large
+//! requests).
 //!
 //! Small requests share stripes ([`pack`]): the chunks of a read's requests go into one slot
 //! after another up to a stripe, each at a position from which `O_DIRECT` can read it, and parts
