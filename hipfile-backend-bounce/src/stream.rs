@@ -19,30 +19,36 @@ thread_local! {
 }
 
 /// Reads `buf.len()` bytes of `file` at `offset` (fewer only at end of file) through the
-/// thread's own buffer, moving them into `buf` with streaming stores.
+/// thread's own buffer, moving them into `buf` with streaming stores, fenced before it returns
+/// (an error included).
 pub(crate) fn read_buffered(file: &FileSide, buf: &mut [u8], offset: u64) -> Result<usize> {
     BUFFER.with_borrow_mut(|scratch| {
         if scratch.len() < SCRATCH {
             scratch.resize(SCRATCH, 0);
         }
-        let mut done = 0;
-        while done < buf.len() {
-            let want = (buf.len() - done).min(SCRATCH);
-            let n = file.read_buffered(&mut scratch[..want], offset + done as u64)?;
-            copy(&mut buf[done..done + n], &scratch[..n]);
-            done += n;
-            if n < want {
-                break; // end of file
+        let mut read = || {
+            let mut done = 0;
+            while done < buf.len() {
+                let want = (buf.len() - done).min(SCRATCH);
+                let n = file.read_buffered(&mut scratch[..want], offset + done as u64)?;
+                copy(&mut buf[done..done + n], &scratch[..n]);
+                done += n;
+                if n < want {
+                    break; // end of file
+                }
             }
-        }
+            Ok(done)
+        };
+        let read = read();
         fence();
-        Ok(done)
+        read
     })
 }
 
 /// `dst.copy_from_slice(src)`, with streaming stores where the processor has them (x86-64:
-/// all but the unaligned first bytes and the last partial block of 16).
-pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
+/// all but the unaligned first bytes and the last partial block of 16). The bytes may be
+/// read only after [`fence`].
+fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len());
     #[cfg(target_arch = "x86_64")]
     {
@@ -63,8 +69,8 @@ pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
     dst.copy_from_slice(src);
 }
 
-/// Orders the streaming stores before whatever the thread stores next.
-pub(crate) fn fence() {
+/// Makes the thread's streaming stores visible before whatever it does next.
+fn fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of x86-64; a fence touches no memory.
     unsafe {
@@ -75,6 +81,30 @@ pub(crate) fn fence() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read longer than the thread's buffer, into a slot at an odd address, cut short by the
+    /// end of the file; an error after streamed bytes.
+    #[test]
+    fn streamed_reads_move_the_files_bytes() {
+        use std::os::fd::AsRawFd;
+        let data: Vec<u8> = (0..(600usize << 10) + 5).map(|i| (i % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let side = FileSide::new(&handle);
+        let mut slot = vec![0u8; 1 << 20];
+        let at = 3 << 10; // the file's bytes from here on: more than two buffers' worth, then its end
+        assert_eq!(read_buffered(&side, &mut slot[7..], at as u64), Ok(data.len() - at));
+        assert!(slot[7..7 + data.len() - at] == data[at..]);
+        assert!(slot[..7].iter().chain(&slot[7 + data.len() - at..]).all(|&b| b == 0));
+        // A descriptor that reads nothing: the error, as a plain read gives it.
+        assert_eq!(
+            read_buffered(&FileSide::for_tests(), &mut slot, 0),
+            FileSide::for_tests().read_buffered(&mut [0; 8], 0)
+        );
+    }
 
     #[test]
     fn streamed_copies_are_copies_at_any_alignment_and_length() {
