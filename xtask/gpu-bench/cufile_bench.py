@@ -136,22 +136,28 @@ def cufile_batch(a):
             "runs": [round(chunk * n / t / 1e9, 2) for t in times], "libcufile": loaded_cufile()}
 
 
+def llm_shapes(size_gb, hidden=3008):
+    """An LLM's tensors of about SIZE_GB in bf16 (per layer 4 projections of hidden^2 and 3 MLP
+    matrices of 4*hidden*hidden): their shapes, bytes, and file offsets (4 KiB aligned)."""
+    shapes = []
+    while sum(r * c * 2 for r, c in shapes) < size_gb * 1e9:
+        shapes += [(hidden, hidden)] * 4 + [(4 * hidden, hidden)] * 3
+    sizes = [r * c * 2 for r, c in shapes]
+    offsets, at = [], 0
+    for n in sizes:
+        offsets.append(at)
+        at += (n + 4095) // 4096 * 4096
+    return shapes, sizes, offsets
+
+
 def gds(a):
     import torch
     import torch.cuda.gds as gds
 
     path = os.path.join(a.file, "gds.bin")
-    hidden = 3008
-    # An LLM's shapes in bf16: per layer 4 projections of hidden^2 and 3 MLP matrices of 4*hidden*hidden.
-    shapes = []
-    while sum(s[0] * s[1] * 2 for s in shapes) < a.size_gb * 1e9:
-        shapes += [(hidden, hidden)] * 4 + [(4 * hidden, hidden)] * 3
+    shapes, sizes, offsets = llm_shapes(a.size_gb)
     src = [torch.randn(s, dtype=torch.bfloat16, device="cuda:0") for s in shapes]
-    total = sum(t.numel() * 2 for t in src)
-    offsets, at = [], 0
-    for t in src:
-        offsets.append(at)
-        at += (t.numel() * 2 + 4095) // 4096 * 4096
+    total = sum(sizes)
     if os.path.exists(path):
         os.unlink(path)
     f = gds.GdsFile(path, os.O_CREAT | os.O_RDWR)
@@ -186,25 +192,13 @@ def gds(a):
             "bitwise equal": same, "libcufile": loaded_cufile()}
 
 
-def llm_shapes(size_gb, hidden=3008):
-    """The gds benchmark's tensors (bf16, bytes) and their file offsets (4 KiB aligned)."""
-    sizes = []
-    while sum(sizes) < size_gb * 1e9:
-        sizes += [hidden * hidden * 2] * 4 + [4 * hidden * hidden * 2] * 3
-    offsets, at = [], 0
-    for n in sizes:
-        offsets.append(at)
-        at += (n + 4095) // 4096 * 4096
-    return sizes, offsets
-
-
 def calls(a):
     import statistics
 
     import torch
     import torch.cuda.gds as gds
 
-    sizes, offsets = llm_shapes(a.size_gb)
+    _, sizes, offsets = llm_shapes(a.size_gb)
     path = os.path.join(a.file, "calls.bin")
     with open(path, "wb") as f:
         for at, n in zip(offsets, sizes):
