@@ -87,6 +87,34 @@ impl Demote {
     }
 }
 
+/// What `mode` does with reads' tails on this machine, in words.
+pub(crate) fn describe(sysfs: &Path, mode: hipfile_core::Demote) -> String {
+    describe_for(mode, has_cldemote(), own_cache(sysfs))
+}
+
+fn describe_for(mode: hipfile_core::Demote, cldemote: bool, cache: Option<usize>) -> String {
+    let share = match cache {
+        Some(bytes) => format!("{} KiB", bytes >> 10),
+        None => format!("unknown, taken as {} KiB", DEFAULT_CACHE >> 10),
+    };
+    match (Demote::how(mode, cldemote), mode) {
+        (Some(How::Cldemote), _) => {
+            format!("reads' tails demoted with cldemote (each reading thread's share of L2: {share})")
+        }
+        (Some(How::Stream), _) => format!(
+            "reads' tails written with streaming stores, HIPFILE_BOUNCE_DEMOTE=stream (each reading thread's \
+             share of L2: {share})"
+        ),
+        (None, hipfile_core::Demote::Off) => "reads' tails not demoted: HIPFILE_BOUNCE_DEMOTE=false".to_owned(),
+        (None, hipfile_core::Demote::Stream) => {
+            "reads' tails not demoted: streaming stores need an x86-64 processor".to_owned()
+        }
+        (None, hipfile_core::Demote::Auto) => "reads' tails not demoted: this processor has no cldemote \
+                                              (HIPFILE_BOUNCE_DEMOTE=stream writes them with streaming stores)"
+            .to_owned(),
+    }
+}
+
 /// Moves the lines of `bytes` to the shared cache (a hint: nothing changes in memory).
 fn lines(bytes: &[u8]) {
     #[cfg(target_arch = "x86_64")]
@@ -192,6 +220,24 @@ mod tests {
         let d = Demote { cache: 2 << 20, how: How::Cldemote };
         assert_eq!(d.tail(16), 32 << 20);
         assert_eq!(d.tail(0), 2 << 20);
+    }
+
+    #[test]
+    fn check_says_what_each_setting_does() {
+        use hipfile_core::Demote::*;
+        let say = |mode, cldemote, cache| describe_for(mode, cldemote, cache);
+        assert_eq!(
+            say(Auto, true, Some(2 << 20)),
+            "reads' tails demoted with cldemote (each reading thread's share of L2: 2048 KiB)"
+        );
+        assert!(say(Auto, false, None).contains("no cldemote (HIPFILE_BOUNCE_DEMOTE=stream"));
+        assert!(say(Off, true, None).ends_with("not demoted: HIPFILE_BOUNCE_DEMOTE=false"));
+        let stream = say(Stream, true, None);
+        if cfg!(target_arch = "x86_64") {
+            assert!(stream.contains("streaming stores") && stream.contains("unknown, taken as 2048 KiB"), "{stream}");
+        } else {
+            assert!(stream.contains("need an x86-64"), "{stream}");
+        }
     }
 
     #[test]

@@ -227,6 +227,11 @@ impl Request {
     }
 }
 
+/// What `settings` do with reads' tails on this machine, in words (for `hipfile check`).
+pub fn reads_tails(settings: &BounceSettings) -> String {
+    demote::describe(std::path::Path::new("/sys"), settings.demote)
+}
+
 impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// A bounce backend over `gpu` with `settings`; staging for the calling thread's current
     /// device is set up in the background.

@@ -45,6 +45,8 @@ pub struct Capability {
     pub kind: BackendKind,
     /// Available, or why not.
     pub available: std::result::Result<(), String>,
+    /// How it works on this machine, in words (for `hipfile check`); may be empty.
+    pub notes: Vec<String>,
 }
 
 /// Which way the bytes go.

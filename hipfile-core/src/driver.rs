@@ -40,12 +40,18 @@ pub trait Platform: Send + Sync {
         match self.backends(config) {
             Ok(backends) => backends
                 .iter()
-                .map(|b| Capability { backend: b.name().to_owned(), kind: b.kind(), available: Ok(()) })
+                .map(|b| Capability {
+                    backend: b.name().to_owned(),
+                    kind: b.kind(),
+                    available: Ok(()),
+                    notes: Vec::new(),
+                })
                 .collect(),
             Err(e) => vec![Capability {
                 backend: config.backend.name().to_owned(),
                 kind: BackendKind::Bounce,
                 available: Err(e.to_string()),
+                notes: Vec::new(),
             }],
         }
     }

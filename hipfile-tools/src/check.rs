@@ -35,6 +35,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
                 "p2p": c.kind == BackendKind::P2p,
                 "available": c.available.is_ok(),
                 "why_not": c.available.as_ref().err(),
+                "notes": c.notes,
             })
         })
         .collect();
@@ -287,6 +288,9 @@ pub(crate) fn print(report: &Value) {
         match b["why_not"].as_str() {
             None => println!("  {} ({kind}): available", s(&b["backend"])),
             Some(why) => println!("  {} ({kind}): unavailable: {why}", s(&b["backend"])),
+        }
+        for note in b["notes"].as_array().into_iter().flatten() {
+            println!("    {}", s(note));
         }
     }
     for p in report["paths"].as_array().into_iter().flatten() {

@@ -68,6 +68,17 @@ fn check_reports_the_machine_and_each_path() {
     let (ok, out, _) = hipfile(&["check", "--backend", "mock", file.to_str().unwrap(), missing.to_str().unwrap()]);
     assert!(!ok);
     assert!(out.contains("No such file or directory") && out.contains("served by the backend asked for (mock): no"));
+    // The bounce backend says what it does with reads' tails on this machine, and a setting
+    // changes what it says.
+    assert!(out.contains("\n    reads' tails "), "{out}");
+    let out = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(["check", "--json", "--backend", "mock"])
+        .env("HIPFILE_BOUNCE_DEMOTE", "false")
+        .output()
+        .unwrap();
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let bounce = report["backends"].as_array().unwrap().iter().find(|b| b["backend"] == "bounce").unwrap().clone();
+    assert_eq!(bounce["notes"], serde_json::json!(["reads' tails not demoted: HIPFILE_BOUNCE_DEMOTE=false"]));
     // The bounce path alone serves any readable file.
     let (ok, out, _) = hipfile(&["check", "--json", "--backend", "bounce", shm.to_str().unwrap()]);
     assert!(ok, "{out}");
