@@ -941,7 +941,8 @@ fn stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
-/// The capability report: every backend, whether it is p2p, available, and why not.
+/// The capability report: every backend, whether it is p2p, available, why not, and notes on
+/// how it works here (as `hipfile check` prints them).
 #[pyfunction]
 fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let caps = driver().capabilities().map_err(|e| py_err(py, e))?;
@@ -952,6 +953,7 @@ fn capabilities(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         d.set_item("p2p", c.kind == hipfile::BackendKind::P2p)?;
         d.set_item("available", c.available.is_ok())?;
         d.set_item("why_not", c.available.err())?;
+        d.set_item("notes", c.notes)?;
         out.append(d)?;
     }
     Ok(out)
