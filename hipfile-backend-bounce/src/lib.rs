@@ -706,15 +706,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                         // piece to this thread alone.
                         let buf = unsafe { stripe.piece(*at, piece) };
                         let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
-                        let read = match demote {
-                            _ if piece.direct => req.file.read(
-                                &self.reads,
-                                &mut DirectIo { ring: None, state: &self.uring },
-                                buf,
-                                offset,
-                            ),
-                            Some(demote) => demote.read(&req.file, buf, offset),
-                            None => req.file.read_buffered(buf, offset),
+                        let read = if piece.direct {
+                            req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
+                        } else if let Some(demote) = demote {
+                            demote.read(&req.file, buf, offset)
+                        } else {
+                            req.file.read_buffered(buf, offset)
                         };
                         if let (Ok(n), Some(_)) = (&read, demote) {
                             self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);

@@ -49,6 +49,13 @@ pub struct Capability {
     pub notes: Vec<String>,
 }
 
+impl Capability {
+    /// `backend` of `kind`, available or why not, with no notes.
+    pub fn new(backend: impl Into<String>, kind: BackendKind, available: std::result::Result<(), String>) -> Self {
+        Capability { backend: backend.into(), kind, available, notes: Vec::new() }
+    }
+}
+
 /// Which way the bytes go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {

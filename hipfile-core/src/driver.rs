@@ -38,21 +38,8 @@ pub trait Platform: Send + Sync {
     /// capability report. By default, the backends [`backends`](Self::backends) builds.
     fn capabilities(&self, config: &Config) -> Vec<Capability> {
         match self.backends(config) {
-            Ok(backends) => backends
-                .iter()
-                .map(|b| Capability {
-                    backend: b.name().to_owned(),
-                    kind: b.kind(),
-                    available: Ok(()),
-                    notes: Vec::new(),
-                })
-                .collect(),
-            Err(e) => vec![Capability {
-                backend: config.backend.name().to_owned(),
-                kind: BackendKind::Bounce,
-                available: Err(e.to_string()),
-                notes: Vec::new(),
-            }],
+            Ok(backends) => backends.iter().map(|b| Capability::new(b.name(), b.kind(), Ok(()))).collect(),
+            Err(e) => vec![Capability::new(config.backend.name(), BackendKind::Bounce, Err(e.to_string()))],
         }
     }
 }

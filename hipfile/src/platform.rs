@@ -244,12 +244,7 @@ impl Platform for SystemPlatform {
 
     fn capabilities(&self, config: &Config) -> Vec<Capability> {
         if let Some(why) = &self.absent {
-            let none = |backend: &str, kind| Capability {
-                backend: backend.into(),
-                kind,
-                available: Err(why.clone()),
-                notes: Vec::new(),
-            };
+            let none = |backend: &str, kind| Capability::new(backend, kind, Err(why.clone()));
             return vec![none("p2p", BackendKind::P2p), none("bounce", BackendKind::Bounce)];
         }
         let chosen = |family: &str| match config.backend {
@@ -261,19 +256,14 @@ impl Platform for SystemPlatform {
             Ok(backend) => {
                 let name = hipfile_core::Backend::name(&backend).to_owned();
                 let off = (!config.p2p_enabled()).then(|| "off: HIPFILE_FORCE_COMPAT_MODE=true".to_owned());
-                let available = off.map_or(chosen("p2p"), Err);
-                Capability { backend: name, kind: BackendKind::P2p, available, notes: Vec::new() }
+                Capability::new(name, BackendKind::P2p, off.map_or(chosen("p2p"), Err))
             }
-            Err((name, why)) => {
-                Capability { backend: name.to_owned(), kind: BackendKind::P2p, available: Err(why), notes: Vec::new() }
-            }
+            Err((name, why)) => Capability::new(name, BackendKind::P2p, Err(why)),
         };
         let off = (!config.bounce_enabled()).then(|| "off: HIPFILE_ALLOW_COMPAT_MODE=false".to_owned());
         let bounce = Capability {
-            backend: "bounce".to_owned(),
-            kind: BackendKind::Bounce,
-            available: off.map_or(chosen("bounce"), Err),
             notes: vec![hipfile_backend_bounce::reads_tails(&config.bounce)],
+            ..Capability::new("bounce", BackendKind::Bounce, off.map_or(chosen("bounce"), Err))
         };
         vec![direct, bounce]
     }
