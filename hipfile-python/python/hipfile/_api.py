@@ -373,7 +373,8 @@ def stats() -> dict:
 
 
 def capabilities() -> list:
-    """Every backend the platform knows: ``backend``, ``p2p``, ``available``, ``why_not``."""
+    """Every backend the platform knows: ``backend``, ``p2p``, ``available``, ``why_not``, and
+    ``notes`` (how it works on this machine, as ``hipfile check`` prints them)."""
     return _hipfile.capabilities()
 
 
