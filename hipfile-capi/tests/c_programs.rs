@@ -186,6 +186,7 @@ fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {
     let out = run_ok(&mut program(&exe, &[&dir, &file], &[ANY_FS]));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `devices` with two mock devices: buffers of either device, registered or not, whatever

@@ -15,8 +15,10 @@ fn hipfile(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
+/// A path in this binary's scratch directory: one directory for every run, so runs overwrite
+/// rather than pile up; each name belongs to one test, so tests in parallel never share a file.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("subcommands-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("subcommands");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

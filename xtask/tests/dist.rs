@@ -132,4 +132,6 @@ target_link_libraries(roundtrip PRIVATE hip::hipfile_cxx hip::hipfile_mockhip)
     // The tool from the tree.
     let out = run(clean(&mut Command::new(prefix.join("bin/hipfile"))).arg("--version"));
     assert!(out.contains("0."), "{out}");
+    // A passing run leaves nothing behind (a failing one leaves the tree to look at).
+    std::fs::remove_dir_all(&scratch).unwrap();
 }
