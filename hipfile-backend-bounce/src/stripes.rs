@@ -47,9 +47,9 @@ pub(crate) const MIN_ALONE_STRIPE: usize = 1 << 20;
 
 /// The stripe for `total` bytes alone on a device: an eighth of them (so that the first copy
 /// starts after an eighth has been read, and the last one is short), at least
-/// [`MIN_ALONE_STRIPE`], at most `chunk`. (Measured on the H200 with reads' tails demoted, one
-/// caller's 16 MiB calls, the 2 MiB stripes through `HIPFILE_BOUNCE_CHUNK_KIB=2048`: 35-37 GB/s
-/// against 27-28 with 4 MiB. This rule itself was not run there.)
+/// [`MIN_ALONE_STRIPE`], at most `chunk`. (Measured on the H200 with reads' tails demoted: one
+/// caller's 16 MiB calls 37.2 / 37.1 GB/s against 30.3 with quarters; docs/performance.md, "The
+/// eighth rule, and two trials that did not help".)
 pub(crate) fn alone_stripe(chunk: usize, total: usize) -> usize {
     (total / 8).next_multiple_of(64 << 10).max(MIN_ALONE_STRIPE).min(chunk)
 }

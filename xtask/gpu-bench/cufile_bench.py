@@ -257,6 +257,7 @@ def calls(a):
         want = check.read(1 << 20)
     got = [bytes(t[: 1 << 20].cpu().numpy()) for t in (each[-1], one[sizes[-1]])]
     out["the last tensor's first MiB as in the file"] = got == [want, want]
+    lib.cuFileHandleDeregister(fh)
     os.close(fd)
     os.unlink(path)
     out["libcufile"] = loaded_cufile()
