@@ -118,21 +118,23 @@ fn work(rx: &Receiver<Job>) {
     }
 }
 
-/// How long a thread that waits for the next job or result looks for it before it sleeps: 200
-/// µs on a machine of 8 CPUs or more, none on smaller ones (where a looking thread would take
-/// a CPU from one with work).
+/// How long a thread that waits for the next job or result looks for it before it sleeps: 1 ms
+/// on a machine of 8 CPUs or more, none on smaller ones (where a looking thread would take a
+/// CPU from one with work). A millisecond outlasts the copies that end one caller's 72 MB call
+/// after its reads, so the readers are still awake for the next call; 2 ms and more cost four
+/// callers of 16 MiB (docs/performance.md, "Readers awake between one caller's calls").
 fn awake() -> std::time::Duration {
     static AWAKE: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
     *AWAKE.get_or_init(|| {
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        std::time::Duration::from_micros(if cpus >= 8 { 200 } else { 0 })
+        std::time::Duration::from_micros(if cpus >= 8 { 1000 } else { 0 })
     })
 }
 
-/// `rx.recv()`, looking for a message for a while (200 µs on machines of 8 CPUs or more,
-/// yielding the CPU between looks) before sleeping on the channel. Calls that follow each
-/// other (a loop of reads) find their threads awake: on the H200 machine's virtual CPUs, waking a sleeping thread took a large
-/// part of a 16 MiB read's time.
+/// `rx.recv()`, looking for a message for a while (1 ms on machines of 8 CPUs or more, yielding
+/// the CPU between looks) before sleeping on the channel. Calls that follow each other (a loop
+/// of reads) find their threads awake: on the H200 machine's virtual CPUs, waking a sleeping
+/// thread took a large part of a 16 MiB read's time.
 pub fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, mpsc::RecvError> {
     let (since, awake) = (std::time::Instant::now(), awake());
     loop {
