@@ -14,6 +14,12 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
                                               bytes) through load_storage into each tensor, into
                                               one tensor per shape, and through cuFileRead
                                               (ctypes) into the same; per-call medians
+    cufile_bench.py ab DIR --env "" --env K=V,K2=V2 [--runs 3]
+                                              load_storage of the gds benchmark's calls (none
+                                              registered) with each --env setting in turn, in
+                                              one process, the order reversed every other round,
+                                              two passes each: for settings the library reads
+                                              per call
 """
 
 import argparse
@@ -150,6 +156,17 @@ def llm_shapes(size_gb, hidden=3008):
     return shapes, sizes, offsets
 
 
+def random_file(path, sizes, offsets):
+    """Writes random bytes of SIZES at OFFSETS into PATH, cached (by the writes); returns PATH."""
+    with open(path, "wb") as f:
+        for at, n in zip(offsets, sizes):
+            f.seek(at)
+            f.write(os.urandom(1 << 20) * (n >> 20) + os.urandom(n % (1 << 20)))
+    os.sync()
+    warm(path)
+    return path
+
+
 def gds(a):
     import torch
     import torch.cuda.gds as gds
@@ -199,13 +216,7 @@ def calls(a):
     import torch.cuda.gds as gds
 
     _, sizes, offsets = llm_shapes(a.size_gb)
-    path = os.path.join(a.file, "calls.bin")
-    with open(path, "wb") as f:
-        for at, n in zip(offsets, sizes):
-            f.seek(at)
-            f.write(os.urandom(1 << 20) * (n >> 20) + os.urandom(n % (1 << 20)))
-    os.sync()
-    warm(path)
+    path = random_file(os.path.join(a.file, "calls.bin"), sizes, offsets)
     total = sum(sizes)
     each = [torch.empty(n, dtype=torch.uint8, device="cuda:0") for n in sizes]
     one = {n: torch.empty(n, dtype=torch.uint8, device="cuda:0") for n in set(sizes)}
@@ -264,14 +275,52 @@ def calls(a):
     return out
 
 
+def ab(a):
+    import torch
+    import torch.cuda.gds as gds
+
+    settings = [dict(kv.split("=", 1) for kv in e.split(",") if kv) for e in a.env]
+    keys = {k for setting in settings for k in setting}
+    _, sizes, offsets = llm_shapes(a.size_gb)
+    path = random_file(os.path.join(a.file, "ab.bin"), sizes, offsets)
+    total = sum(sizes)
+    dst = [torch.empty(n, dtype=torch.uint8, device="cuda:0") for n in sizes]
+    f = gds.GdsFile(path, os.O_RDONLY)
+    runs = [[] for _ in settings]
+    for r in range(a.runs):
+        for i in (reversed if r % 2 else list)(range(len(settings))):
+            for k in keys:
+                os.environ.pop(k, None)
+            os.environ.update(settings[i])
+            for _ in range(2):
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                for x, off in zip(dst, offsets):
+                    f.load_storage(x.untyped_storage(), off)
+                torch.cuda.synchronize()
+                runs[i].append(round(total / (time.perf_counter() - t) / 1e9, 2))
+    with open(path, "rb") as check:
+        check.seek(offsets[-1])
+        want = check.read(1 << 20)
+    ok = bytes(dst[-1][: 1 << 20].cpu().numpy()) == want
+    f.deregister_handle()
+    os.unlink(path)
+    out = {e or "as started": {"best GB/s": max(r), "median GB/s": sorted(r)[len(r) // 2], "runs": r}
+           for e, r in zip(a.env, runs)}
+    return {**out, "the last tensor's first MiB as in the file": ok, "libcufile": loaded_cufile()}
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls"])
+    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls", "ab"])
     p.add_argument("file")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--size-gb", type=float, default=9)
+    p.add_argument("--env", action="append", default=[], help="ab: one setting, K=V[,K=V...] ('' as started)")
     a = p.parse_args()
-    out = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls}[a.what](a)
+    if a.what == "ab" and not a.env:
+        p.error("ab needs at least one --env")
+    out = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab}[a.what](a)
     print(json.dumps(out))
 
 
