@@ -265,6 +265,19 @@ fn unaligned_requests_go_to_bounce_and_the_log_says_why_once() {
 }
 
 #[test]
+fn the_last_close_logs_each_backends_counters_at_debug_only() {
+    let bounce = ("HIPFILE_BACKEND", "bounce");
+    let (ok, _, err) = copy_with(3 << 20, &[bounce, DEBUG_LOG]);
+    assert!(ok, "{err}");
+    // The copy read 3 MiB and wrote them out, in several calls.
+    let line = err.lines().find(|l| l.contains("bounce since the open: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains(" served_bytes=6291456 "), "{line}");
+    assert!(line.contains(" file_ns="), "{line}");
+    let (ok, _, err) = copy_with(3 << 20, &[bounce, LOG]);
+    assert!(ok && !err.contains("since the open"), "{err}");
+}
+
+#[test]
 fn no_path_falls_back_when_allowed_and_is_an_errno_when_not() {
     if !scratch_has_o_direct() {
         return;

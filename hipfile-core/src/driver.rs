@@ -235,6 +235,14 @@ impl<B: Backend> Open<B> {
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(5));
         }
+        // What each backend did since the open, for a program that can't ask for it the way
+        // `hipfile bench --profile` does (semantics §8).
+        if crate::log::enabled(crate::log::Level::DEBUG) {
+            for (name, counters) in dispatcher.counters() {
+                let counters: Vec<String> = counters.iter().map(|(key, n)| format!("{key}={n}")).collect();
+                tracing::debug!(target: "hipfile", "{name} since the open: {}", counters.join(" "));
+            }
+        }
         drop(files);
         drop(dispatcher);
     }

@@ -19,7 +19,8 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
                                               registered) with each --env setting in turn, in
                                               one process, the order reversed every other round,
                                               two passes each: for settings the library reads
-                                              per call
+                                              per call; closes the driver at the end (with
+                                              HIPFILE_LOG=debug, hipfile-rs's counters on stderr)
 """
 
 import argparse
@@ -305,6 +306,9 @@ def ab(a):
     ok = bytes(dst[-1][: 1 << 20].cpu().numpy()) == want
     f.deregister_handle()
     os.unlink(path)
+    # The last close: with HIPFILE_LOG=debug, hipfile-rs writes its backends' counters (where
+    # the bounce path's threads spent their time) to stderr.
+    ctypes.CDLL("libcufile.so.0").cuFileDriverClose()
     out = {e or "as started": {"best GB/s": max(r), "median GB/s": sorted(r)[len(r) // 2], "runs": r}
            for e, r in zip(a.env, runs)}
     return {**out, "the last tensor's first MiB as in the file": ok, "libcufile": loaded_cufile()}
