@@ -281,7 +281,7 @@ def ab(a):
     import torch.cuda.gds as gds
 
     settings = [dict(kv.split("=", 1) for kv in e.split(",") if kv) for e in a.env]
-    keys = {k for setting in settings for k in setting}
+    started = {k: os.environ.get(k) for setting in settings for k in setting}
     _, sizes, offsets = llm_shapes(a.size_gb)
     path = random_file(os.path.join(a.file, "ab.bin"), sizes, offsets)
     total = sum(sizes)
@@ -290,8 +290,11 @@ def ab(a):
     runs = [[] for _ in settings]
     for r in range(a.runs):
         for i in (reversed if r % 2 else list)(range(len(settings))):
-            for k in keys:
-                os.environ.pop(k, None)
+            for k, v in started.items():  # each setting over the environment as started
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
             os.environ.update(settings[i])
             for _ in range(2):
                 torch.cuda.synchronize()
