@@ -168,6 +168,25 @@ def random_file(path, sizes, offsets):
     return path
 
 
+def load_pass(f, dst, offsets):
+    """Seconds for one load_storage of each tensor of DST at its offset, synchronized."""
+    import torch
+
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for tensor, off in zip(dst, offsets):
+        f.load_storage(tensor.untyped_storage(), off)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
+
+
+def first_mib(path, at):
+    """The file's MiB at AT (to check a tensor's first bytes against)."""
+    with open(path, "rb") as f:
+        f.seek(at)
+        return f.read(1 << 20)
+
+
 def gds(a):
     import torch
     import torch.cuda.gds as gds
@@ -191,14 +210,7 @@ def gds(a):
     registered = [t.untyped_storage() for t in dst[::2]]
     for storage in registered:
         gds.gds_register_buffer(storage)
-    times = []
-    for _ in range(a.runs):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for tensor, off in zip(dst, offsets):
-            f.load_storage(tensor.untyped_storage(), off)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
+    times = [load_pass(f, dst, offsets) for _ in range(a.runs)]
     same = all(torch.equal(x, y) for x, y in zip(src, dst))
     for storage in registered:
         gds.gds_deregister_buffer(storage)
@@ -264,9 +276,7 @@ def calls(a):
             fn(small, offsets[i % len(offsets)])
             times.append(time.perf_counter() - t)
         out[f"{name} of 4 KiB, median us"] = round(statistics.median(times[50:]) * 1e6, 1)
-    with open(path, "rb") as check:
-        check.seek(offsets[-1])
-        want = check.read(1 << 20)
+    want = first_mib(path, offsets[-1])
     got = [bytes(t[: 1 << 20].cpu().numpy()) for t in (each[-1], one[sizes[-1]])]
     out["the last tensor's first MiB as in the file"] = got == [want, want]
     lib.cuFileHandleDeregister(fh)
@@ -296,17 +306,8 @@ def ab(a):
                 else:
                     os.environ[k] = v
             os.environ.update(settings[i])
-            for _ in range(2):
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                for x, off in zip(dst, offsets):
-                    f.load_storage(x.untyped_storage(), off)
-                torch.cuda.synchronize()
-                runs[i].append(round(total / (time.perf_counter() - t) / 1e9, 2))
-    with open(path, "rb") as check:
-        check.seek(offsets[-1])
-        want = check.read(1 << 20)
-    ok = bytes(dst[-1][: 1 << 20].cpu().numpy()) == want
+            runs[i] += [round(total / load_pass(f, dst, offsets) / 1e9, 2) for _ in range(2)]
+    ok = bytes(dst[-1][: 1 << 20].cpu().numpy()) == first_mib(path, offsets[-1])
     f.deregister_handle()
     os.unlink(path)
     # The last close: with HIPFILE_LOG=debug, hipfile-rs writes its backends' counters (where
