@@ -416,7 +416,10 @@ typedef enum hipFileBoolConfigParameter_t {
 typedef enum hipFileStringConfigParameter_t {
     hipFileParamLoggingLevel,
     hipFileParamEnvLogfilePath,
-    hipFileParamLogDir
+    hipFileParamLogDir,
+    /* hipfile-rs's, after upstream's values: the page-cache policy, "auto", "keep" or
+     * "bypass" (HIPFILE_PAGE_CACHE; docs/semantics.md section 16). */
+    hipFileParamPageCache
 } hipFileStringConfigParameter_t;
 
 /* Parameters: a value set while the driver is closed is staged and applied at the next open;

@@ -1,21 +1,30 @@
 //! The file side of one bounce chunk: page-cache-aware reads and durable-friendly writes.
 //!
-//! Reads ask the page cache first, per chunk, with `cachestat(2)` (Linux 6.5): a chunk the
-//! cache holds, even in part, is read buffered; a chunk it holds none of is read with
-//! `O_DIRECT` where aligned, so a cold file goes from disk to the pinned buffer once instead of
-//! through the page cache, and its unaligned edges are read buffered. (`preadv2(RWF_NOWAIT)`
-//! would answer too, but on a miss it starts readahead of the range, which then competes with
-//! the direct read.) Without `cachestat`, everything is read buffered. Durable writes go the
-//! same way: `O_DIRECT` for the aligned interior (no dirty pages to flush afterwards), buffered
-//! edges. Buffer addresses follow file offsets modulo [`PAGE`] (see [`crate::lanes`]), so
-//! aligned file offsets land on aligned memory.
+//! What a request does with the page cache is the driver's decision (semantics §16), which this
+//! side obeys:
+//! - **keep**: everything goes through the page cache. Reads of data it does not hold fill it
+//!   (cut into pieces the threads read in parallel, like cached data), and durable writes go
+//!   buffered, each chunk's writeback started as soon as it is written (`sync_file_range`), so
+//!   that the call's `fdatasync` finds little left to do and the written pages stay in memory,
+//!   clean, for the next read.
+//! - **bypass**: reads ask the page cache first, per chunk, with `cachestat(2)` (Linux 6.5): a
+//!   chunk the cache holds, even in part, is read buffered; a chunk it holds none of is read
+//!   with `O_DIRECT` where aligned, so a cold file goes from disk to the pinned buffer once
+//!   instead of through the page cache, and its unaligned edges are read buffered.
+//!   (`preadv2(RWF_NOWAIT)` would answer too, but on a miss it starts readahead of the range,
+//!   which then competes with the direct read.) Without `cachestat`, everything is read
+//!   buffered. Durable writes send the aligned interior `O_DIRECT` (no dirty pages to flush
+//!   afterwards) and the edges buffered.
+//!
+//! Buffer addresses follow file offsets modulo [`PAGE`] (see [`crate::lanes`]), so aligned file
+//! offsets land on aligned memory.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use hipfile_core::io::{pread, pwrite, transfer_loop};
 use hipfile_core::sync::{lock, wait};
-use hipfile_core::{Error, FileHandle, Result};
+use hipfile_core::{CacheUse, Error, FileHandle, Result};
 
 use crate::uring::{LaneRing, UringState};
 
@@ -75,24 +84,36 @@ impl DirectIo<'_> {
 /// it (or of the file's larger `statx` alignment).
 pub(crate) const PAGE: u64 = 4096;
 
-/// The descriptors and alignment of the file a request works on.
+/// The descriptors and alignment of the file a request works on, and what the request does
+/// with the page cache.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FileSide {
     buffered: i32,
-    /// The `O_DIRECT` descriptor and the alignment direct I/O needs on it.
+    /// The `O_DIRECT` descriptor and the alignment direct I/O needs on it; `None` where the
+    /// file has none, or the request keeps the page cache.
     direct: Option<(i32, u64)>,
+    /// The request keeps the page cache: durable writes start their writeback early.
+    keep: bool,
 }
 
 impl FileSide {
-    pub(crate) fn new(file: &FileHandle) -> Self {
+    /// The side of a request on `file` that uses the page cache as `cache` says.
+    pub(crate) fn new(file: &FileHandle, cache: CacheUse) -> Self {
         let align = PAGE.max(file.dio_offset_align().into()).max(file.dio_mem_align().into());
-        FileSide { buffered: file.buffered_fd(), direct: file.direct_fd().map(|fd| (fd, align)) }
+        let keep = cache == CacheUse::Keep;
+        let direct = file.direct_fd().filter(|_| !keep).map(|fd| (fd, align));
+        FileSide { buffered: file.buffered_fd(), direct, keep }
     }
 
     /// A side with no real descriptors, for tests of the arithmetic around it.
     #[cfg(test)]
     pub(crate) fn for_tests() -> Self {
-        FileSide { buffered: -1, direct: None }
+        FileSide { buffered: -1, direct: None, keep: false }
+    }
+
+    /// Whether the request keeps the page cache (reads fill it).
+    pub(crate) fn keeps_cache(&self) -> bool {
+        self.keep
     }
 
     pub(crate) fn buffered_fd(&self) -> i32 {
@@ -136,6 +157,40 @@ impl FileSide {
         self.direct.is_some() && policy.cache.none_cached(self.buffered, start, end)
     }
 
+    /// Whether the page cache holds none of `[start, end)` (false when unknown).
+    pub(crate) fn reads_cold(&self, policy: &ReadPolicy, start: u64, end: u64) -> bool {
+        policy.cache.none_cached(self.buffered, start, end)
+    }
+
+    /// [`read_buffered`](Self::read_buffered) that also says whether part of the range came
+    /// from the disk: what the page cache holds is taken first without waiting
+    /// (`RWF_NOWAIT`), then the rest as usual. Trial: `touch` reads what came from the disk
+    /// a second time.
+    pub(crate) fn read_kept(&self, buf: &mut [u8], offset: u64, touch: bool) -> Result<usize> {
+        let len = buf.len();
+        let off = libc::off_t::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
+        let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: len };
+        // SAFETY: `iov` describes `buf`, valid for writes of its length for the whole call.
+        let n = unsafe { libc::preadv2(self.buffered, &iov, 1, off, libc::RWF_NOWAIT) };
+        let got = if n < 0 { 0 } else { n as usize };
+        if got == len || (n == 0 && len > 0) {
+            return Ok(got);
+        }
+        let rest = &mut buf[got..];
+        let at = offset + got as u64;
+        let more = transfer_loop(rest.len(), true, |d, r| pread(self.buffered, &mut rest[d..d + r], at + d as u64))?;
+        if touch && more > 0 {
+            transfer_loop(more, true, |d, r| pread(self.buffered, &mut rest[d..d + r], at + d as u64))?;
+        }
+        Ok(got + more)
+    }
+
+    /// Trial: advises the kernel that the file is read sequentially (larger readahead).
+    pub(crate) fn advise_sequential(&self) {
+        // SAFETY: a plain system call on a descriptor the request holds open.
+        unsafe { libc::posix_fadvise(self.buffered, 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
+    }
+
     /// Reads `[offset, offset + buf.len())` into `buf` through the page cache, without asking
     /// it first (the caller did); fewer bytes only at end of file.
     pub(crate) fn read_buffered(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
@@ -175,16 +230,39 @@ impl FileSide {
         })
     }
 
-    /// Writes `buf` at `offset`, all of it or an error. `direct` sends the aligned interior
-    /// through the `O_DIRECT` descriptor.
-    pub(crate) fn write(&self, io: &mut DirectIo<'_>, buf: &[u8], offset: u64, direct: bool) -> Result<()> {
-        let direct = self.direct.filter(|_| direct);
+    /// Writes `buf` at `offset`, all of it or an error. A `durable` write (one the call will
+    /// `fdatasync`) sends the aligned interior through the `O_DIRECT` descriptor, or, when the
+    /// request keeps the page cache, starts the writeback of what it wrote.
+    pub(crate) fn write(&self, io: &mut DirectIo<'_>, buf: &[u8], offset: u64, durable: bool) -> Result<()> {
+        let direct = self.direct.filter(|_| durable);
         for (fd, from, to) in self.pieces(offset, offset + buf.len() as u64, direct) {
             let piece = &buf[(from - offset) as usize..(to - offset) as usize];
             self.piece(io, fd, IoBuf::Write(piece), from)?;
         }
+        if durable && self.keep && !buf.is_empty() {
+            start_writeback(self.buffered, offset, buf.len() as u64);
+        }
         Ok(())
     }
+
+    /// Asks the kernel to read `[start, end)` ahead into the page cache, where it does not hold
+    /// all of it already (a hint: failures are ignored).
+    pub(crate) fn read_ahead(&self, policy: &ReadPolicy, start: u64, end: u64) {
+        if start < end && !policy.cache.all_cached(self.buffered, start, end) {
+            // SAFETY: a plain system call on a descriptor the request holds open.
+            unsafe {
+                libc::posix_fadvise(self.buffered, start as i64, (end - start) as i64, libc::POSIX_FADV_WILLNEED)
+            };
+            policy.hinted_bytes.fetch_add(end - start, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Starts writing `[offset, offset + len)` back to the disk without waiting for it (a hint: the
+/// call's `fdatasync` is what makes the write durable, and waits for what is left).
+fn start_writeback(fd: i32, offset: u64, len: u64) {
+    // SAFETY: a plain system call on a descriptor the request holds open.
+    unsafe { libc::sync_file_range(fd, offset as i64, len as i64, libc::SYNC_FILE_RANGE_WRITE) };
 }
 
 /// How reads choose their path: the page cache probe, and a bound on concurrent direct reads
@@ -198,6 +276,8 @@ pub(crate) struct ReadPolicy {
     /// Chunks read buffered (cached in part or whole, or no p2p path) and with `O_DIRECT`.
     pub(crate) cached_chunks: AtomicU64,
     pub(crate) direct_chunks: AtomicU64,
+    /// Bytes asked to be read ahead into the page cache ([`FileSide::read_ahead`]).
+    pub(crate) hinted_bytes: AtomicU64,
 }
 
 impl ReadPolicy {
@@ -207,6 +287,7 @@ impl ReadPolicy {
             direct_streams: Slots::new(direct_streams.max(1)),
             cached_chunks: AtomicU64::new(0),
             direct_chunks: AtomicU64::new(0),
+            hinted_bytes: AtomicU64::new(0),
         }
     }
 }
@@ -283,8 +364,19 @@ impl CacheProbe {
 
     /// Whether the page cache holds no page of `[start, end)`; false when unknown.
     fn none_cached(&self, fd: i32, start: u64, end: u64) -> bool {
+        self.cached_pages(fd, start, end) == Some(0)
+    }
+
+    /// Whether the page cache holds every page of `[start, end)`; false when unknown.
+    fn all_cached(&self, fd: i32, start: u64, end: u64) -> bool {
+        let pages = end.div_ceil(PAGE) - start / PAGE;
+        self.cached_pages(fd, start, end).is_some_and(|n| n >= pages)
+    }
+
+    /// How many pages of `[start, end)` the page cache holds (`None`: unknown).
+    fn cached_pages(&self, fd: i32, start: u64, end: u64) -> Option<u64> {
         if self.unsupported.load(Ordering::Relaxed) {
-            return false;
+            return None;
         }
         let range = CachestatRange { off: start, len: end - start };
         let mut stat = Cachestat::default();
@@ -294,8 +386,8 @@ impl CacheProbe {
             if Error::last_os_error().errno() == Some(libc::ENOSYS) {
                 self.unsupported.store(true, Ordering::Relaxed);
             }
-            return false;
+            return None;
         }
-        stat.nr_cache == 0
+        Some(stat.nr_cache)
     }
 }

@@ -93,7 +93,7 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
-        let side = FileSide::new(&handle);
+        let side = FileSide::new(&handle, hipfile_core::CacheUse::Bypass);
         let mut slot = vec![0u8; 1 << 20];
         let at = 3 << 10; // the file's bytes from here on: more than two buffers' worth, then its end
         assert_eq!(read_buffered(&side, &mut slot[7..], at as u64), Ok(data.len() - at));

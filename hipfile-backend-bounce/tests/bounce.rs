@@ -11,7 +11,7 @@ use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
     Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest,
-    OpError, Platform, Result,
+    OpError, PageCache, Platform, Result,
 };
 use proptest::prelude::*;
 
@@ -43,9 +43,23 @@ fn settings(threads: usize, memory_limit: usize) -> BounceSettings {
 }
 
 fn driver_with(gpu: &Arc<MockGpu>, settings: BounceSettings) -> Driver<BouncePlatform> {
-    let driver = Driver::with_env(BouncePlatform { gpu: Arc::clone(gpu), settings }, |_| None);
+    driver_env(gpu, settings, &[])
+}
+
+/// An open driver whose environment holds `vars` and nothing else.
+fn driver_env(gpu: &Arc<MockGpu>, settings: BounceSettings, vars: &[(&str, &str)]) -> Driver<BouncePlatform> {
+    let vars: Vec<(String, String)> = vars.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect();
+    let driver = Driver::with_env(BouncePlatform { gpu: Arc::clone(gpu), settings }, move |name| {
+        vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    });
     driver.open().unwrap();
     driver
+}
+
+/// The bounce backend's counter `name`.
+fn counter(driver: &Driver<BouncePlatform>, name: &str) -> u64 {
+    let all = driver.backend_counters();
+    all[0].1.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap()
 }
 
 fn driver(gpu: &Arc<MockGpu>) -> Driver<BouncePlatform> {
@@ -119,8 +133,9 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     evict(&file);
     assert!(cached_pages(&file, len).iter().all(|c| !c), "eviction works here");
     let gpu = MockGpu::new(1);
-    let driver = driver(&gpu);
+    let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "bypass")]);
     let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    assert_eq!(driver.page_cache_rule(h).unwrap().to_string(), "bypass (set to bypass)");
     let dev = gpu.malloc(len).unwrap();
     // Unaligned at both ends: the edges go through the page cache, the interior does not.
     let (offset, size) = (1000, len - 3000);
@@ -133,10 +148,7 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     // buffered edge, none of its 510 pages went through the page cache.
     let interior_cached = cached[1..(offset + size) / 4096].iter().filter(|c| **c).count();
     assert!(interior_cached <= 8, "{interior_cached} interior pages cached");
-    let counter = |name: &str| {
-        let all = driver.backend_counters();
-        all[0].1.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).unwrap()
-    };
+    let counter = |name: &str| counter(&driver, name);
     let direct_chunks = counter("chunks_read_direct");
     assert!(direct_chunks > 0 && counter("chunks_read_cached") == 0, "the counters say so too");
     // Warm data is taken from the page cache.
@@ -146,6 +158,196 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     assert_eq!(unsafe { driver.transfer(Direction::Read, h2, dev, len, 0, 0) }.unwrap(), len);
     assert!(device_bytes(&gpu, dev, len) == data);
     assert!(counter("chunks_read_cached") > 0 && counter("chunks_read_direct") == direct_chunks);
+}
+
+/// How many pages `cached` says are resident.
+fn resident(cached: &[bool]) -> usize {
+    cached.iter().filter(|c| **c).count()
+}
+
+/// Reads `[offset, offset + size)` of the registered file `h`, whose bytes are `data`, into
+/// `dev + boff` (zeroed first), and checks the bytes the device got.
+#[allow(clippy::too_many_arguments)]
+fn read_and_check(
+    driver: &Driver<BouncePlatform>,
+    gpu: &MockGpu,
+    h: hipfile_core::HandleId,
+    dev: usize,
+    data: &[u8],
+    offset: usize,
+    size: usize,
+    boff: usize,
+) {
+    gpu.memset(dev, 0, boff + size).unwrap();
+    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+    let n = unsafe { driver.transfer(Direction::Read, h, dev, size, offset as i64, boff as i64) }.unwrap();
+    assert_eq!(n, size, "offset {offset}");
+    assert!(device_bytes(gpu, dev + boff, size) == data[offset..offset + size], "offset {offset}");
+}
+
+/// Evicts `file` and checks that none of its first `len` bytes are cached any more.
+fn evict_all(file: &File, len: usize) {
+    evict(file);
+    assert_eq!(resident(&cached_pages(file, len)), 0, "eviction works here");
+}
+
+#[test]
+fn cold_reads_of_a_file_that_fits_fill_the_page_cache() {
+    let len = 4 << 20;
+    let data = pattern(len, 40);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let dev = gpu.malloc(len + 8192).unwrap();
+    // The default (auto, the limit half of MemAvailable: 4 MiB fits) and keep.
+    for (vars, rule) in [
+        (&[][..], "keep (auto: the file, 4.0 MiB, fits within"),
+        (&[("HIPFILE_PAGE_CACHE", "keep")][..], "keep (set to keep)"),
+    ] {
+        let driver = driver_env(&gpu, settings(4, 64 << 20), vars);
+        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let said = driver.page_cache_rule(h).unwrap().to_string();
+        assert!(said.starts_with(rule), "{vars:?}: {said}");
+        for (offset, size, boff) in
+            [(0, len, 0), (1000, len - 3000, 1000), (4095, len - 4095, 1), (123_457, len - 200_000, 4096)]
+        {
+            evict_all(&file, len);
+            read_and_check(&driver, &gpu, h, dev, &data, offset, size, boff);
+            // (Almost) every page the read touched went through the page cache; the first
+            // read touches all of them.
+            let cached = cached_pages(&file, len);
+            let touched = &cached[offset / 4096..(offset + size).div_ceil(4096)];
+            let n = resident(touched);
+            assert!(n * 10 >= touched.len() * 9, "{vars:?} offset {offset}: {n} of {} pages cached", touched.len());
+        }
+        assert_eq!(counter(&driver, "chunks_read_direct"), 0, "{vars:?}: nothing read O_DIRECT");
+        assert!(counter(&driver, "chunks_read_cached") > 0, "{vars:?}");
+        // Warm now: read again, from the page cache.
+        read_and_check(&driver, &gpu, h, dev, &data, 0, len, 0);
+        assert_eq!(counter(&driver, "chunks_read_direct"), 0, "{vars:?}");
+    }
+}
+
+#[test]
+fn auto_bypasses_a_file_over_the_limit_and_evicts_nothing_else() {
+    let len = 4 << 20;
+    let data = pattern(len, 41);
+    let (_dir, file) = file_with(&data);
+    // Another file, all of it in the page cache (it was just written, and is read here).
+    let other_data = pattern(len, 42);
+    let (_dir2, other) = file_with(&other_data);
+    assert!(std::fs::read(format!("/proc/self/fd/{}", other.as_raw_fd())).unwrap() == other_data);
+    assert_eq!(resident(&cached_pages(&other, len)), len / 4096, "the other file is cached");
+    // A file of exactly the limit fits; 4 MiB does not.
+    let small_data = pattern(1 << 20, 43);
+    let (_dir3, small) = file_with(&small_data);
+    let gpu = MockGpu::new(1);
+    let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE_LIMIT_MIB", "1")]);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let hs = driver.handle_register(small.as_raw_fd()).unwrap();
+    let said = driver.page_cache_rule(h).unwrap().to_string();
+    assert!(said.starts_with("bypass (auto") && said.contains("4.0 MiB") && said.contains("1.0 MiB"), "{said}");
+    let said = driver.page_cache_rule(hs).unwrap().to_string();
+    assert!(said.starts_with("keep (auto") && said.contains("1.0 MiB"), "{said}");
+    let dev = gpu.malloc(len).unwrap();
+    evict_all(&file, len);
+    let (offset, size) = (1000, len - 3000);
+    read_and_check(&driver, &gpu, h, dev, &data, offset, size, offset);
+    let cached = cached_pages(&file, len);
+    // As under bypass: buffered edges and the few pages read ahead after them, nothing else.
+    let interior_cached = resident(&cached[1..(offset + size) / 4096]);
+    assert!(interior_cached <= 8, "{interior_cached} interior pages cached");
+    let direct = counter(&driver, "chunks_read_direct");
+    assert!(direct > 0 && counter(&driver, "chunks_read_cached") == 0, "read O_DIRECT");
+    assert_eq!(resident(&cached_pages(&other, len)), len / 4096, "the other file is still all cached");
+    // The file that fits is read through the page cache, and fills it.
+    evict_all(&small, 1 << 20);
+    read_and_check(&driver, &gpu, hs, dev, &small_data, 0, 1 << 20, 0);
+    let n = resident(&cached_pages(&small, 1 << 20));
+    assert!(n * 10 >= 256 * 9, "{n} of 256 pages cached");
+    assert_eq!(counter(&driver, "chunks_read_direct"), direct, "nothing more read O_DIRECT");
+}
+
+#[test]
+fn a_files_own_setting_overrides_the_drivers() {
+    let len = 4 << 20;
+    let pages = len / 4096;
+    let data = pattern(len, 44);
+    let (_dir, file) = file_with(&data);
+    let gpu = MockGpu::new(1);
+    let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "bypass")]);
+    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let dev = gpu.malloc(len).unwrap();
+    let rule = || driver.page_cache_rule(h).unwrap().to_string();
+    assert_eq!(rule(), "bypass (set to bypass)");
+    // The file keeps the page cache, though the driver bypasses it.
+    driver.handle_set_page_cache(h, Some(PageCache::Keep)).unwrap();
+    assert_eq!(rule(), "keep (set to keep)");
+    evict_all(&file, len);
+    read_and_check(&driver, &gpu, h, dev, &data, 0, len, 0);
+    let n = resident(&cached_pages(&file, len));
+    assert!(n * 10 >= pages * 9, "{n} of {pages} pages cached");
+    assert_eq!(counter(&driver, "chunks_read_direct"), 0);
+    // Its own auto: the file fits.
+    driver.handle_set_page_cache(h, Some(PageCache::Auto)).unwrap();
+    assert!(rule().starts_with("keep (auto"), "{}", rule());
+    // Back to the driver's: the next cold read is direct again.
+    driver.handle_set_page_cache(h, None).unwrap();
+    assert_eq!(rule(), "bypass (set to bypass)");
+    evict_all(&file, len);
+    read_and_check(&driver, &gpu, h, dev, &data, 0, len, 0);
+    let n = resident(&cached_pages(&file, len));
+    assert!(n <= 8, "{n} pages cached");
+    assert!(counter(&driver, "chunks_read_direct") > 0);
+    // A handle the driver does not know.
+    driver.handle_deregister(h).unwrap();
+    assert_eq!(driver.handle_set_page_cache(h, Some(PageCache::Keep)), Err(OpError::HandleNotRegistered.into()));
+    assert_eq!(driver.page_cache_rule(h).map(|_| ()), Err(OpError::HandleNotRegistered.into()));
+}
+
+#[test]
+fn durable_writes_keep_or_bypass_the_page_cache() {
+    let len = 4 << 20;
+    let pages = len / 4096;
+    let data = pattern(len, 45);
+    let gpu = MockGpu::new(1);
+    let dev = gpu.malloc(len).unwrap();
+    gpu.write_device(dev, &data).unwrap();
+    let back = gpu.malloc(len).unwrap();
+    // (environment, the file's bytes before, evicted before the write, its pages kept after)
+    let cases: [(&[(&str, &str)], usize, bool, bool); 6] = [
+        (&[("HIPFILE_PAGE_CACHE", "keep")], len, true, true),
+        (&[], len, true, true),
+        (&[], 0, true, true),
+        (&[("HIPFILE_PAGE_CACHE", "bypass")], len, true, false),
+        // O_DIRECT writes drop what the page cache held of their range.
+        (&[("HIPFILE_PAGE_CACHE", "bypass")], len, false, false),
+        // auto judges a write by the size the file will have after it.
+        (&[("HIPFILE_PAGE_CACHE_LIMIT_MIB", "1")], 0, true, false),
+    ];
+    for (vars, before, cold, kept) in cases {
+        let case = format!("{vars:?} before {before} cold {cold}");
+        let (_dir, file) = file_with(&pattern(before, 46));
+        if cold {
+            evict(&file);
+            assert_eq!(resident(&cached_pages(&file, len)), 0, "{case}: evicted");
+        } else {
+            assert_eq!(resident(&cached_pages(&file, before)), pages, "{case}: cached before");
+        }
+        let driver = driver_env(&gpu, settings(4, 64 << 20), vars);
+        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
+        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, len, 0, 0) }.unwrap(), len, "{case}");
+        let n = resident(&cached_pages(&file, len));
+        if kept {
+            assert!(n * 10 >= pages * 9, "{case}: {n} of {pages} pages cached");
+        } else {
+            assert!(n <= 8, "{case}: {n} of {pages} pages cached");
+        }
+        let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
+        assert!(on_disk == data, "{case}");
+        evict_all(&file, len);
+        read_and_check(&driver, &gpu, h, back, &data, 0, len, 0);
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::cache::CacheUse;
 use crate::error::Result;
 use crate::file::FileHandle;
 use crate::gpu::DeviceSpan;
@@ -77,13 +78,14 @@ pub enum BackendKind {
 
 /// One validated transfer: at most `max_rw_count()` bytes between the file and a span of
 /// device memory that the driver has checked.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct IoRequest<'a> {
     direction: Direction,
     file: &'a FileHandle,
     memory: DeviceSpan,
     device: i32,
     file_offset: u64,
+    cache: CacheUse,
 }
 
 impl<'a> IoRequest<'a> {
@@ -94,7 +96,14 @@ impl<'a> IoRequest<'a> {
     /// When `memory` is longer than `max_rw_count()` (the driver caps every call).
     pub fn new(direction: Direction, file: &'a FileHandle, memory: DeviceSpan, device: i32, file_offset: u64) -> Self {
         assert!(memory.len() <= crate::io::max_rw_count(), "one request moves at most max_rw_count() bytes");
-        IoRequest { direction, file, memory, device, file_offset }
+        IoRequest { direction, file, memory, device, file_offset, cache: CacheUse::Bypass }
+    }
+
+    /// The same request, using the page cache as `cache` says (the dispatcher applies the
+    /// policy, semantics §16; a request made with [`new`](Self::new) bypasses it where the
+    /// file allows).
+    pub fn with_cache(self, cache: CacheUse) -> Self {
+        IoRequest { cache, ..self }
     }
 
     /// The part of this request that starts `done` bytes in: the same file and device, the
@@ -131,6 +140,10 @@ impl<'a> IoRequest<'a> {
     /// Where in the file.
     pub fn file_offset(&self) -> u64 {
         self.file_offset
+    }
+    /// What the transfer does with the page cache (semantics §16).
+    pub fn cache(&self) -> CacheUse {
+        self.cache
     }
 }
 

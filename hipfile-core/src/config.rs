@@ -1,6 +1,7 @@
 //! Configuration, read once when the driver opens: `HIPFILE_BACKEND` and hipFile's own
 //! `HIPFILE_*` variables. Nothing reads the environment on an I/O path.
 
+use crate::cache::{CachePolicy, PageCache};
 use crate::error::{ConfigError, Error, Result};
 use crate::params::SizeParam::{MaxDevicePinnedMemSizeKb, MaxDirectIoSizeKb, MaxIoQueueDepth, MaxIoThreads};
 use crate::params::size_accepted;
@@ -55,6 +56,12 @@ pub struct Config {
     pub allow_system_memory: bool,
     /// The most entries a batch may hold (`hipFileParamPropertiesIOBatchsize`, default 128).
     pub batch_size: usize,
+    /// `HIPFILE_PAGE_CACHE` / the `PageCache` parameter (default `auto`): whether transfers go
+    /// through the page cache (semantics §16).
+    pub page_cache: PageCache,
+    /// `HIPFILE_PAGE_CACHE_LIMIT_MIB`, in bytes: the largest file `auto` keeps in the page
+    /// cache (default 0: half of `MemAvailable` at the time of the transfer).
+    pub page_cache_limit: u64,
     /// The statistics level, 0 to 3 (`HIPFILE_STATS_LEVEL`, `hipFileParamProfileStats`; default
     /// 1, as upstream's newest release).
     pub stats_level: usize,
@@ -174,6 +181,8 @@ impl Default for Config {
             stream_signal: StreamSignal::HostFn,
             allow_system_memory: false,
             batch_size: crate::batch::MAX_BATCH_ENTRIES,
+            page_cache: PageCache::Auto,
+            page_cache_limit: 0,
             stats_level: 1,
             kept: KeptValues::default(),
         }
@@ -255,10 +264,24 @@ impl Config {
             }
             config.stats_level = digits.parse::<u64>().map_or(3, |n| n.min(3) as usize);
         }
+        if let Some(value) = get("HIPFILE_PAGE_CACHE") {
+            config.page_cache =
+                PageCache::parse(&value).ok_or_else(|| invalid("HIPFILE_PAGE_CACHE", value, PageCache::NAMES))?;
+        }
+        if let Some(mib) = number("HIPFILE_PAGE_CACHE_LIMIT_MIB", "0 (half of MemAvailable) or more MiB", |m| {
+            m.checked_mul(1 << 20).is_some()
+        })? {
+            config.page_cache_limit = (mib as u64) << 20;
+        }
         if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| size_accepted(MaxIoQueueDepth, n))? {
             b.direct_streams = n;
         }
         Ok(config)
+    }
+
+    /// The page-cache policy this configuration sets (semantics §16).
+    pub fn cache_policy(&self) -> CachePolicy {
+        CachePolicy::new(self.page_cache, self.page_cache_limit)
     }
 
     /// Whether the p2p backends may serve I/O.
@@ -371,6 +394,18 @@ mod tests {
             ("HIPFILE_BOUNCE_DEMOTE", "sometimes"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "0"),
         ] {
+            let err = config(&[(var, bad)]).unwrap_err().to_string();
+            assert!(err.contains(var) && err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn page_cache_settings() {
+        assert_eq!((config(&[]).unwrap().page_cache, config(&[]).unwrap().page_cache_limit), (PageCache::Auto, 0));
+        let c = config(&[("HIPFILE_PAGE_CACHE", " Bypass"), ("HIPFILE_PAGE_CACHE_LIMIT_MIB", "64")]).unwrap();
+        assert_eq!((c.page_cache, c.page_cache_limit), (PageCache::Bypass, 64 << 20));
+        assert_eq!(config(&[("HIPFILE_PAGE_CACHE", "keep")]).unwrap().page_cache, PageCache::Keep);
+        for (var, bad) in [("HIPFILE_PAGE_CACHE", "direct"), ("HIPFILE_PAGE_CACHE_LIMIT_MIB", "-1")] {
             let err = config(&[(var, bad)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(bad), "{err}");
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Backend, BackendKind, Declined, Direction, IoRequest, is_no_path};
+use crate::cache::CachePolicy;
 use crate::driver::Target;
 use crate::error::{OpError, Result};
 use crate::file::FileHandle;
@@ -19,12 +20,20 @@ pub(crate) struct Dispatcher<B> {
     served: Box<[Served]>,
     /// The driver's statistics (semantics §14).
     pub(crate) stats: Arc<Stats>,
+    /// Whether each request goes through the page cache (semantics §16).
+    pub(crate) cache: CachePolicy,
 }
 
 impl<B: Backend> Dispatcher<B> {
-    pub(crate) fn new(backends: Vec<B>, stats: Arc<Stats>) -> Self {
+    pub(crate) fn new(backends: Vec<B>, stats: Arc<Stats>, cache: CachePolicy) -> Self {
         let served = backends.iter().map(|_| Served::default()).collect();
-        Dispatcher { backends: backends.into(), served, stats }
+        Dispatcher { backends: backends.into(), served, stats, cache }
+    }
+
+    /// `req` with the page-cache policy applied (semantics §16).
+    fn decided<'a>(&self, req: &IoRequest<'a>) -> IoRequest<'a> {
+        let end = req.file_offset() + req.size() as u64;
+        req.with_cache(self.cache.decide(req.file(), req.direction(), end).cache_use())
     }
 
     pub(crate) fn backends(&self) -> &[B] {
@@ -65,7 +74,8 @@ impl<B: Backend> Dispatcher<B> {
             }
             Target::Host { addr, len, durable } => {
                 let started = self.stats.start();
-                let result = crate::hostio::transfer(direction, file, addr, len, offset, durable);
+                let cache = self.cache.decide(file, direction, offset + len as u64).cache_use();
+                let result = crate::hostio::transfer(direction, file, addr, len, offset, durable, cache);
                 if let Some(t) = started {
                     let unaligned = crate::stats::unaligned(file, addr, len, offset);
                     self.stats.io(t, direction, Path::Host, -1, len, unaligned, &result);
@@ -78,6 +88,11 @@ impl<B: Backend> Dispatcher<B> {
     /// Moves the bytes of `req` with the best backend, falling back when a p2p backend
     /// finds no path to the device.
     pub(crate) fn dispatch(&self, req: &IoRequest<'_>) -> Result<usize> {
+        self.dispatch_decided(&self.decided(req))
+    }
+
+    /// [`dispatch`](Self::dispatch) of a request the policy has been applied to.
+    fn dispatch_decided(&self, req: &IoRequest<'_>) -> Result<usize> {
         let backends = &self.backends;
         let started = self.stats.start();
         let (chosen, declined) = self.choose(req)?;
@@ -120,6 +135,8 @@ impl<B: Backend> Dispatcher<B> {
             backend: usize,
             members: Vec<(usize, Option<(usize, Declined)>)>,
         }
+        let decided: Vec<IoRequest<'_>> = reqs.iter().map(|req| self.decided(req)).collect();
+        let reqs: Vec<&IoRequest<'_>> = decided.iter().collect();
         let mut results: Vec<Option<Result<usize>>> = reqs.iter().map(|_| None).collect();
         let mut groups: Vec<Group> = Vec::new();
         for (i, req) in reqs.iter().enumerate() {
@@ -130,7 +147,7 @@ impl<B: Backend> Dispatcher<B> {
                         None => groups.push(Group { backend: chosen, members: vec![(i, declined)] }),
                     }
                 }
-                _ => results[i] = Some(self.dispatch(req)),
+                _ => results[i] = Some(self.dispatch_decided(req)),
             }
         }
         for Group { backend, members } in groups {

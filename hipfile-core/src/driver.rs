@@ -372,7 +372,7 @@ impl<P: Platform> Driver<P> {
             }
             self.stats.set_level(config.stats_level as u8);
             let dispatcher = match self.build_backends(&config) {
-                Ok(backends) => Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats))),
+                Ok(backends) => Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats), config.cache_policy())),
                 Err(e) => {
                     self.restore_logging(); // the open failed: nothing of it stays
                     return Err(e);
@@ -450,7 +450,8 @@ impl<P: Platform> Driver<P> {
         if open.generation == generation {
             return Ok(()); // another thread renewed them
         }
-        let dispatcher = Arc::new(Dispatcher::new(self.build_backends(&open.config)?, Arc::clone(&self.stats)));
+        let backends = self.build_backends(&open.config)?;
+        let dispatcher = Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats), open.config.cache_policy()));
         std::mem::forget(std::mem::replace(&mut open.dispatcher, dispatcher));
         open.generation = generation;
         Ok(())
@@ -546,6 +547,29 @@ impl<P: Platform> Driver<P> {
             (Arc::clone(file), Arc::clone(&open.dispatcher))
         };
         Ok(dispatcher.p2p_verdicts(&file))
+    }
+
+    /// Sets the page-cache policy of the registered file `handle` alone (`None`: the driver's
+    /// again), for the transfers that start after this (semantics §16).
+    /// `hipFileHandleNotRegistered` if unknown.
+    pub fn handle_set_page_cache(&self, handle: HandleId, setting: Option<crate::cache::PageCache>) -> Result<()> {
+        let state = self.read_state();
+        let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
+        open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?.cache().set(setting);
+        Ok(())
+    }
+
+    /// The page-cache rule a read of the whole registered file `handle` would follow now
+    /// (semantics §16). `hipFileHandleNotRegistered` if unknown.
+    pub fn page_cache_rule(&self, handle: HandleId) -> Result<crate::cache::CacheRule> {
+        let (file, dispatcher) = {
+            let state = self.read_state();
+            let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
+            let file = open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?;
+            (Arc::clone(file), Arc::clone(&open.dispatcher))
+        };
+        let size = file.size().unwrap_or(0);
+        Ok(dispatcher.cache.rule(&file, Direction::Read, size))
     }
 
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.

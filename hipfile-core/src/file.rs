@@ -86,6 +86,8 @@ pub struct FileHandle {
     fs: FsType,
     dio_mem_align: u32,
     dio_offset_align: u32,
+    /// Its own page-cache setting and the last rule applied (semantics §16).
+    cache: crate::cache::FileCache,
 }
 
 impl FileHandle {
@@ -149,6 +151,7 @@ impl FileHandle {
             fs,
             dio_mem_align,
             dio_offset_align,
+            cache: crate::cache::FileCache::default(),
         })
     }
 
@@ -187,6 +190,22 @@ impl FileHandle {
         self.dio_offset_align
     }
 
+    /// Its page-cache setting and the last rule applied to it (semantics §16).
+    pub fn cache(&self) -> &crate::cache::FileCache {
+        &self.cache
+    }
+
+    /// The file's size now (a block device's is its capacity).
+    pub fn size(&self) -> Result<u64> {
+        match self.kind {
+            FileKind::Regular => Ok(rustix::fs::fstat(&self.buffered).map_err(os)?.st_size as u64),
+            FileKind::BlockDevice => {
+                let end = rustix::fs::seek(&self.buffered, rustix::fs::SeekFrom::End(0)).map_err(os)?;
+                Ok(end)
+            }
+        }
+    }
+
     /// The state a p2p backend keeps for this file, made by `make` on first use (a
     /// concurrent first use waits for it).
     pub fn backend_state(&self, make: impl FnOnce() -> FileState) -> &FileState {
@@ -204,6 +223,7 @@ impl fmt::Debug for FileHandle {
             .field("fs", &self.fs)
             .field("dio_mem_align", &self.dio_mem_align)
             .field("dio_offset_align", &self.dio_offset_align)
+            .field("page_cache", &self.cache.setting())
             .field("backend_state", &self.backend_state.get().is_some())
             .finish()
     }

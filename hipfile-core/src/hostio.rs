@@ -1,7 +1,8 @@
 //! Host memory as the buffer (semantics §4), where `hipFileParamPropertiesAllowSystemMemory`
 //! allows it: the bytes move straight between the file and the caller's memory, pinned or
-//! pageable, with no staging copy; through the `O_DIRECT` descriptor where the address, the
-//! file offset and the size suit it, buffered otherwise. A write is durable when it returns, as
+//! pageable, with no staging copy: through the page cache where the page-cache policy keeps the
+//! file (semantics §16), else through the `O_DIRECT` descriptor where the address, the file
+//! offset and the size suit it, buffered otherwise. A write is durable when it returns, as
 //! the bounce path's writes are (`HIPFILE_DURABLE_WRITES`).
 //!
 //! The library cannot check the bounds of host memory it did not allocate: the caller vouches
@@ -9,6 +10,7 @@
 //! is `EFAULT`, not a fault in the library (the bytes are only ever touched by the kernel).
 
 use crate::backend::Direction;
+use crate::cache::CacheUse;
 use crate::error::{Error, Result};
 use crate::file::FileHandle;
 use crate::io::{fdatasync, transfer_loop};
@@ -21,12 +23,16 @@ pub(crate) fn transfer(
     len: usize,
     offset: u64,
     durable: bool,
+    cache: CacheUse,
 ) -> Result<usize> {
     let read = direction == Direction::Read;
     let moved = transfer_loop(len, read, |done, rest| {
         let (at, off) = (addr + done, offset + done as u64);
         let off = libc::off_t::try_from(off).map_err(|_| Error::Os(libc::EINVAL))?;
-        let fd = descriptor(file, at, off as u64, rest);
+        let fd = match cache {
+            CacheUse::Keep => file.buffered_fd(),
+            CacheUse::Bypass => descriptor(file, at, off as u64, rest),
+        };
         let n = if read {
             // SAFETY: the kernel writes at most `rest` bytes at `at`, inside the caller's
             // range (module docs); an address it cannot reach is EFAULT.

@@ -10,6 +10,7 @@
 //! Each parameter that names something the library has steers it (see [`Config`]'s fields);
 //! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
 
+use crate::cache::PageCache;
 use crate::config::{Config, StringValues};
 use crate::driver::{Driver, Platform};
 use crate::error::{OpError, Result};
@@ -85,7 +86,8 @@ parameters! {
         UsePcip2pdma,
         /// `hipFileParamPreferIOUring`: io_uring for the bounce path's direct I/O.
         PreferIoUring,
-        /// `hipFileParamForceOdirectMode` (no effect here).
+        /// `hipFileParamForceOdirectMode`: true is the page-cache policy `bypass` (semantics
+        /// §16); false leaves another policy as it is, and turns `bypass` into `auto`.
         ForceOdirectMode,
         /// `hipFileParamSkipTopologyDetection` (no effect here).
         SkipTopologyDetection,
@@ -105,6 +107,9 @@ parameters! {
         /// `hipFileParamLogDir`: an existing directory (else not applied at open) for
         /// `hipfile_<pid>.log`.
         LogDir,
+        /// `hipFileParamPageCache` (ours, after upstream's values): the page-cache policy,
+        /// `auto`, `keep` or `bypass` (semantics §16).
+        PageCache,
     }
 }
 
@@ -255,6 +260,7 @@ impl Config {
             AllowSystemMemory => self.allow_system_memory,
             ExecutionParallelIo => self.bounce.threads != 1,
             StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
+            ForceOdirectMode => self.page_cache == PageCache::Bypass,
             other => self.kept.bools[other as usize],
         }
     }
@@ -277,6 +283,11 @@ impl Config {
                 (false, StreamSignal::Inline) => self.stream_signal = StreamSignal::HostFn,
                 (false, _) => {}
             },
+            ForceOdirectMode => match (v, self.page_cache) {
+                (true, _) => self.page_cache = PageCache::Bypass,
+                (false, PageCache::Bypass) => self.page_cache = PageCache::Auto,
+                (false, _) => {}
+            },
             other => self.kept.bools[other as usize] = v,
         }
     }
@@ -288,14 +299,21 @@ impl Config {
             StringParam::LoggingLevel => logging_level,
             StringParam::EnvLogfilePath => log_file,
             StringParam::LogDir => log_dir,
+            StringParam::PageCache => self.page_cache.name(),
         }
     }
 
     /// Sets a string parameter: a logging level must be one of `ERROR`, `WARN`, `INFO`,
-    /// `DEBUG`, `TRACE` (any case); paths must be absolute.
+    /// `DEBUG`, `TRACE` (any case); paths must be absolute; the page-cache policy is `auto`,
+    /// `keep` or `bypass` (any case).
     pub fn set_string_parameter(&mut self, p: StringParam, v: &str) -> Result<()> {
+        if p == StringParam::PageCache {
+            self.page_cache = PageCache::parse(v).ok_or(OpError::InvalidValue)?;
+            return Ok(());
+        }
         let s = &mut self.kept.strings;
         match p {
+            StringParam::PageCache => unreachable!("set above"),
             StringParam::LoggingLevel => {
                 let level = v.trim().to_ascii_uppercase();
                 if !["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level.as_str()) {
@@ -395,7 +413,8 @@ mod tests {
         assert_eq!(BoolParam::from_raw(7), Some(BoolParam::UsePcip2pdma));
         assert_eq!(BoolParam::from_raw(-1), None);
         assert_eq!(StringParam::from_raw(2), Some(StringParam::LogDir));
-        assert_eq!(StringParam::from_raw(3), None);
+        assert_eq!(StringParam::from_raw(3), Some(StringParam::PageCache));
+        assert_eq!(StringParam::from_raw(4), None);
     }
 
     #[test]
@@ -413,6 +432,24 @@ mod tests {
         assert_eq!(c.stream_signal, StreamSignal::Inline);
         c.set_bool_parameter(BoolParam::UsePcip2pdma, true);
         assert!(c.bool_parameter(BoolParam::UsePcip2pdma));
+    }
+
+    #[test]
+    fn the_page_cache_policy_is_a_string_and_force_odirect_is_bypass() {
+        let mut c = Config::default();
+        assert_eq!(c.string_parameter(StringParam::PageCache), "auto");
+        assert!(!c.bool_parameter(BoolParam::ForceOdirectMode));
+        c.set_string_parameter(StringParam::PageCache, " KEEP").unwrap();
+        assert_eq!((c.page_cache, c.string_parameter(StringParam::PageCache)), (PageCache::Keep, "keep"));
+        c.set_bool_parameter(BoolParam::ForceOdirectMode, false);
+        assert_eq!(c.page_cache, PageCache::Keep, "false leaves keep as it is");
+        c.set_bool_parameter(BoolParam::ForceOdirectMode, true);
+        assert_eq!(c.page_cache, PageCache::Bypass);
+        assert!(c.bool_parameter(BoolParam::ForceOdirectMode));
+        c.set_bool_parameter(BoolParam::ForceOdirectMode, false);
+        assert_eq!(c.page_cache, PageCache::Auto);
+        assert!(c.set_string_parameter(StringParam::PageCache, "direct").is_err());
+        assert_eq!(c.page_cache, PageCache::Auto);
     }
 
     #[test]

@@ -226,6 +226,26 @@ fn handle_register(py: Python<'_>, fd: i32) -> PyResult<u64> {
     detached(py, || driver().handle_register(fd)).map(|h| h.0)
 }
 
+/// The page-cache policy of one registered file (`"auto"`, `"keep"`, `"bypass"`; `None`: the
+/// driver's), for its transfers from now on (semantics §16).
+#[pyfunction]
+#[pyo3(signature = (handle, setting = None))]
+fn handle_set_page_cache(py: Python<'_>, handle: u64, setting: Option<&str>) -> PyResult<()> {
+    let setting = match setting {
+        None => None,
+        Some(word) => Some(hipfile::PageCache::parse(word).ok_or_else(|| {
+            PyValueError::new_err(format!("cache={word:?}: use one of {} (or None)", hipfile::PageCache::NAMES))
+        })?),
+    };
+    driver().handle_set_page_cache(HandleId(handle), setting).map_err(|e| py_err(py, e))
+}
+
+/// The page-cache rule a read of the whole registered file would follow now, in words.
+#[pyfunction]
+fn page_cache_rule(py: Python<'_>, handle: u64) -> PyResult<String> {
+    driver().page_cache_rule(HandleId(handle)).map(|rule| rule.to_string()).map_err(|e| py_err(py, e))
+}
+
 /// `hipFileHandleDeregister`.
 #[pyfunction]
 fn handle_deregister(py: Python<'_>, handle: u64) -> PyResult<()> {
@@ -1188,6 +1208,8 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_parameter, m)?)?;
     m.add_function(wrap_pyfunction!(set_parameter, m)?)?;
     m.add_function(wrap_pyfunction!(handle_register, m)?)?;
+    m.add_function(wrap_pyfunction!(handle_set_page_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(page_cache_rule, m)?)?;
     m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;
     m.add_function(wrap_pyfunction!(buf_register, m)?)?;
     m.add_function(wrap_pyfunction!(buf_deregister, m)?)?;

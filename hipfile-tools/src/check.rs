@@ -49,9 +49,19 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         "bounce" => bounce_available,
         _ => p2p_available || bounce_available,
     };
+    // The page-cache policy (semantics §16) as the library's next open would apply it.
+    let policy = hipfile::Config::from_env().unwrap_or_default().cache_policy();
+    let page_cache = json!({
+        "setting": policy.mode().name(),
+        "auto_limit_bytes": policy.limit(),
+        "mem_available_bytes": hipfile::cache::mem_available(),
+    });
     let mut paths = Vec::new();
     for path in &args.paths {
-        let (report, served) = check_path(path, guard.as_ref(), want, bounce_available);
+        let (mut report, served) = check_path(path, guard.as_ref(), want, bounce_available);
+        if report["type"] == json!("file") || report["type"] == json!("block device") {
+            report["page_cache"] = json!(page_cache_rule(path, &policy));
+        }
         all_served &= served;
         paths.push(report);
     }
@@ -62,6 +72,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         "cufile": cufile(),
         "backends": backends,
         "backend_asked": want,
+        "page_cache": page_cache,
         "paths": paths,
         "served": all_served,
     });
@@ -213,6 +224,18 @@ fn check_path(
     (report, served)
 }
 
+/// The page-cache rule a whole read of `path` would follow under `policy`, in words.
+fn page_cache_rule(path: &Path, policy: &hipfile::CachePolicy) -> String {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => return format!("unknown: {e}"),
+    };
+    match hipfile::boundary::FileHandle::open(file.as_raw_fd()) {
+        Ok(handle) => policy.rule(&handle, hipfile::Direction::Read, handle.size().unwrap_or(0)).to_string(),
+        Err(e) => format!("unknown: {e}"),
+    }
+}
+
 /// The file system type and mount point holding `path` (the longest mount point that is a
 /// prefix of it, from /proc/self/mountinfo).
 fn file_system(path: &Path) -> (String, String) {
@@ -282,6 +305,14 @@ pub(crate) fn print(report: &Value) {
             s(&c["found_by"])
         ),
     }
+    let pc = &report["page_cache"];
+    let gib = |v: &Value| v.as_f64().map_or("unknown".to_owned(), |b| format!("{:.1} GiB", b / (1u64 << 30) as f64));
+    println!(
+        "page cache: {} (HIPFILE_PAGE_CACHE); auto keeps files up to {} (MemAvailable {})",
+        s(&pc["setting"]),
+        gib(&pc["auto_limit_bytes"]),
+        gib(&pc["mem_available_bytes"])
+    );
     println!("backends:");
     for b in report["backends"].as_array().into_iter().flatten() {
         let kind = if b["p2p"] == json!(true) { "p2p" } else { "bounce" };
@@ -306,6 +337,9 @@ pub(crate) fn print(report: &Value) {
                 "  direct-I/O alignment: memory {}, offsets and sizes {}",
                 p["dio_mem_align"], p["dio_offset_align"]
             );
+        }
+        if let Some(rule) = p["page_cache"].as_str() {
+            println!("  page cache: {rule}");
         }
         match (&p["p2p"]["served"], p["p2p"]["why_not"].as_str()) {
             (Value::Bool(true), _) => println!("  p2p path: yes (requests aligned as above)"),

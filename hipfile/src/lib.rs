@@ -206,11 +206,14 @@ pub use hipfile_core::StreamIo;
 
 /// Stream-ordered I/O: its flags and where an operation's values come from.
 pub use hipfile_core::stream;
+
+/// The page-cache policy (semantics §16): its settings, the rule it applies, `MemAvailable`.
+pub use hipfile_core::cache;
 pub use hipfile_core::{
     API_VERSION, AsyncParams, BackendChoice, BackendKind, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
-    Capability, Config, Declined, DeviceCopy, DeviceSpan, Direction, DriverProperties, Error, GpuRuntime, HandleId,
-    HipError, MAX_BATCH_ENTRIES, OpError, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count,
-    size_range,
+    CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceSpan, Direction,
+    DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError, PageCache, Result, SizeParam,
+    Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
@@ -229,7 +232,7 @@ pub mod boundary {
     pub use hipfile_core::driver::ForkHold;
     /// Reports a message once per process, at a level.
     pub use hipfile_core::log::{Level, log_once_at};
-    pub use hipfile_core::{error, io, sync};
+    pub use hipfile_core::{FileHandle, error, io, sync};
     pub use hipfile_runtime::{LoadedRuntime, Vendor};
 
     pub use crate::log::{ProcessLog, Sink, install};

@@ -8,7 +8,10 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
                                               (cuFileBatchIOSetUp/Submit/GetStatus, ctypes)
     cufile_bench.py gds DIR [--size-gb 9]     torch.cuda.gds: GdsFile.save_storage of tensors of
                                               an LLM's shapes, then load_storage (warm; half into
-                                              buffers gds_register_buffer registered), checked
+                                              buffers gds_register_buffer registered), checked;
+                                              --as-saved: the file is not read through first,
+                                              the loads find what the save left in the page
+                                              cache (its share is reported)
     cufile_bench.py calls DIR [--size-gb 2]   where load_storage's time goes: the gds benchmark's
                                               calls (same shapes and offsets, a file of random
                                               bytes) through load_storage into each tensor, into
@@ -204,7 +207,9 @@ def gds(a):
     torch.cuda.synchronize()
     save_s = time.perf_counter() - t
     os.sync()
-    warm(path)
+    resident = page_cache_share(path)
+    if not a.as_saved:
+        warm(path)
     dst = [torch.empty_like(x) for x in src]
     # The rest of torch.cuda.gds: half the destinations registered as cuFile buffers.
     registered = [t.untyped_storage() for t in dst[::2]]
@@ -219,7 +224,29 @@ def gds(a):
     os.unlink(path)
     return {"tensors": len(src), "bytes": total, "save GB/s": round(total / save_s / 1e9, 2),
             "load_storage warm GB/s": round(total / min(times) / 1e9, 2), "runs": [round(total / x / 1e9, 2) for x in times],
+            "in the page cache after the save": resident, "as saved": a.as_saved,
             "bitwise equal": same, "libcufile": loaded_cufile()}
+
+
+def page_cache_share(path):
+    """The fraction of the file's pages in the page cache (cachestat, Linux 6.5; None where
+    the kernel lacks it)."""
+
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    class Stat(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recent")]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        r, st = Range(0, 0), Stat()
+        if libc.syscall(451, fd, ctypes.byref(r), ctypes.byref(st), 0) != 0:
+            return None
+        return round(st.cache * 4096 / max(os.fstat(fd).st_size, 1), 4)
+    finally:
+        os.close(fd)
 
 
 def calls(a):
@@ -325,6 +352,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--size-gb", type=float, default=9)
     p.add_argument("--env", action="append", default=[], help="ab: one setting, K=V[,K=V...] ('' as started)")
+    p.add_argument("--as-saved", action="store_true", help="gds: load what the save left, without reading it first")
     a = p.parse_args()
     if a.what == "ab" and not a.env:
         p.error("ab needs at least one --env")

@@ -161,13 +161,21 @@ _MODES = {
 }
 
 
+#: The page-cache policies a file may be given (``None``: the driver's).
+_CACHE = (None, "auto", "keep", "bypass")
+
+
 class File(_Closing):
     """A file registered with the library (see :func:`open`); a context manager."""
 
-    def __init__(self, path, mode: str = "r", *, direct: bool = True, file_mode: int = 0o644) -> None:
+    def __init__(
+        self, path, mode: str = "r", *, direct: bool = True, file_mode: int = 0o644, cache: Optional[str] = None
+    ) -> None:
         flags = _MODES.get(mode.replace("b", ""))
         if flags is None:
             raise ValueError(f"mode {mode!r}: use 'r', 'r+', 'w', 'w+', 'a' or 'x'")
+        if cache not in _CACHE:
+            raise ValueError(f"cache={cache!r}: use 'auto', 'keep', 'bypass' or None")
         self._path = os.fspath(path)
         self._fd = None
         self._handle = None
@@ -194,6 +202,8 @@ class File(_Closing):
             os.close(fd)
             self._fd = None
             raise
+        if cache is not None:
+            self.set_cache(cache)
 
     def __repr__(self) -> str:
         return f"<hipfile.File {self._path!r}{' closed' if self.closed else ''}>"
@@ -313,6 +323,20 @@ class File(_Closing):
         """Queues a write on ``stream``; see :meth:`read_async`."""
         return self._stream(True, buf, size, file_offset, buf_offset, stream)
 
+    def set_cache(self, cache: Optional[str]) -> None:
+        """This file's page-cache policy from now on: ``'keep'`` (reads fill the page cache and
+        writes stay in it), ``'bypass'`` (``O_DIRECT`` where the file system allows it),
+        ``'auto'`` (keep while the file fits comfortably in memory), or ``None`` for the
+        driver's (``HIPFILE_PAGE_CACHE``, the ``PageCache`` parameter)."""
+        if cache not in _CACHE:
+            raise ValueError(f"cache={cache!r}: use 'auto', 'keep', 'bypass' or None")
+        _hipfile.handle_set_page_cache(self._check(), cache)
+
+    def cache_rule(self) -> str:
+        """The page-cache rule a read of the whole file follows now, in words (for example
+        ``keep (auto: the file, 8.0 MiB, fits within 11000.0 MiB)``)."""
+        return _hipfile.page_cache_rule(self._check())
+
     def p2p_verdict(self) -> dict:
         """Whether each open p2p backend would serve this file: ``{name: None or why not}``."""
         return dict(_hipfile.p2p_verdict(self._check()))
@@ -352,10 +376,13 @@ def register(buf) -> Registration:
     return Registration(buf)
 
 
-def open(path, mode: str = "r", *, direct: bool = True) -> File:  # noqa: A001
+def open(path, mode: str = "r", *, direct: bool = True, cache: Optional[str] = None) -> File:  # noqa: A001
     """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
-    ``O_DIRECT`` where the file system allows it, and registers it; a context manager."""
-    return File(path, mode, direct=direct)
+    ``O_DIRECT`` where the file system allows it, and registers it; a context manager.
+    ``cache``: this file's page-cache policy (:meth:`File.set_cache`; ``None``: the driver's).
+    The library reads and writes through descriptors of its own either way: ``direct`` only
+    decides how the descriptor :meth:`File.fileno` gives is opened."""
+    return File(path, mode, direct=direct, cache=cache)
 
 
 def runtime() -> dict:

@@ -279,9 +279,11 @@ def _to_read(header: Header, plan, copy: bool, sharded: bool) -> int:
     return sum(e - b for _, _, _, b, e in plan) if (copy or sharded) else header.data_len
 
 
-def _load(header: Header, plan, fw: _Framework, copy: bool, sharded: bool, tally: _Tally) -> Dict[str, Any]:
+def _load(
+    header: Header, plan, fw: _Framework, copy: bool, sharded: bool, tally: _Tally, cache: Optional[str]
+) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
-    with _open(header.path) as f:
+    with _open(header.path, cache=cache) as f:
         if copy:
             ranges, made = [], []
             for name, dtype, shape, begin, end in plan:
@@ -322,6 +324,7 @@ def load_file(
     copy: bool = False,
     shard: Optional[Tuple[int, int]] = None,
     progress: Optional[Progress] = None,
+    cache: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
     (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
@@ -333,13 +336,15 @@ def load_file(
     gone. ``copy=True``: each tensor owns its memory. ``shard=(rank, world_size)``: only the
     rank's part of each tensor's first dimension (``torch.chunk``'s split; scalars whole), the
     way tensor-parallel ranks load. ``progress(done_bytes, total_bytes)`` is called as the
-    data arrives."""
+    data arrives. ``cache``: the page-cache policy of this load (``'keep'``: the file stays in
+    memory for the next load; ``'bypass'``: ``O_DIRECT``, nothing else is evicted; ``'auto'``:
+    keep while it fits comfortably; ``None``: the driver's, ``HIPFILE_PAGE_CACHE``)."""
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
     header = Header(path)
     plan = _plan(header, shard)
     total = _to_read(header, plan, copy, shard is not None)
-    return _load(header, plan, fw, copy, shard is not None, _Tally(progress, total))
+    return _load(header, plan, fw, copy, shard is not None, _Tally(progress, total), cache)
 
 
 def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
@@ -362,6 +367,7 @@ def load_model_dir(
     shard: Optional[Tuple[int, int]] = None,
     progress: Optional[Progress] = None,
     max_workers: int = 4,
+    cache: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Every tensor of a checkpoint directory (``model.safetensors.index.json`` and its files,
     or every ``*.safetensors`` in it; keys file by file, each file's in offset order), files
@@ -379,7 +385,7 @@ def load_model_dir(
     total = sum(_to_read(h, plan, copy, shard is not None) for h, plan in zip(headers, plans))
     tally = _Tally(progress, total)
     with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
-        parts = list(pool.map(lambda hp: _load(*hp, fw, copy, shard is not None, tally), zip(headers, plans)))
+        parts = list(pool.map(lambda hp: _load(*hp, fw, copy, shard is not None, tally, cache), zip(headers, plans)))
     out: Dict[str, Any] = {}
     for h, part in zip(headers, parts):
         for name, tensor in part.items():
@@ -397,11 +403,11 @@ class safe_open(_Closing):  # noqa: N801 - the safetensors package's name
     ``keys()``, ``metadata()``, ``get_tensor(name)``, ``get_slice(name)[rows]``; each reads
     only what is asked for."""
 
-    def __init__(self, path, framework: str = "pt", device="cpu") -> None:
+    def __init__(self, path, framework: str = "pt", device="cpu", *, cache: Optional[str] = None) -> None:
         self._file = None
         self._fw = _Framework(framework, device)
         self._header = Header(path)
-        self._file = _open(self._header.path)
+        self._file = _open(self._header.path, cache=cache)
 
     def close(self) -> None:
         """Closes the file (tensors already read stay); also at the end of a ``with`` block or

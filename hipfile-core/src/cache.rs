@@ -1,0 +1,299 @@
+//! The page-cache policy (semantics §16): whether a transfer's bytes go through the page cache,
+//! so that a file read or written once is in memory for every later load, or around it
+//! (`O_DIRECT`), so that reading a file that does not fit evicts nothing else.
+//!
+//! One rule, applied by the dispatcher to every request before a backend sees it
+//! ([`CachePolicy::decide`]); backends only obey the answer ([`CacheUse`]):
+//! - `keep`: through the page cache;
+//! - `bypass`: around it where the file allows `O_DIRECT` (the bounce path still reads a chunk
+//!   the page cache already holds from there: that costs no disk read);
+//! - `auto` (the default): `keep` while the file fits comfortably in memory, `bypass` when it
+//!   does not. "Comfortably": the file's size (for a write, the size the file will have after
+//!   it) is at most the limit, `HIPFILE_PAGE_CACHE_LIMIT_MIB`, by default half of the memory
+//!   the kernel says is available (`MemAvailable`, read at most once a second).
+//!
+//! A file's own setting (`Driver::handle_set_page_cache`, Python's `cache=`) wins over the
+//! driver's. The p2p path moves data by DMA and is direct whatever the policy says.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::backend::Direction;
+use crate::file::FileHandle;
+use crate::sync::lock;
+
+/// How transfers use the page cache (`HIPFILE_PAGE_CACHE`, the `PageCache` parameter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PageCache {
+    /// Keep files that fit comfortably in memory, bypass larger ones.
+    #[default]
+    Auto,
+    /// Always through the page cache.
+    Keep,
+    /// Around the page cache (`O_DIRECT`) wherever the file allows it.
+    Bypass,
+}
+
+impl PageCache {
+    /// Every value, as the parameter spells it.
+    pub const NAMES: &'static str = "auto, keep, bypass";
+
+    /// The name as `HIPFILE_PAGE_CACHE` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageCache::Auto => "auto",
+            PageCache::Keep => "keep",
+            PageCache::Bypass => "bypass",
+        }
+    }
+
+    /// The value named `word` (any case, blanks around it ignored).
+    pub fn parse(word: &str) -> Option<PageCache> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(PageCache::Auto),
+            "keep" => Some(PageCache::Keep),
+            "bypass" => Some(PageCache::Bypass),
+            _ => None,
+        }
+    }
+
+    fn to_raw(setting: Option<PageCache>) -> u8 {
+        match setting {
+            None => 0,
+            Some(PageCache::Auto) => 1,
+            Some(PageCache::Keep) => 2,
+            Some(PageCache::Bypass) => 3,
+        }
+    }
+
+    fn from_raw(raw: u8) -> Option<PageCache> {
+        match raw {
+            1 => Some(PageCache::Auto),
+            2 => Some(PageCache::Keep),
+            3 => Some(PageCache::Bypass),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for PageCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a request does with the page cache: the policy's answer, which backends obey.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheUse {
+    /// Through the page cache: reads fill it, writes leave their pages in it.
+    Keep,
+    /// Around it where the file allows (`O_DIRECT`): what the page cache does not hold is read
+    /// from the disk without filling it, and durable writes go straight to the disk.
+    Bypass,
+}
+
+/// Which rule of the policy decided, and on what figures (for logs and `hipfile check`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheRule {
+    /// The file cannot be opened `O_DIRECT`: the page cache, whatever the setting.
+    NoDirect,
+    /// `keep`, by the file's setting or the driver's.
+    Keep,
+    /// `bypass`, by the file's setting or the driver's.
+    Bypass,
+    /// `auto`: the file fits.
+    Fits {
+        /// The file's size in bytes (for a write, after it).
+        size: u64,
+        /// The largest file `auto` keeps.
+        limit: u64,
+    },
+    /// `auto`: the file is larger than the limit.
+    TooLarge {
+        /// The file's size in bytes (for a write, after it).
+        size: u64,
+        /// The largest file `auto` keeps.
+        limit: u64,
+    },
+}
+
+impl CacheRule {
+    /// What the request does.
+    pub fn cache_use(self) -> CacheUse {
+        match self {
+            CacheRule::NoDirect | CacheRule::Keep | CacheRule::Fits { .. } => CacheUse::Keep,
+            CacheRule::Bypass | CacheRule::TooLarge { .. } => CacheUse::Bypass,
+        }
+    }
+
+    /// A small number per rule, so that a file remembers the last one (logged when it changes).
+    fn code(self) -> u8 {
+        match self {
+            CacheRule::NoDirect => 1,
+            CacheRule::Keep => 2,
+            CacheRule::Bypass => 3,
+            CacheRule::Fits { .. } => 4,
+            CacheRule::TooLarge { .. } => 5,
+        }
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+impl fmt::Display for CacheRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            CacheRule::NoDirect => f.write_str("keep (the file cannot be opened O_DIRECT)"),
+            CacheRule::Keep => f.write_str("keep (set to keep)"),
+            CacheRule::Bypass => f.write_str("bypass (set to bypass)"),
+            CacheRule::Fits { size, limit } => {
+                write!(f, "keep (auto: the file, {}, fits within {})", mib(size), mib(limit))
+            }
+            CacheRule::TooLarge { size, limit } => {
+                write!(f, "bypass (auto: the file, {}, is over {})", mib(size), mib(limit))
+            }
+        }
+    }
+}
+
+/// A file's own page-cache setting and the last rule applied to it, kept on its handle.
+#[derive(Debug, Default)]
+pub struct FileCache {
+    setting: AtomicU8,
+    last_rule: AtomicU8,
+}
+
+impl FileCache {
+    /// The file's own setting (`None`: the driver's).
+    pub fn setting(&self) -> Option<PageCache> {
+        PageCache::from_raw(self.setting.load(Ordering::Relaxed))
+    }
+
+    /// Sets the file's own setting (`None`: the driver's from now on).
+    pub fn set(&self, setting: Option<PageCache>) {
+        self.setting.store(PageCache::to_raw(setting), Ordering::Relaxed);
+    }
+}
+
+/// How long a reading of `MemAvailable` is used before it is read again.
+const MEMINFO_TTL: Duration = Duration::from_secs(1);
+
+/// The driver's page-cache policy: its setting and the limit of `auto`.
+#[derive(Debug)]
+pub struct CachePolicy {
+    mode: PageCache,
+    /// `auto`'s limit in bytes; 0: half of `MemAvailable`.
+    limit: u64,
+    /// The last reading of `MemAvailable` (bytes), and when it was read.
+    available: Mutex<Option<(Instant, u64)>>,
+}
+
+impl CachePolicy {
+    /// The policy `mode`, with `auto`'s limit `limit` bytes (0: half of `MemAvailable`).
+    pub fn new(mode: PageCache, limit: u64) -> Self {
+        CachePolicy { mode, limit, available: Mutex::new(None) }
+    }
+
+    /// The driver's setting.
+    pub fn mode(&self) -> PageCache {
+        self.mode
+    }
+
+    /// The largest file `auto` keeps, in bytes: the limit set, else half of what the kernel
+    /// says is available now (`None` when it cannot be read: then `auto` keeps every file, as
+    /// a program that reads with `pread` would).
+    pub fn limit(&self) -> Option<u64> {
+        if self.limit > 0 {
+            return Some(self.limit);
+        }
+        let mut last = lock(&self.available);
+        let now = Instant::now();
+        match *last {
+            Some((at, bytes)) if now.duration_since(at) < MEMINFO_TTL => Some(bytes / 2),
+            _ => {
+                let bytes = mem_available()?;
+                *last = Some((now, bytes));
+                Some(bytes / 2)
+            }
+        }
+    }
+
+    /// The rule for a transfer on `file` in `direction` that ends at file offset `end`. Logged
+    /// at debug level when it differs from the last one applied to the file.
+    pub fn decide(&self, file: &FileHandle, direction: Direction, end: u64) -> CacheRule {
+        let rule = self.rule(file, direction, end);
+        let seen = &file.cache().last_rule;
+        if seen.swap(rule.code(), Ordering::Relaxed) != rule.code() {
+            tracing::debug!(target: "hipfile", "page cache for file {}: {rule}", file.client_fd());
+        }
+        rule
+    }
+
+    /// [`decide`](Self::decide) without the log.
+    pub fn rule(&self, file: &FileHandle, direction: Direction, end: u64) -> CacheRule {
+        if file.direct_fd().is_none() {
+            return CacheRule::NoDirect;
+        }
+        match file.cache().setting().unwrap_or(self.mode) {
+            PageCache::Keep => CacheRule::Keep,
+            PageCache::Bypass => CacheRule::Bypass,
+            PageCache::Auto => {
+                let size = file.size().unwrap_or(0);
+                let size = if direction == Direction::Write { size.max(end) } else { size };
+                match self.limit() {
+                    Some(limit) if size > limit => CacheRule::TooLarge { size, limit },
+                    Some(limit) => CacheRule::Fits { size, limit },
+                    None => CacheRule::Fits { size, limit: u64::MAX },
+                }
+            }
+        }
+    }
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+pub fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_available(&text)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for mode in [PageCache::Auto, PageCache::Keep, PageCache::Bypass] {
+            assert_eq!(PageCache::parse(&format!(" {} ", mode.name().to_uppercase())), Some(mode));
+            assert_eq!(PageCache::from_raw(PageCache::to_raw(Some(mode))), Some(mode));
+        }
+        assert_eq!(PageCache::parse("sometimes"), None);
+        assert_eq!(PageCache::from_raw(PageCache::to_raw(None)), None);
+    }
+
+    #[test]
+    fn mem_available_is_read_in_bytes() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   23000000 kB\n";
+        assert_eq!(parse_mem_available(text), Some(23_000_000 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 5 kB\n"), None);
+        assert!(mem_available().is_some_and(|b| b > 0), "this machine's /proc/meminfo");
+    }
+
+    #[test]
+    fn rules_say_what_they_do() {
+        assert_eq!(CacheRule::Fits { size: 1, limit: 2 }.cache_use(), CacheUse::Keep);
+        assert_eq!(CacheRule::TooLarge { size: 3, limit: 2 }.cache_use(), CacheUse::Bypass);
+        assert_eq!(CacheRule::NoDirect.cache_use(), CacheUse::Keep);
+        let text = CacheRule::TooLarge { size: 3 << 20, limit: 1 << 20 }.to_string();
+        assert!(text.starts_with("bypass (auto") && text.contains("3.0 MiB") && text.contains("1.0 MiB"), "{text}");
+    }
+}

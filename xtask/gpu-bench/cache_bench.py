@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""The page cache as users meet it: a checkpoint loaded again and again, by several processes at
+once, written then read back. Each measurement runs in fresh processes (one per load sequence),
+the page cache dropped before it (/proc/sys/vm/drop_caches as root, else posix_fadvise DONTNEED);
+GB/s = bytes / seconds / 1e9, every timer stopping after torch.cuda.synchronize().
+
+    python3 cache_bench.py loads PATH [--settings S1;S2;...] [--rounds 2] [--loads 3]
+    python3 cache_bench.py procs PATH [--n 1,2,4] [--settings ...]
+    python3 cache_bench.py write DIR [--size-gb 4] [--settings ...] [--rounds 2]
+
+A setting is a loader and environment variables: `hipfile` (hipfile.safetensors.load_file),
+`safetensors` (safetensors.torch.load_file), `fastsafetensors` / `fastsafetensors-gds` (see
+load_bench.py; `fastsafetensors-gds-forced`: the same with its check for /dev/nvidia-fs0 told
+yes, so that it uses the libcufile.so.0 loaded), each optionally followed by `,VAR=value` pairs, for example
+`hipfile,HIPFILE_PAGE_CACHE=bypass`. PATH is made (as load_bench.py makes it, --size-gb) if it is
+missing.
+
+loads: per setting and round, `--loads` loads in one process after the cache was dropped: each
+load's GB/s, the bytes the block devices read during it (/proc/diskstats), and the fraction of
+the file in the page cache after it (cachestat). procs: N processes started together on the
+cold file, each loading once: wall time until the last is done, and block-device bytes.
+write: a GPU tensor written with hipfile (File.write, durable) then read back in the same
+process: both GB/s, the file's page-cache fraction after the write, and block-device bytes of
+the read back.
+
+One JSON object per measurement is printed, one per line.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def drop_cache(path):
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return "drop_caches"
+    except OSError:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        return "posix_fadvise DONTNEED"
+
+
+def disk_read_bytes():
+    """Bytes read by whole block devices (not partitions) since boot."""
+    total = 0
+    with open("/proc/diskstats") as f:
+        for line in f:
+            parts = line.split()
+            name = parts[2]
+            if os.path.exists(f"/sys/block/{name}") and not name.startswith(("loop", "ram", "dm-")):
+                total += int(parts[5]) * 512
+    return total
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
+
+
+def resident(path):
+    """The fraction of the file's pages in the page cache (cachestat, Linux 6.5)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        r, st = _Range(0, 0), _Stat()
+        if libc.syscall(451, fd, ctypes.byref(r), ctypes.byref(st), 0) != 0:
+            return None
+        return round(st.cache * 4096 / max(size, 1), 4)
+    finally:
+        os.close(fd)
+
+
+def parse_setting(text):
+    name, *pairs = [p.strip() for p in text.split(",") if p.strip()]
+    env = dict(p.split("=", 1) for p in pairs)
+    return name, env
+
+
+def loader(name):
+    import torch
+
+    if name == "hipfile":
+        import hipfile.safetensors as hs
+
+        return lambda path: hs.load_file(path, device="cuda:0")
+    if name == "safetensors":
+        import safetensors.torch as st
+
+        return lambda path: st.load_file(path, device="cuda:0")
+    if name.startswith("fastsafetensors"):
+        sys.path.insert(0, HERE)
+        import load_bench
+
+        if name.endswith("-forced"):
+            # fastsafetensors 0.5 takes its cuFile path only where /dev/nvidia-fs0 exists (else
+            # its own O_DIRECT reader, whatever libcufile is loaded): say it does.
+            exists = os.path.exists
+            os.path.exists = lambda p: True if str(p) == "/dev/nvidia-fs0" else exists(p)
+
+        info = {}
+        header = load_bench.parse_header
+        made = {}
+
+        def load(path):
+            if "load" not in made:
+                names = [e[0] for e in header(path)[1]]
+                made["load"] = load_bench.make_fastsafetensors("-gds" not in name, info, names)
+            out, cleanup = made["load"](path)
+            torch.cuda.synchronize()
+            if cleanup:
+                cleanup()
+            return out
+
+        return load
+    raise SystemExit(f"no loader {name!r}")
+
+
+def child_loads(name, path, loads):
+    import torch
+
+    torch.cuda.init()
+    torch.empty(1, device="cuda:0")
+    load = loader(name)
+    size = os.path.getsize(path)
+    out = []
+    for _ in range(loads):
+        before = disk_read_bytes()
+        t = time.perf_counter()
+        tensors = load(path)
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t
+        out.append({"gbps": round(size / dt / 1e9, 3), "s": round(dt, 3), "disk_gb": round((disk_read_bytes() - before) / 1e9, 3), "resident": resident(path)})
+        del tensors
+        torch.cuda.empty_cache()
+    return out
+
+
+def run_child(args, env_extra, wait=True):
+    env = dict(os.environ, **env_extra)
+    cmd = [sys.executable, os.path.abspath(__file__)] + args
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return p
+    return finish(p)
+
+
+def finish(p):
+    out, err = p.communicate()
+    if p.returncode != 0:
+        return {"error": (err or out).strip().splitlines()[-3:]}
+    result = json.loads(out.strip().splitlines()[-1])
+    said = [line.strip() for line in err.splitlines() if "page cache" in line]
+    if said and isinstance(result, list):
+        result.append({"log": said[:4]})
+    elif said:
+        result["log"] = said[:4]
+    return result
+
+
+def ensure_checkpoint(path, size_gb):
+    if not os.path.exists(path):
+        sys.path.insert(0, HERE)
+        import load_bench
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        load_bench.make_checkpoint(path, size_gb, 32)
+        os.sync()
+
+
+def cmd_loads(a):
+    ensure_checkpoint(a.path, a.size_gb)
+    size = os.path.getsize(a.path)
+    for r in range(a.rounds):
+        for text in a.settings.split(";"):
+            name, env = parse_setting(text)
+            how = drop_cache(a.path)
+            res = run_child(["child", name, a.path, str(a.loads)], env)
+            print(json.dumps({"what": "loads", "round": r + 1, "setting": text, "bytes": size, "dropped": how, "loads": res}), flush=True)
+
+
+def cmd_procs(a):
+    ensure_checkpoint(a.path, a.size_gb)
+    size = os.path.getsize(a.path)
+    for text in a.settings.split(";"):
+        name, env = parse_setting(text)
+        for n in [int(x) for x in a.n.split(",")]:
+            drop_cache(a.path)
+            # The children wait for a go file so that startup (imports, CUDA) is not timed.
+            go = f"/tmp/cache_bench_go_{os.getpid()}"
+            if os.path.exists(go):
+                os.remove(go)
+            ps = [run_child(["one", name, a.path, go], env, wait=False) for _ in range(n)]
+            ready = f"{go}.ready"
+            deadline = time.time() + 120
+            while time.time() < deadline and sum(os.path.exists(f"{ready}.{p.pid}") for p in ps) < n:
+                time.sleep(0.05)
+            before = disk_read_bytes()
+            t = time.perf_counter()
+            open(go, "w").close()
+            results = [finish(p) for p in ps]
+            wall = time.perf_counter() - t
+            disk = disk_read_bytes() - before
+            for p in ps:
+                try:
+                    os.remove(f"{ready}.{p.pid}")
+                except OSError:
+                    pass
+            os.remove(go)
+            print(json.dumps({"what": "procs", "setting": text, "n": n, "bytes": size, "wall_s": round(wall, 3), "disk_gb": round(disk / 1e9, 3), "disk_x_file": round(disk / size, 3), "each": results}), flush=True)
+
+
+def child_one(name, path, go):
+    import torch
+
+    torch.cuda.init()
+    torch.empty(1, device="cuda:0")
+    load = loader(name)
+    open(f"{go}.ready.{os.getpid()}", "w").close()
+    while not os.path.exists(go):
+        time.sleep(0.005)
+    t = time.perf_counter()
+    tensors = load(path)
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t
+    del tensors
+    return {"s": round(dt, 3), "gbps": round(os.path.getsize(path) / dt / 1e9, 3)}
+
+
+def child_write(path, size_gb):
+    import torch
+
+    import hipfile
+
+    n = int(size_gb * 1e9) // 4096 * 4096
+    src = torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda:0")
+    dst = torch.empty_like(src)
+    torch.cuda.synchronize()
+    if os.path.exists(path):
+        os.remove(path)
+    with hipfile.open(path, "w") as f:
+        t = time.perf_counter()
+        got = f.write(src)
+        wt = time.perf_counter() - t
+    assert got == n, got
+    res = resident(path)
+    before = disk_read_bytes()
+    with hipfile.open(path, "r") as f:
+        t = time.perf_counter()
+        got = f.read(dst)
+        torch.cuda.synchronize()
+        rt = time.perf_counter() - t
+    assert got == n, got
+    disk = disk_read_bytes() - before
+    same = bool(torch.equal(src, dst))
+    os.remove(path)
+    return {"write_gbps": round(n / wt / 1e9, 3), "resident_after_write": res, "read_back_gbps": round(n / rt / 1e9, 3), "read_back_disk_gb": round(disk / 1e9, 3), "equal": same}
+
+
+def cmd_write(a):
+    os.makedirs(a.dir, exist_ok=True)
+    path = os.path.join(a.dir, "cache_bench_write.bin")
+    for r in range(a.rounds):
+        for text in a.settings.split(";"):
+            _, env = parse_setting(text)
+            os.sync()
+            res = run_child(["wchild", path, str(a.size_gb)], env)
+            print(json.dumps({"what": "write", "round": r + 1, "setting": text, "result": res}), flush=True)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        print(json.dumps(child_loads(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "one":
+        print(json.dumps(child_one(sys.argv[2], sys.argv[3], sys.argv[4])))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "wchild":
+        print(json.dumps(child_write(sys.argv[2], float(sys.argv[3]))))
+        return
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("loads", "procs"):
+        s = sub.add_parser(name)
+        s.add_argument("path")
+        s.add_argument("--size-gb", type=float, default=8.6)
+        s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile;safetensors")
+        s.add_argument("--rounds", type=int, default=2)
+        s.add_argument("--loads", type=int, default=3)
+        s.add_argument("--n", default="1,2,4")
+    s = sub.add_parser("write")
+    s.add_argument("dir")
+    s.add_argument("--size-gb", type=float, default=4)
+    s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile")
+    s.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    {"loads": cmd_loads, "procs": cmd_procs, "write": cmd_write}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
