@@ -3,7 +3,9 @@
 //! What a request does with the page cache is the driver's decision (semantics §16), which this
 //! side obeys:
 //! - **keep**: everything goes through the page cache. Reads of data it does not hold fill it
-//!   (cut into pieces the threads read in parallel, like cached data), and durable writes go
+//!   (cut into pieces the threads read in parallel, like cached data; the kernel reads ahead of
+//!   them, twice its default window on the handle's buffered descriptor, semantics §3), and
+//!   durable writes go
 //!   buffered, each chunk's writeback started as soon as it is written (`sync_file_range`), so
 //!   that the call's `fdatasync` finds little left to do and the written pages stay in memory,
 //!   clean, for the next read.
@@ -111,11 +113,6 @@ impl FileSide {
         FileSide { buffered: -1, direct: None, keep: false }
     }
 
-    /// Whether the request keeps the page cache (reads fill it).
-    pub(crate) fn keeps_cache(&self) -> bool {
-        self.keep
-    }
-
     pub(crate) fn buffered_fd(&self) -> i32 {
         self.buffered
     }
@@ -155,40 +152,6 @@ impl FileSide {
     /// the page cache holds none of the range.
     pub(crate) fn reads_direct(&self, policy: &ReadPolicy, start: u64, end: u64) -> bool {
         self.direct.is_some() && policy.cache.none_cached(self.buffered, start, end)
-    }
-
-    /// Whether the page cache holds none of `[start, end)` (false when unknown).
-    pub(crate) fn reads_cold(&self, policy: &ReadPolicy, start: u64, end: u64) -> bool {
-        policy.cache.none_cached(self.buffered, start, end)
-    }
-
-    /// [`read_buffered`](Self::read_buffered) that also says whether part of the range came
-    /// from the disk: what the page cache holds is taken first without waiting
-    /// (`RWF_NOWAIT`), then the rest as usual. Trial: `touch` reads what came from the disk
-    /// a second time.
-    pub(crate) fn read_kept(&self, buf: &mut [u8], offset: u64, touch: bool) -> Result<usize> {
-        let len = buf.len();
-        let off = libc::off_t::try_from(offset).map_err(|_| Error::Os(libc::EINVAL))?;
-        let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: len };
-        // SAFETY: `iov` describes `buf`, valid for writes of its length for the whole call.
-        let n = unsafe { libc::preadv2(self.buffered, &iov, 1, off, libc::RWF_NOWAIT) };
-        let got = if n < 0 { 0 } else { n as usize };
-        if got == len || (n == 0 && len > 0) {
-            return Ok(got);
-        }
-        let rest = &mut buf[got..];
-        let at = offset + got as u64;
-        let more = transfer_loop(rest.len(), true, |d, r| pread(self.buffered, &mut rest[d..d + r], at + d as u64))?;
-        if touch && more > 0 {
-            transfer_loop(more, true, |d, r| pread(self.buffered, &mut rest[d..d + r], at + d as u64))?;
-        }
-        Ok(got + more)
-    }
-
-    /// Trial: advises the kernel that the file is read sequentially (larger readahead).
-    pub(crate) fn advise_sequential(&self) {
-        // SAFETY: a plain system call on a descriptor the request holds open.
-        unsafe { libc::posix_fadvise(self.buffered, 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
     }
 
     /// Reads `[offset, offset + buf.len())` into `buf` through the page cache, without asking
@@ -244,18 +207,6 @@ impl FileSide {
         }
         Ok(())
     }
-
-    /// Asks the kernel to read `[start, end)` ahead into the page cache, where it does not hold
-    /// all of it already (a hint: failures are ignored).
-    pub(crate) fn read_ahead(&self, policy: &ReadPolicy, start: u64, end: u64) {
-        if start < end && !policy.cache.all_cached(self.buffered, start, end) {
-            // SAFETY: a plain system call on a descriptor the request holds open.
-            unsafe {
-                libc::posix_fadvise(self.buffered, start as i64, (end - start) as i64, libc::POSIX_FADV_WILLNEED)
-            };
-            policy.hinted_bytes.fetch_add(end - start, Ordering::Relaxed);
-        }
-    }
 }
 
 /// Starts writing `[offset, offset + len)` back to the disk without waiting for it (a hint: the
@@ -276,8 +227,6 @@ pub(crate) struct ReadPolicy {
     /// Chunks read buffered (cached in part or whole, or no p2p path) and with `O_DIRECT`.
     pub(crate) cached_chunks: AtomicU64,
     pub(crate) direct_chunks: AtomicU64,
-    /// Bytes asked to be read ahead into the page cache ([`FileSide::read_ahead`]).
-    pub(crate) hinted_bytes: AtomicU64,
 }
 
 impl ReadPolicy {
@@ -287,7 +236,6 @@ impl ReadPolicy {
             direct_streams: Slots::new(direct_streams.max(1)),
             cached_chunks: AtomicU64::new(0),
             direct_chunks: AtomicU64::new(0),
-            hinted_bytes: AtomicU64::new(0),
         }
     }
 }
@@ -364,19 +312,8 @@ impl CacheProbe {
 
     /// Whether the page cache holds no page of `[start, end)`; false when unknown.
     fn none_cached(&self, fd: i32, start: u64, end: u64) -> bool {
-        self.cached_pages(fd, start, end) == Some(0)
-    }
-
-    /// Whether the page cache holds every page of `[start, end)`; false when unknown.
-    fn all_cached(&self, fd: i32, start: u64, end: u64) -> bool {
-        let pages = end.div_ceil(PAGE) - start / PAGE;
-        self.cached_pages(fd, start, end).is_some_and(|n| n >= pages)
-    }
-
-    /// How many pages of `[start, end)` the page cache holds (`None`: unknown).
-    fn cached_pages(&self, fd: i32, start: u64, end: u64) -> Option<u64> {
         if self.unsupported.load(Ordering::Relaxed) {
-            return None;
+            return false;
         }
         let range = CachestatRange { off: start, len: end - start };
         let mut stat = Cachestat::default();
@@ -386,8 +323,8 @@ impl CacheProbe {
             if Error::last_os_error().errno() == Some(libc::ENOSYS) {
                 self.unsupported.store(true, Ordering::Relaxed);
             }
-            return None;
+            return false;
         }
-        Some(stat.nr_cache)
+        stat.nr_cache == 0
     }
 }

@@ -87,33 +87,6 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     busy: AtomicUsize,
     /// The backend is going: warmers stop.
     closing: AtomicBool,
-    /// Settings under trial (read from the environment when the backend is made).
-    trial: Trial,
-}
-
-/// Settings under trial on the GPU machine (not kept: read from `HIPFILE_TRIAL_*`).
-#[derive(Debug, Default)]
-struct Trial {
-    /// Bytes a read that keeps the page cache asks the kernel to read ahead of its stripes.
-    ahead: u64,
-    /// A part the page cache holds none of is read whole by one thread (buffered).
-    whole: bool,
-    /// What came from the disk is read a second time.
-    touch: bool,
-    /// `POSIX_FADV_SEQUENTIAL` on the file.
-    seq: bool,
-}
-
-impl Trial {
-    fn from_env() -> Trial {
-        let num = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
-        Trial {
-            ahead: num("HIPFILE_TRIAL_AHEAD_MIB") << 20,
-            whole: num("HIPFILE_TRIAL_WHOLE") > 0,
-            touch: num("HIPFILE_TRIAL_TOUCH") > 0,
-            seq: num("HIPFILE_TRIAL_SEQ") > 0,
-        }
-    }
 }
 
 /// What the backend keeps for one device: its staging (slots for reads, lanes for writes) and
@@ -301,7 +274,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 devices: RwLock::new(HashMap::new()),
                 busy: AtomicUsize::new(0),
                 closing: AtomicBool::new(false),
-                trial: Trial::from_env(),
             }),
             warmers: Mutex::new(Vec::new()),
         };
@@ -652,9 +624,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
         }
         let reqs: Vec<Request> = reqs.iter().map(|req| Request::new(req, stripe)).collect();
-        if self.trial.seq {
-            reqs.iter().filter(|r| r.file.keeps_cache()).for_each(|r| r.file.advise_sequential());
-        }
         // Each request's chunks (an empty request moves nothing, and ends at once), small ones
         // packed into shared stripes.
         let chunks = reqs.iter().enumerate().flat_map(|(r, req)| {
@@ -737,12 +706,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                         // piece to this thread alone.
                         let buf = unsafe { stripe.piece(*at, piece) };
                         let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
-                        let read = if piece.direct && req.file.keeps_cache() {
-                            req.file.read_kept(buf, offset, self.trial.touch)
-                        } else if piece.direct {
+                        let read = if piece.direct {
                             req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
-                        } else if req.file.keeps_cache() && self.trial.touch && demote.is_none() {
-                            req.file.read_kept(buf, offset, true)
                         } else if let Some(demote) = demote {
                             demote.read(&req.file, buf, offset)
                         } else {
@@ -788,17 +753,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let pieces = stripe.pieces(work.piece, |part| {
             let req = &work.reqs[part.req];
             let offset = req.file_offset + part.skip as u64;
-            if req.file.keeps_cache() && self.trial.ahead > 0 && !failed(part) {
-                // Keep the disk busy a window ahead of the stripes being read.
-                let end = req.file_offset + req.len() as u64;
-                let ahead = self.trial.ahead;
-                let from = if part.skip == 0 { offset } else { (offset + ahead).min(end) };
-                req.file.read_ahead(&self.reads, from, (offset + part.len as u64 + ahead).min(end));
-            }
-            let end = offset + part.len as u64;
-            let direct = !failed(part)
-                && (req.file.reads_direct(&self.reads, offset, end)
-                    || (self.trial.whole && req.file.keeps_cache() && req.file.reads_cold(&self.reads, offset, end)));
+            let direct = !failed(part) && req.file.reads_direct(&self.reads, offset, offset + part.len as u64);
             if !direct {
                 self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
             }
@@ -975,7 +930,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
             ("chunks", get(&p.chunks)),
             ("chunks_read_cached", get(&r.cached_chunks)),
             ("chunks_read_direct", get(&r.direct_chunks)),
-            ("read_ahead_bytes", get(&r.hinted_bytes)),
             ("io_uring_ops", self.io_uring_ops()),
             ("file_ns", get(&p.file_ns)),
             ("copy_wait_ns", get(&p.copy_wait_ns)),

@@ -421,3 +421,48 @@ fn one_call_moves_at_most_the_cap() {
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, len, 0x7fff_f000, 0) }.unwrap(), 8192);
 }
+
+/// Host memory follows the page-cache policy (semantics §4, §16): an aligned read of a cold
+/// file fills the page cache under `keep`, and goes `O_DIRECT` (filling nothing) under `bypass`.
+#[test]
+fn host_memory_follows_the_page_cache_policy() {
+    const LEN: usize = 1 << 20;
+    let data = pattern(LEN, 16);
+    let (_dir, f) = file_with(&data);
+    let resident = || {
+        // SAFETY: a read-only shared mapping of an open file, unmapped below.
+        let map = unsafe { libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        assert_ne!(map, libc::MAP_FAILED);
+        let mut pages = vec![0u8; LEN / 4096];
+        // SAFETY: one byte per page of the mapping.
+        assert_eq!(unsafe { libc::mincore(map, LEN, pages.as_mut_ptr()) }, 0);
+        // SAFETY: mapped above.
+        unsafe { libc::munmap(map, LEN) };
+        pages.iter().filter(|p| **p & 1 != 0).count()
+    };
+    // Page-aligned host memory, so that bypass can read it O_DIRECT.
+    let layout = std::alloc::Layout::from_size_align(LEN, 4096).unwrap();
+    for (policy, kept) in [("keep", true), ("bypass", false), ("auto", true)] {
+        f.sync_all().unwrap();
+        // SAFETY: a plain advice call on an open descriptor.
+        assert_eq!(unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+        assert_eq!(resident(), 0, "eviction works here");
+        let (_gpu, d) = driver(&[("HIPFILE_ALLOW_SYSTEM_MEMORY", "true"), ("HIPFILE_PAGE_CACHE", policy)]);
+        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        // SAFETY: a fresh allocation of LEN bytes, freed below.
+        let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+        // SAFETY: the call writes at most LEN bytes at `buf`, which holds LEN.
+        let n = unsafe { d.transfer(Direction::Read, h, buf as usize, LEN, 0, 0) };
+        // SAFETY: LEN initialized bytes at `buf`.
+        let same = unsafe { std::slice::from_raw_parts(buf, LEN) } == &data[..];
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(buf, layout) };
+        assert_eq!((n, same), (Ok(LEN), true), "{policy}");
+        let cached = resident();
+        if kept {
+            assert_eq!(cached, LEN / 4096, "{policy}: the read filled the page cache");
+        } else {
+            assert!(cached <= 8, "{policy}: {cached} pages cached by an O_DIRECT read");
+        }
+    }
+}
