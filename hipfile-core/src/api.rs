@@ -93,6 +93,17 @@ impl<P: Platform> RegisteredFile<'_, P> {
         self.id
     }
 
+    /// This file's own page-cache policy, for the transfers that start after this (`None`: the
+    /// driver's, `HIPFILE_PAGE_CACHE`; semantics §16).
+    pub fn set_page_cache(&self, setting: Option<crate::cache::PageCache>) -> Result<()> {
+        self.driver.handle_set_page_cache(self.id, setting)
+    }
+
+    /// The page-cache rule a read of the whole file follows now (semantics §16).
+    pub fn page_cache_rule(&self) -> Result<crate::cache::CacheRule> {
+        self.driver.page_cache_rule(self.id)
+    }
+
     /// Reads up to `size` bytes at `file_offset` into `buffer` at `buffer_offset`; returns the
     /// bytes read (fewer at end of file, at most `max_rw_count()`). The range must lie inside
     /// the buffer (`hipFileInvalidValue` otherwise).

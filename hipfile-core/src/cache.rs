@@ -150,6 +150,9 @@ impl fmt::Display for CacheRule {
             CacheRule::NoDirect => f.write_str("keep (the file cannot be opened O_DIRECT)"),
             CacheRule::Keep => f.write_str("keep (set to keep)"),
             CacheRule::Bypass => f.write_str("bypass (set to bypass)"),
+            CacheRule::Fits { size, limit: u64::MAX } => {
+                write!(f, "keep (auto: the file, {}; MemAvailable unknown)", mib(size))
+            }
             CacheRule::Fits { size, limit } => {
                 write!(f, "keep (auto: the file, {}, fits within {})", mib(size), mib(limit))
             }
@@ -188,8 +191,8 @@ pub struct CachePolicy {
     mode: PageCache,
     /// `auto`'s limit in bytes; 0: half of `MemAvailable`.
     limit: u64,
-    /// The last reading of `MemAvailable` (bytes), and when it was read.
-    available: Mutex<Option<(Instant, u64)>>,
+    /// The last reading of `MemAvailable` (bytes; `None`: unreadable), and when it was read.
+    available: Mutex<Option<(Instant, Option<u64>)>>,
 }
 
 impl CachePolicy {
@@ -212,14 +215,15 @@ impl CachePolicy {
         }
         let mut last = lock(&self.available);
         let now = Instant::now();
-        match *last {
-            Some((at, bytes)) if now.duration_since(at) < MEMINFO_TTL => Some(bytes / 2),
+        let bytes = match *last {
+            Some((at, bytes)) if now.duration_since(at) < MEMINFO_TTL => bytes,
             _ => {
-                let bytes = mem_available()?;
+                let bytes = mem_available();
                 *last = Some((now, bytes));
-                Some(bytes / 2)
+                bytes
             }
-        }
+        };
+        bytes.map(|b| b / 2)
     }
 
     /// The rule for a transfer on `file` in `direction` that ends at file offset `end`. Logged
