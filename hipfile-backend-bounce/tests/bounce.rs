@@ -314,7 +314,8 @@ fn durable_writes_keep_or_bypass_the_page_cache() {
     gpu.write_device(dev, &data).unwrap();
     let back = gpu.malloc(len).unwrap();
     // (environment, the file's bytes before, evicted before the write, its pages kept after)
-    let cases: [(&[(&str, &str)], usize, bool, bool); 6] = [
+    type Vars = &'static [(&'static str, &'static str)];
+    let cases: [(Vars, usize, bool, bool); 6] = [
         (&[("HIPFILE_PAGE_CACHE", "keep")], len, true, true),
         (&[], len, true, true),
         (&[], 0, true, true),
