@@ -417,9 +417,9 @@ typedef enum hipFileStringConfigParameter_t {
     hipFileParamLoggingLevel,
     hipFileParamEnvLogfilePath,
     hipFileParamLogDir,
-    /* hipfile-rs's, after upstream's values: the page-cache policy, "auto", "keep" or
+    /* hipfile-rs's, apart from upstream's values: the page-cache policy, "auto", "keep" or
      * "bypass" (HIPFILE_PAGE_CACHE; docs/semantics.md section 16). */
-    hipFileParamPageCache
+    hipFileParamPageCache = 1000
 } hipFileStringConfigParameter_t;
 
 /* Parameters: a value set while the driver is closed is staged and applied at the next open;

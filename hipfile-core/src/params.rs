@@ -97,19 +97,40 @@ parameters! {
     }
 }
 
-parameters! {
-    /// `hipFileStringConfigParameter_t`.
-    StringParam {
-        /// `hipFileParamLoggingLevel`: `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE`.
-        LoggingLevel,
-        /// `hipFileParamEnvLogfilePath`: the log file.
-        EnvLogfilePath,
-        /// `hipFileParamLogDir`: an existing directory (else not applied at open) for
-        /// `hipfile_<pid>.log`.
-        LogDir,
-        /// `hipFileParamPageCache` (ours, after upstream's values): the page-cache policy,
-        /// `auto`, `keep` or `bypass` (semantics §16).
-        PageCache,
+/// `hipFileStringConfigParameter_t`: upstream's three values, then ours from
+/// [`StringParam::EXTENSIONS`] on (so that one past upstream's last stays invalid, as its tests
+/// expect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StringParam {
+    /// `hipFileParamLoggingLevel`: `ERROR`, `WARN`, `INFO`, `DEBUG`, `TRACE`.
+    LoggingLevel,
+    /// `hipFileParamEnvLogfilePath`: the log file.
+    EnvLogfilePath,
+    /// `hipFileParamLogDir`: an existing directory (else not applied at open) for
+    /// `hipfile_<pid>.log`.
+    LogDir,
+    /// `hipFileParamPageCache` (ours, [`StringParam::EXTENSIONS`]): the page-cache policy,
+    /// `auto`, `keep` or `bypass` (semantics §16).
+    PageCache,
+}
+
+impl StringParam {
+    /// Every parameter: upstream's in the C enum's order, then ours.
+    pub const ALL: &'static [StringParam] =
+        &[StringParam::LoggingLevel, StringParam::EnvLogfilePath, StringParam::LogDir, StringParam::PageCache];
+
+    /// The C value of the first of our own parameters (`hipFileParamPageCache`).
+    pub const EXTENSIONS: i32 = 1000;
+
+    /// The parameter with the C enum's value `raw`, if any.
+    pub fn from_raw(raw: i32) -> Option<StringParam> {
+        match raw {
+            0 => Some(StringParam::LoggingLevel),
+            1 => Some(StringParam::EnvLogfilePath),
+            2 => Some(StringParam::LogDir),
+            Self::EXTENSIONS => Some(StringParam::PageCache),
+            _ => None,
+        }
     }
 }
 
@@ -413,8 +434,9 @@ mod tests {
         assert_eq!(BoolParam::from_raw(7), Some(BoolParam::UsePcip2pdma));
         assert_eq!(BoolParam::from_raw(-1), None);
         assert_eq!(StringParam::from_raw(2), Some(StringParam::LogDir));
-        assert_eq!(StringParam::from_raw(3), Some(StringParam::PageCache));
-        assert_eq!(StringParam::from_raw(4), None);
+        assert_eq!(StringParam::from_raw(3), None, "one past upstream's last");
+        assert_eq!(StringParam::from_raw(1000), Some(StringParam::PageCache));
+        assert_eq!(StringParam::from_raw(1001), None);
     }
 
     #[test]

@@ -207,9 +207,16 @@ fn io_uring_respects_the_memlock_limit_and_falls_back() {
     let file = dir.path().join("bench.dat");
     let args = ["bench", "--file", file.to_str().unwrap(), "--size", "16M", "--mode", "read,write", "--runs", "1"];
     let args: Vec<&str> = args.into_iter().chain(["--backend", "bounce", "--profile", "--json"]).collect();
-    // As root (no memlock limit), durable writes go direct through io_uring.
-    let (ok, root_out, err) = hipfile(&args);
-    assert!(ok, "{err}");
+    // As root (no memlock limit), durable writes that bypass the page cache go direct through
+    // io_uring.
+    let out = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(&args)
+        .env_remove("HIPFILE_BACKEND")
+        .env("HIPFILE_PAGE_CACHE", "bypass")
+        .output()
+        .unwrap();
+    let (root_out, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{err}");
     assert!(write_io_uring_ops(&root_out) > 0, "{root_out}");
     // As nobody with 64 KiB of memlock, registering the staging buffers would exceed the limit:
     // the backend goes without io_uring, and the data is still right.
@@ -218,6 +225,7 @@ fn io_uring_respects_the_memlock_limit_and_falls_back() {
         .arg(env!("CARGO_BIN_EXE_hipfile"))
         .args(&args)
         .env_remove("HIPFILE_BACKEND")
+        .env("HIPFILE_PAGE_CACHE", "bypass")
         .output()
         .expect("prlimit and setpriv (util-linux) run");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

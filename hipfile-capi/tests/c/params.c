@@ -115,6 +115,26 @@ static void string_parameter(void)
     EXPECT_ERR(hipFileSetParameterString(hipFileParamLogDir, "relative/dir"), hipFileInvalidValue);
     EXPECT_OK(hipFileDriverOpen()); /* applies, then the close clears */
     closed();
+
+    /* Ours: the page-cache policy, and ForceOdirectMode as its bypass. */
+    bool direct = true;
+    EXPECT_OK(hipFileGetParameterString(hipFileParamPageCache, buf, (int)sizeof buf));
+    CHECK(strcmp(buf, "auto") == 0);
+    EXPECT_OK(hipFileGetParameterBool(hipFileParamForceOdirectMode, &direct));
+    CHECK(!direct);
+    EXPECT_OK(hipFileSetParameterString(hipFileParamPageCache, "Keep"));
+    EXPECT_ERR(hipFileSetParameterString(hipFileParamPageCache, "direct"), hipFileInvalidValue);
+    EXPECT_OK(hipFileDriverOpen());
+    EXPECT_OK(hipFileGetParameterString(hipFileParamPageCache, buf, (int)sizeof buf));
+    CHECK(strcmp(buf, "keep") == 0);
+    closed();
+    EXPECT_OK(hipFileSetParameterBool(hipFileParamForceOdirectMode, true));
+    EXPECT_OK(hipFileGetParameterString(hipFileParamPageCache, buf, (int)sizeof buf));
+    CHECK(strcmp(buf, "bypass") == 0);
+    EXPECT_OK(hipFileDriverOpen());
+    EXPECT_OK(hipFileGetParameterBool(hipFileParamForceOdirectMode, &direct));
+    CHECK(direct);
+    closed();
 }
 
 static void invalid_arguments(void)
