@@ -889,6 +889,21 @@ fn device_free(py: Python<'_>, addr: usize) -> PyResult<()> {
     detached(py, || Ok(unsafe { gpu().device_free(addr) }?))
 }
 
+/// The bytes from `addr` to the end of its device allocation, per the runtime: the extent of a
+/// buffer named by its address alone (upstream's API with an object that has no length).
+/// Memory the runtime does not know as device memory has no bounds the library could check,
+/// and is refused: `hipFileHipMemoryTypeInvalid`.
+#[pyfunction]
+fn device_extent(py: Python<'_>, addr: usize) -> PyResult<usize> {
+    detached(py, || {
+        let info = gpu().pointer_info(addr)?;
+        match info.memory_type {
+            hipfile::MemoryType::Device if addr != 0 => Ok(info.bytes_after(addr)),
+            _ => Err(OpError::HipMemoryTypeInvalid.into()),
+        }
+    })
+}
+
 /// The device that owns `addr`, per the runtime.
 #[pyfunction]
 fn pointer_device(py: Python<'_>, addr: usize) -> PyResult<i32> {
@@ -1209,6 +1224,7 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_parameter, m)?)?;
     m.add_function(wrap_pyfunction!(handle_register, m)?)?;
     m.add_function(wrap_pyfunction!(handle_set_page_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(device_extent, m)?)?;
     m.add_function(wrap_pyfunction!(page_cache_rule, m)?)?;
     m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;
     m.add_function(wrap_pyfunction!(buf_register, m)?)?;

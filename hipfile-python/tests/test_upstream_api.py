@@ -198,3 +198,42 @@ def test_the_extension_answers_for_libhipfile_so_0():
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert tuple(int(p) for p in out.stdout.split()) == get_version()
+
+
+def test_no_request_reaches_past_what_the_library_can_bound(tmp_path):
+    """Issue 40, item 1: upstream's API with host memory (which the package allows) once wrote
+    1 MiB into a 4 KiB buffer and killed the interpreter. Now a `Buffer`'s length bounds every
+    request (past it: hipFileInvalidValue, as past a registered buffer), and an address with no
+    length is taken only where the runtime knows its allocation (else
+    hipFileHipMemoryTypeInvalid). Run in a child process, so that a crash fails the test."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "four-mib.bin"
+    path.write_bytes(bytes(range(256)) * (4 << 12))
+    code = (
+        "import ctypes, os, sys, hipfile\n"
+        "from hipfile import Buffer, Driver, FileHandle, HipFileException\n"
+        "small = ctypes.create_string_buffer(4096)\n"
+        "class Bare:\n"
+        "    ptr = ctypes.addressof(small)\n"
+        "with Driver():\n"
+        "    with FileHandle(sys.argv[1], os.O_RDWR) as fh:\n"
+        "        b = Buffer(ctypes.addressof(small), 4096, 0)\n"
+        "        for call in (lambda: fh.read(b, 1 << 20, 0, 0), lambda: fh.read(b, 4096, 0, 1),\n"
+        "                     lambda: fh.write(b, 4097, 0, 0), lambda: fh.read_async(b, 8192, 0, 0, 0)):\n"
+        "            try:\n"
+        "                call()\n"
+        "                print('accepted')\n"
+        "            except HipFileException as e:\n"
+        "                print(e.hipfile_err)\n"
+        "        print(fh.read(b, 4096, 4096, 0), small.raw[:4] == bytes(range(4)))\n"
+        "        try:\n"
+        "            fh.read(Bare(), 16, 0, 0)\n"
+        "            print('accepted')\n"
+        "        except HipFileException as e:\n"
+        "            print(e.hipfile_err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:6] == ["5022", "5022", "5022", "5022", "4096 True", "5013"], out.stdout

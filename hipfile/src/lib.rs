@@ -212,8 +212,8 @@ pub use hipfile_core::cache;
 pub use hipfile_core::{
     API_VERSION, AsyncParams, BackendChoice, BackendKind, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
     CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceSpan, Direction,
-    DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, OpError, PageCache, Result, SizeParam,
-    Stream, StreamSignal, StringParam, max_rw_count, size_range,
+    DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MemoryType, OpError, PageCache,
+    PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
