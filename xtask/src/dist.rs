@@ -80,10 +80,9 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
         (root.join("README.md"), prefix.join("share/doc/hipfile/README.md")),
     ];
     for (from, to) in &copies {
-        let dir = to.parent().expect("a file in a directory");
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         // Copies the contents (the bridge headers are links into the build directory).
-        std::fs::copy(from, to).map_err(|e| format!("copy {} to {}: {e}", from.display(), to.display()))?;
+        install_file(to, |tmp| std::fs::copy(from, tmp).map(drop))
+            .map_err(|e| format!("copy {} to {}: {e}", from.display(), to.display()))?;
     }
     for (link, target) in [
         ("libhipfile.so.0", so.as_str()),
@@ -93,8 +92,8 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
         ("cufile/libcufile.so", "libcufile.so.0"),
     ] {
         let path = lib.join(link);
-        let _ = std::fs::remove_file(&path);
-        std::os::unix::fs::symlink(target, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+        install_file(&path, |tmp| std::os::unix::fs::symlink(target, tmp))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     write(&lib.join("pkgconfig/hipfile.pc"), &pkg_config(prefix))?;
     write(&lib.join("cmake/hipfile/hipfile-config.cmake"), CMAKE_CONFIG)?;
@@ -107,9 +106,56 @@ fn target_dir() -> PathBuf {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
-    let dir = path.parent().expect("a file in a directory");
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    install_file(path, |tmp| std::fs::write(tmp, text)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Puts a new file (or link) at `to` as `install(1)` does: `make` creates it under a temporary
+/// name beside `to`, which is then renamed over `to`. A program that has the old file open or
+/// mapped (a running test of the same tree, say) keeps the old file's bytes; copying over it in
+/// place would truncate what it has mapped and crash it.
+fn install_file(to: &Path, make: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+    let dir = to.parent().expect("a file in a directory");
+    std::fs::create_dir_all(dir)?;
+    let name = to.file_name().expect("a file name").to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let made = make(&tmp).and_then(|()| std::fs::rename(&tmp, to));
+    if made.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    made
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+
+    use super::install_file;
+
+    #[test]
+    fn installing_over_a_file_in_use_leaves_its_users_the_old_bytes() {
+        let dir = std::env::temp_dir().join(format!("xtask-install-{}", std::process::id()));
+        let path = dir.join("lib/libhipfile.so.0");
+        install_file(&path, |tmp| std::fs::write(tmp, b"old library")).unwrap();
+        let mut user = std::fs::File::open(&path).unwrap(); // as a running program holds it
+        let old_inode = user.metadata().unwrap().ino();
+        install_file(&path, |tmp| std::fs::write(tmp, b"the new one")).unwrap();
+        let mut seen = String::new();
+        user.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, "old library", "the file in use was not rewritten");
+        assert_eq!(std::fs::read(&path).unwrap(), b"the new one");
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), old_inode);
+        // A link replaces what was there too, and a failure leaves nothing behind.
+        let link = dir.join("lib/libhipfile.so");
+        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
+        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
+        assert_eq!(std::fs::read(&link).unwrap(), b"the new one");
+        let failed = install_file(&path, |_| Err(std::io::Error::other("no")));
+        assert!(failed.is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.join("lib")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
 }
 
 /// `hipfile.pc`: `-lhipfile` and the headers; `--static` adds what the archive needs.
