@@ -126,38 +126,6 @@ fn install_file(to: &Path, make: impl FnOnce(&Path) -> std::io::Result<()>) -> s
     made
 }
 
-#[cfg(test)]
-mod tests {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-
-    use super::install_file;
-
-    #[test]
-    fn installing_over_a_file_in_use_leaves_its_users_the_old_bytes() {
-        let dir = std::env::temp_dir().join(format!("xtask-install-{}", std::process::id()));
-        let path = dir.join("lib/libhipfile.so.0");
-        install_file(&path, |tmp| std::fs::write(tmp, b"old library")).unwrap();
-        let mut user = std::fs::File::open(&path).unwrap(); // as a running program holds it
-        let old_inode = user.metadata().unwrap().ino();
-        install_file(&path, |tmp| std::fs::write(tmp, b"the new one")).unwrap();
-        let mut seen = String::new();
-        user.read_to_string(&mut seen).unwrap();
-        assert_eq!(seen, "old library", "the file in use was not rewritten");
-        assert_eq!(std::fs::read(&path).unwrap(), b"the new one");
-        assert_ne!(std::fs::metadata(&path).unwrap().ino(), old_inode);
-        // A link replaces what was there too, and a failure leaves nothing behind.
-        let link = dir.join("lib/libhipfile.so");
-        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
-        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
-        assert_eq!(std::fs::read(&link).unwrap(), b"the new one");
-        let failed = install_file(&path, |_| Err(std::io::Error::other("no")));
-        assert!(failed.is_err());
-        let names: Vec<_> = std::fs::read_dir(dir.join("lib")).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 2, "{names:?}");
-    }
-}
-
 /// `hipfile.pc`: `-lhipfile` and the headers; `--static` adds what the archive needs.
 fn pkg_config(prefix: &Path) -> String {
     let private: Vec<String> = STATIC_LIBS.iter().map(|l| format!("-l{l}")).collect();
@@ -215,4 +183,37 @@ fn cmake_version() -> String {
          else()\n  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n  \
          if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)\n    set(PACKAGE_VERSION_EXACT TRUE)\n  endif()\nendif()\n"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+
+    use super::install_file;
+
+    #[test]
+    fn installing_over_a_file_in_use_leaves_its_users_the_old_bytes() {
+        let dir = std::env::temp_dir().join(format!("xtask-install-{}", std::process::id()));
+        let path = dir.join("lib/libhipfile.so.0");
+        install_file(&path, |tmp| std::fs::write(tmp, b"old library")).unwrap();
+        let mut user = std::fs::File::open(&path).unwrap(); // as a running program holds it
+        let old_inode = user.metadata().unwrap().ino();
+        install_file(&path, |tmp| std::fs::write(tmp, b"the new one")).unwrap();
+        let mut seen = String::new();
+        user.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, "old library", "the file in use was not rewritten");
+        assert_eq!(std::fs::read(&path).unwrap(), b"the new one");
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), old_inode);
+        // A link replaces what was there too, and a failure leaves nothing behind.
+        let link = dir.join("lib/libhipfile.so");
+        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
+        install_file(&link, |tmp| std::os::unix::fs::symlink("libhipfile.so.0", tmp)).unwrap();
+        assert_eq!(std::fs::read(&link).unwrap(), b"the new one");
+        let failed = install_file(&path, |_| Err(std::io::Error::other("no")));
+        assert!(failed.is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.join("lib")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
