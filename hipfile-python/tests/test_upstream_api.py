@@ -28,6 +28,10 @@ def test_names_and_version():
         assert name in hipfile.__all__ and hasattr(hipfile, name)
     assert get_version() == tuple(int(p) for p in hipfile.__version__.split("."))
     assert isinstance(get_version(), tuple)
+    # One version for every artifact: the installed package's is the library's.
+    import importlib.metadata
+
+    assert importlib.metadata.version("hipfile") == hipfile.__version__
     assert hipfile._hipfile.__file__.endswith(".so")
     assert supports_async()
 

@@ -234,3 +234,16 @@ fn io_uring_respects_the_memlock_limit_and_falls_back() {
     assert!(report["results"].as_array().unwrap().iter().all(|r| r["verified"] == true), "{stdout}");
     assert_eq!(write_io_uring_ops(&stdout), 0, "{stdout}");
 }
+
+/// One version for every artifact, set in the workspace's Cargo.toml: the tool's, the crates',
+/// and hipFile's API version the library reports (`hipFileGetVersion`, `HIPFILE_VERSION_*`, the
+/// wheel and Python's `__version__`, each checked where it is built).
+#[test]
+fn one_version_everywhere() {
+    let (ok, out, err) = hipfile(&["--version"]);
+    assert!(ok, "{err}");
+    let (major, minor, patch) = hipfile::API_VERSION;
+    let api = format!("{major}.{minor}.{patch}");
+    assert_eq!(out.trim(), format!("hipfile {api}"));
+    assert_eq!(env!("CARGO_PKG_VERSION"), api);
+}

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use crate::{run, workspace_root};
 
-/// The library's version (the C API's `HIPFILE_VERSION_*`).
-const VERSION: &str = "0.5.0";
+/// The library's version: the workspace's, which is also the C API's `HIPFILE_VERSION_*`.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What static links of the Rust archives need from the system (`--print native-static-libs`).
 const STATIC_LIBS: [&str; 6] = ["pthread", "dl", "m", "rt", "util", "gcc_s"];
@@ -96,7 +96,7 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     write(&lib.join("pkgconfig/hipfile.pc"), &pkg_config(prefix))?;
-    write(&lib.join("cmake/hipfile/hipfile-config.cmake"), CMAKE_CONFIG)?;
+    write(&lib.join("cmake/hipfile/hipfile-config.cmake"), &CMAKE_CONFIG.replace("@VERSION@", VERSION))?;
     write(&lib.join("cmake/hipfile/hipfile-config-version.cmake"), &cmake_version())
 }
 
@@ -142,7 +142,7 @@ fn pkg_config(prefix: &Path) -> String {
     )
 }
 
-/// The CMake package: found relative to itself, so the tree can move.
+/// The CMake package: found relative to itself, so the tree can move (`@VERSION@`: [`VERSION`]).
 const CMAKE_CONFIG: &str = r#"# find_package(hipfile): hipfile-rs, AMD hipFile's C API and a C++ API.
 #   hip::hipfile          the C library (libhipfile.so, hipfile.h); upstream's target name
 #   hip::hipfile_cxx      the C++ API (hipfile.hpp) with the C API, static (link it alone)
@@ -153,7 +153,7 @@ get_filename_component(_hipfile_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSO
 if(NOT TARGET hip::hipfile)
   add_library(hip::hipfile SHARED IMPORTED)
   set_target_properties(hip::hipfile PROPERTIES
-    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile.so.0.5.0"
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile.so.@VERSION@"
     IMPORTED_SONAME "libhipfile.so.0"
     INTERFACE_INCLUDE_DIRECTORIES "${_hipfile_prefix}/include")
   add_library(hip::hipfile_cxx STATIC IMPORTED)
@@ -164,10 +164,10 @@ if(NOT TARGET hip::hipfile)
     INTERFACE_COMPILE_FEATURES cxx_std_17)
   add_library(hip::hipfile_mockhip SHARED IMPORTED)
   set_target_properties(hip::hipfile_mockhip PROPERTIES
-    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so.0.5.0"
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so.@VERSION@"
     IMPORTED_SONAME "libhipfile_mockhip.so.0")
 endif()
-set(hipfile_VERSION 0.5.0)
+set(hipfile_VERSION @VERSION@)
 unset(_hipfile_prefix)
 "#;
 

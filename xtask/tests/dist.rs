@@ -50,9 +50,9 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
         assert!(prefix.join(link).is_symlink() && prefix.join(link).exists(), "{link}");
     }
     // Both shared libraries carry the SONAME their links name.
-    for (file, soname) in
-        [("lib/libhipfile.so.0.5.0", "libhipfile.so.0"), ("lib/libhipfile_mockhip.so.0.5.0", "libhipfile_mockhip.so.0")]
-    {
+    let version = env!("CARGO_PKG_VERSION"); // the workspace's: every artifact's
+    let files = [format!("lib/libhipfile.so.{version}"), format!("lib/libhipfile_mockhip.so.{version}")];
+    for (file, soname) in [(&files[0], "libhipfile.so.0"), (&files[1], "libhipfile_mockhip.so.0")] {
         let dynamic = run(Command::new("readelf").arg("-d").arg(prefix.join(file)));
         assert!(dynamic.contains(&format!("Library soname: [{soname}]")), "{file}: {dynamic}");
     }
@@ -63,7 +63,7 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
     // pkg-config.
     let pkg =
         |args: &[&str]| run(Command::new("pkg-config").args(args).env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")));
-    assert_eq!(pkg(&["--modversion", "hipfile"]).trim(), "0.5.0");
+    assert_eq!(pkg(&["--modversion", "hipfile"]).trim(), version);
     let flags = pkg(&["--cflags", "--libs", "hipfile"]);
     let libdir = pkg(&["--variable=libdir", "hipfile"]);
     let exe = scratch.join("example-pkg-config");
