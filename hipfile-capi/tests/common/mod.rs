@@ -1,6 +1,7 @@
 //! Building and running C and C++ against the libraries `cargo test` just built: `libhipfile.so`
-//! (this crate), `libhipfile_mockhip.so` and `libcufile.so.0` (`hipfile-cufile`; both
-//! dev-dependencies), all in `target/<profile>/deps`.
+//! (`hipfile-capi`), `libhipfile_mockhip.so` and `libcufile.so.0` (`hipfile-cufile`), all in
+//! `target/<profile>/deps`: each crate whose tests use this module has the ones it needs as
+//! dev-dependencies (or is one), so `cargo test -p CRATE` alone builds them ([`needed`]).
 #![allow(dead_code, unreachable_pub)] // each test binary uses part of it
 
 use std::path::{Path, PathBuf};
@@ -9,11 +10,21 @@ use std::process::{Command, Output};
 /// Where Debian's `libamdhip64-dev` puts the HIP headers (`cargo xtask ci` installs it).
 pub const HIP_HEADER: &str = "/usr/include/hip/hip_runtime_api.h";
 
+/// The shared libraries the tests of the crate being tested load: what its dev-dependencies
+/// (and itself) build.
+fn needed() -> &'static [&'static str] {
+    match env!("CARGO_PKG_NAME") {
+        "hipfile-capi" => &["libhipfile_capi.so", "libhipfile_mockhip.so", "libhipfile_cufile.so"],
+        // hipfile-cxx links its own archive, and runs on the mock HIP runtime.
+        _ => &["libhipfile_mockhip.so"],
+    }
+}
+
 /// The directory holding the freshly built shared libraries.
 pub fn deps_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps directory").to_path_buf();
-    for lib in ["libhipfile_capi.so", "libhipfile_mockhip.so", "libhipfile_cufile.so"] {
+    for lib in needed() {
         assert!(deps.join(lib).exists(), "{lib} not built in {}", deps.display());
     }
     deps
@@ -37,9 +48,13 @@ pub fn lib_dir() -> PathBuf {
         let (target, link) = (deps.join(target), lib.join(link));
         // A link left by an older layout of the build would run the tests on a stale
         // library: replace any link that points elsewhere, atomically (tests run in parallel
-        // processes).
+        // processes, or threads).
         if std::fs::read_link(&link).ok().as_deref() != Some(target.as_path()) {
-            let fresh = lib.join(format!(".{}.{}", link.file_name().unwrap().to_string_lossy(), std::process::id()));
+            // A name of this thread's own: `cargo test` runs tests as threads of one process.
+            static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let name = link.file_name().unwrap().to_string_lossy();
+            let fresh = lib.join(format!(".{name}.{}.{n}", std::process::id()));
             let _ = std::fs::remove_file(&fresh);
             std::os::unix::fs::symlink(&target, &fresh)
                 .unwrap_or_else(|e| panic!("cannot link {}: {e}", fresh.display()));
