@@ -103,6 +103,9 @@ impl<E: Engine> Backend for P2p<E> {
     }
 
     fn score(&self, req: &IoRequest<'_>) -> Score {
+        if req.is_managed() {
+            return Err(Declined::fixed("managed memory: the p2p path moves data by DMA to device memory only"));
+        }
         self.accepts_file(req.file())?;
         eligibility::alignment(req.file(), req.file_offset(), req.size(), req.device_addr())?;
         Ok(100)

@@ -133,6 +133,16 @@ fn hip_calls(flavour: Flavour, abi: &str) {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
 
+/// `managed`: managed memory as the buffer, over a mock that answers with HIP `abi`'s ABI
+/// (tests/c/managed.c).
+fn managed_memory(flavour: Flavour, backend: &str, abi: &str) {
+    let exe = build("managed", flavour, &[]);
+    let dir = scratch("c-data");
+    let env = [("HIPFILE_BACKEND", backend), ("HIPFILE_MOCK_HIP_ABI", abi), ANY_FS];
+    let out = run_ok(&mut program(&exe, &[&dir], &env));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
 /// `host`: host memory as the buffer, once the parameter allows it (tests/c/host.c).
 fn host_memory(flavour: Flavour, backend: &str) {
     let exe = build("host", flavour, &[]);
@@ -608,6 +618,10 @@ runs! {
     hip_calls_under_sanitizers => hip_calls(Flavour::Sanitized, "5"),
     hip_calls_with_hip_6s_abi => hip_calls(Flavour::Plain, "6"),
     parameters_under_sanitizers => params(Flavour::Sanitized),
+    managed_memory_on_the_bounce_path_hip5s_abi => managed_memory(Flavour::Plain, "bounce", "5"),
+    managed_memory_the_p2p_path_declines_hip5s_abi => managed_memory(Flavour::Plain, "auto", "5"),
+    managed_memory_on_the_bounce_path_hip6s_abi => managed_memory(Flavour::Plain, "auto", "6"),
+    managed_memory_under_sanitizers => managed_memory(Flavour::Sanitized, "bounce", "5"),
     host_memory_buffers_when_allowed_auto => host_memory(Flavour::Plain, "auto"),
     host_memory_buffers_when_allowed_bounce => host_memory(Flavour::Plain, "bounce"),
     host_memory_buffers_under_sanitizers => host_memory(Flavour::Sanitized, "auto"),

@@ -86,6 +86,7 @@ pub struct IoRequest<'a> {
     device: i32,
     file_offset: u64,
     cache: CacheUse,
+    managed: bool,
 }
 
 impl<'a> IoRequest<'a> {
@@ -96,7 +97,13 @@ impl<'a> IoRequest<'a> {
     /// When `memory` is longer than `max_rw_count()` (the driver caps every call).
     pub fn new(direction: Direction, file: &'a FileHandle, memory: DeviceSpan, device: i32, file_offset: u64) -> Self {
         assert!(memory.len() <= crate::io::max_rw_count(), "one request moves at most max_rw_count() bytes");
-        IoRequest { direction, file, memory, device, file_offset, cache: CacheUse::Bypass }
+        IoRequest { direction, file, memory, device, file_offset, cache: CacheUse::Bypass, managed: false }
+    }
+
+    /// The same request, its memory managed memory or not (semantics §4: the bounce path
+    /// serves managed memory, the p2p path never).
+    pub fn with_managed(self, managed: bool) -> Self {
+        IoRequest { managed, ..self }
     }
 
     /// The same request, using the page cache as `cache` says (the dispatcher applies the
@@ -144,6 +151,10 @@ impl<'a> IoRequest<'a> {
     /// What the transfer does with the page cache (semantics §16).
     pub fn cache(&self) -> CacheUse {
         self.cache
+    }
+    /// Whether the memory is managed memory (semantics §4).
+    pub fn is_managed(&self) -> bool {
+        self.managed
     }
 }
 

@@ -69,8 +69,8 @@ impl<B: Backend> Dispatcher<B> {
     pub(crate) fn run(&self, direction: Direction, file: &FileHandle, target: Target, offset: u64) -> Result<usize> {
         match target {
             Target::Device { memory, .. } if memory.is_empty() => Ok(0),
-            Target::Device { memory, device } => {
-                self.dispatch(&IoRequest::new(direction, file, memory, device, offset))
+            Target::Device { memory, device, managed } => {
+                self.dispatch(&IoRequest::new(direction, file, memory, device, offset).with_managed(managed))
             }
             Target::Host { addr, len, durable } => {
                 let started = self.stats.start();

@@ -113,8 +113,9 @@ pub(crate) struct Planned<B> {
 /// Where a request's bytes are in memory.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Target {
-    /// Device memory the driver checked against its allocation, on `device`.
-    Device { memory: DeviceSpan, device: i32 },
+    /// Device memory the driver checked against its allocation, on `device`; `managed`:
+    /// managed memory (served by the bounce path only, semantics §4).
+    Device { memory: DeviceSpan, device: i32, managed: bool },
     /// Host memory the caller vouched for (semantics §4); `durable`: writes reach stable
     /// storage before the call returns.
     Host { addr: usize, len: usize, durable: bool },
@@ -134,9 +135,10 @@ impl<B: Backend> Planned<B> {
     /// The request a backend sees (device memory only).
     fn request(&self) -> Option<IoRequest<'_>> {
         match self.target {
-            Target::Device { memory, device } => {
-                Some(IoRequest::new(self.direction, &self.flight.file, memory, device, self.file_offset))
-            }
+            Target::Device { memory, device, managed } => Some(
+                IoRequest::new(self.direction, &self.flight.file, memory, device, self.file_offset)
+                    .with_managed(managed),
+            ),
             Target::Host { .. } => None,
         }
     }
@@ -175,6 +177,8 @@ pub(crate) struct Deferred<B> {
     signal: crate::stream::StreamSignal,
     /// Host memory: whether writes are durable (semantics §4).
     host: Option<bool>,
+    /// Managed memory (semantics §4).
+    managed: bool,
 }
 
 impl<B> Deferred<B> {
@@ -190,7 +194,7 @@ impl<B> Deferred<B> {
                 // registration) or the rest of the device allocation the runtime reported when
                 // this was looked up; the whole of it lies in one allocation.
                 let memory = unsafe { DeviceSpan::within(plan.device_addr, plan.size, bound) };
-                Target::Device { memory, device: self.device }
+                Target::Device { memory, device: self.device, managed: self.managed }
             }
         };
         let flight = InFlight {
@@ -759,25 +763,29 @@ impl<P: Platform> Driver<P> {
             let config = &open.config;
             break (flight, config.stream_signal, config.allow_system_memory, config.bounce.durable_writes);
         };
-        let (buffer_len, device, host) = match flight.registered {
-            Some(b) => (b.len, b.device, b.host),
+        let (buffer_len, device, kind) = match flight.registered {
+            Some(b) => (b.len, b.device, if b.host { MemoryType::Host } else { MemoryType::Device }),
             None => self.unregistered_buffer(buffer_base, system_memory)?,
         };
-        let host = host.then_some(durable);
-        Ok(Deferred { flight, direction, buffer_base, buffer_len, device, signal, host })
+        let host = (kind == MemoryType::Host).then_some(durable);
+        let managed = kind == MemoryType::Managed;
+        Ok(Deferred { flight, direction, buffer_base, buffer_len, device, signal, host, managed })
     }
 
-    /// Length, device and kind of an unregistered buffer (or a pointer into a registered one):
-    /// the rest of its device allocation; host memory, where `system_memory` allows it, as far
-    /// as the caller says (its bounds are not the runtime's to know).
-    fn unregistered_buffer(&self, addr: usize, system_memory: bool) -> Result<(usize, i32, bool)> {
+    /// Length, device and kind (device, managed or host) of an unregistered buffer (or a
+    /// pointer into a registered one): the rest of its device or managed allocation; host
+    /// memory, where `system_memory` allows it, as far as the caller says (its bounds are not
+    /// the runtime's to know).
+    fn unregistered_buffer(&self, addr: usize, system_memory: bool) -> Result<(usize, i32, MemoryType)> {
         if addr == 0 {
             return Err(OpError::InvalidValue.into());
         }
         let info = self.platform.gpu().pointer_info(addr)?;
         match info.memory_type {
-            MemoryType::Device => Ok((info.bytes_after(addr), info.device, false)),
-            MemoryType::Host | MemoryType::Unregistered if system_memory => Ok((usize::MAX - addr, -1, true)),
+            kind @ (MemoryType::Device | MemoryType::Managed) => Ok((info.bytes_after(addr), info.device, kind)),
+            MemoryType::Host | MemoryType::Unregistered if system_memory => {
+                Ok((usize::MAX - addr, -1, MemoryType::Host))
+            }
             _ => Err(OpError::HipMemoryTypeInvalid.into()),
         }
     }

@@ -375,8 +375,8 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
     })
 }
 
-/// `hipMemGetAddressRange`: the device allocation containing `dptr` (`hipErrorNotFound` for
-/// other addresses). Either output may be null. As strict as CUDA's `cuMemGetAddressRange`,
+/// `hipMemGetAddressRange`: the device allocation containing `dptr`, managed allocations
+/// included, as HIP answers (`hipErrorNotFound` for other addresses). Either output may be null. As strict as CUDA's `cuMemGetAddressRange`,
 /// which sees only the current context: memory of another device than the calling thread's
 /// current one is "not found" too, so libhipfile is tested against the strictest runtime.
 ///
@@ -386,7 +386,8 @@ pub unsafe extern "C" fn hipPointerGetAttributes(attributes: *mut PointerAttribu
 pub unsafe extern "C" fn hipMemGetAddressRange(base: *mut *mut c_void, size: *mut usize, dptr: *mut c_void) -> c_int {
     call(|| {
         let info = gpu().pointer_info(dptr as usize)?;
-        if info.memory_type != MemoryType::Device || info.device != gpu().current_device()? {
+        let device_side = matches!(info.memory_type, MemoryType::Device | MemoryType::Managed);
+        if !device_side || info.device != gpu().current_device()? {
             return Err(HipError::NOT_FOUND);
         }
         if !base.is_null() {

@@ -891,14 +891,14 @@ fn device_free(py: Python<'_>, addr: usize) -> PyResult<()> {
 
 /// The bytes from `addr` to the end of its device allocation, per the runtime: the extent of a
 /// buffer named by its address alone (upstream's API with an object that has no length).
-/// Memory the runtime does not know as device memory has no bounds the library could check,
-/// and is refused: `hipFileHipMemoryTypeInvalid`.
+/// Memory the runtime does not know as device (or managed) memory has no bounds the library
+/// could check, and is refused: `hipFileHipMemoryTypeInvalid`.
 #[pyfunction]
 fn device_extent(py: Python<'_>, addr: usize) -> PyResult<usize> {
     detached(py, || {
         let info = gpu().pointer_info(addr)?;
         match info.memory_type {
-            hipfile::MemoryType::Device if addr != 0 => Ok(info.bytes_after(addr)),
+            hipfile::MemoryType::Device | hipfile::MemoryType::Managed if addr != 0 => Ok(info.bytes_after(addr)),
             _ => Err(OpError::HipMemoryTypeInvalid.into()),
         }
     })
