@@ -380,7 +380,7 @@ impl MockGpu {
     /// `hipErrorNotReady` while either is still to be reached.
     pub fn event_elapsed_ms(&self, start: Event, stop: Event) -> Result<f32, HipError> {
         let times = [start, stop].map(|e| {
-            let state = lock(&self.events).get(&e.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+            let state = lock(&self.events).get(&e.as_raw()).cloned().ok_or(HipError::INVALID_HANDLE)?;
             if state.recorded.load(Ordering::Acquire) == 0 {
                 return Err(HipError::INVALID_HANDLE);
             }
@@ -416,7 +416,7 @@ impl MockGpu {
         if stream == Stream::NULL {
             return Ok(None);
         }
-        lock(&self.streams).get(&stream.0).cloned().map(Some).ok_or(HipError::INVALID_HANDLE)
+        lock(&self.streams).get(&stream.as_raw()).cloned().map(Some).ok_or(HipError::INVALID_HANDLE)
     }
 
     /// Runs `job` on `stream`, or now on the null stream.
@@ -489,13 +489,14 @@ impl GpuRuntime for MockGpu {
     fn stream_create(&self) -> Result<Stream, HipError> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         lock(&self.streams).insert(id, Arc::new(StreamWorker::start()));
-        Ok(Stream(id))
+        // SAFETY: a key of this GPU's stream table, which checks every handle it is given.
+        Ok(unsafe { Stream::from_raw(id) })
     }
 
     fn stream_destroy(&self, stream: Stream) -> Result<(), HipError> {
         let worker = {
             let _pass = crate::fork_gate::pass(); // not across the wait below
-            lock(&self.streams).remove(&stream.0).ok_or(HipError::INVALID_HANDLE)?
+            lock(&self.streams).remove(&stream.as_raw()).ok_or(HipError::INVALID_HANDLE)?
         };
         // Queued work finishes before the thread ends (dropping the last reference joins it).
         let _ = worker.synchronize();
@@ -545,11 +546,12 @@ impl GpuRuntime for MockGpu {
     fn event_create(&self) -> Result<Event, HipError> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         lock(&self.events).insert(id, Arc::default());
-        Ok(Event(id))
+        // SAFETY: a key of this GPU's event table, which checks every handle it is given.
+        Ok(unsafe { Event::from_raw(id) })
     }
 
     fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError> {
-        let state = lock(&self.events).get(&event.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+        let state = lock(&self.events).get(&event.as_raw()).cloned().ok_or(HipError::INVALID_HANDLE)?;
         let n = state.recorded.fetch_add(1, Ordering::AcqRel) + 1;
         self.enqueue(
             stream,
@@ -562,12 +564,12 @@ impl GpuRuntime for MockGpu {
     }
 
     fn event_query(&self, event: Event) -> Result<bool, HipError> {
-        let state = lock(&self.events).get(&event.0).cloned().ok_or(HipError::INVALID_HANDLE)?;
+        let state = lock(&self.events).get(&event.as_raw()).cloned().ok_or(HipError::INVALID_HANDLE)?;
         Ok(state.reached.load(Ordering::Acquire) >= state.recorded.load(Ordering::Acquire))
     }
 
     fn event_destroy(&self, event: Event) -> Result<(), HipError> {
-        lock(&self.events).remove(&event.0).map(drop).ok_or(HipError::INVALID_HANDLE)
+        lock(&self.events).remove(&event.as_raw()).map(drop).ok_or(HipError::INVALID_HANDLE)
     }
 
     fn device_alloc(&self, len: usize) -> Result<usize, HipError> {

@@ -439,7 +439,9 @@ unsafe fn stream_export(
     bytes: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
-    let (handle, stream) = (HandleId(fh as u64), Stream(stream as usize));
+    // SAFETY: the caller's contract: a stream of the runtime in use, alive until the operation
+    // has run (hipFileReadAsync's and hipFileWriteAsync's).
+    let (handle, stream) = (HandleId(fh as u64), unsafe { Stream::from_raw(stream as usize) });
     boundary(|| {
         // SAFETY: the caller's contract, passed on.
         let queued =
@@ -483,7 +485,9 @@ pub unsafe fn stream_io(
 /// Returns `hipFileInvalidValue` (flags outside the mask, the stream registered already).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().stream_register(Stream(stream as usize), flags)))
+    // SAFETY: registration only records the handle (a key); nothing passes it to the runtime.
+    let stream = unsafe { Stream::from_raw(stream as usize) };
+    boundary(|| hipFileError_t::from_result(driver().stream_register(stream, flags)))
 }
 
 /// `hipFileStreamDeregister`: forgets a registered stream's flags.
@@ -491,7 +495,9 @@ pub extern "C" fn hipFileStreamRegister(stream: hipStream_t, flags: c_uint) -> h
 /// Returns `hipFileInvalidValue` for a stream not registered.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFileStreamDeregister(stream: hipStream_t) -> hipFileError_t {
-    boundary(|| hipFileError_t::from_result(driver().stream_deregister(Stream(stream as usize))))
+    // SAFETY: as hipFileStreamRegister's: a key, never passed to the runtime.
+    let stream = unsafe { Stream::from_raw(stream as usize) };
+    boundary(|| hipFileError_t::from_result(driver().stream_deregister(stream)))
 }
 
 /// `hipFileDriverGetProperties`: the open driver's properties, or while it is closed those the

@@ -40,17 +40,61 @@ impl PointerInfo {
 }
 
 /// A runtime stream: work queued on it runs in order. `Stream::NULL` is the default stream.
+///
+/// Safe code gets one only from the runtime ([`GpuRuntime::stream_create`]) or as
+/// `Stream::NULL`: a handle made from an integer is `unsafe` ([`Stream::from_raw`]), since the
+/// runtime dereferences it.
+///
+/// ```compile_fail
+/// let forged = hipfile_core::Stream(0x1234);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Stream(pub usize);
+pub struct Stream(usize);
 
 impl Stream {
     /// The default (null) stream.
     pub const NULL: Stream = Stream(0);
+
+    /// The stream whose runtime handle is `raw`.
+    ///
+    /// # Safety
+    /// `raw` is 0 or a stream of the runtime in use that stays alive while the handle is used
+    /// (what the C ABI's and Python's callers pass on, as their own contract).
+    pub const unsafe fn from_raw(raw: usize) -> Stream {
+        Stream(raw)
+    }
+
+    /// The runtime's handle.
+    pub const fn as_raw(self) -> usize {
+        self.0
+    }
 }
 
 /// A runtime event: a marker recorded on a stream, done once the work before it has run.
+///
+/// As [`Stream`], made only by the runtime ([`GpuRuntime::event_create`]) or, `unsafe`, from
+/// its raw handle.
+///
+/// ```compile_fail
+/// let forged = hipfile_core::Event(0x1234);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Event(pub usize);
+pub struct Event(usize);
+
+impl Event {
+    /// The event whose runtime handle is `raw`.
+    ///
+    /// # Safety
+    /// `raw` is an event of the runtime in use that stays alive while the handle is used.
+    pub const unsafe fn from_raw(raw: usize) -> Event {
+        Event(raw)
+    }
+
+    /// The runtime's handle.
+    pub const fn as_raw(self) -> usize {
+        self.0
+    }
+}
 
 /// Which sides of a copy are device memory: `hipMemcpyKind`, with HIP's values (the same in
 /// every HIP version, and CUDA's `cudaMemcpyKind`). The library's own copies are host to

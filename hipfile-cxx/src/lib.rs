@@ -325,7 +325,8 @@ impl File {
         bytes: *mut isize,
         stream: usize,
     ) -> Result<()> {
-        let (dir, stream) = (direction(write), hipfile::Stream(stream));
+        // SAFETY: hipFileReadAsync's contract, the caller's: a stream of the runtime in use.
+        let (dir, stream) = (direction(write), unsafe { hipfile::Stream::from_raw(stream) });
         // SAFETY: the caller keeps hipFileReadAsync's contract, which `stream_io` requires.
         guarded(|| unsafe {
             hipfile_capi::stream_io(dir, self.id, buffer.cast(), size, file_offset, buffer_offset, bytes, stream)
@@ -369,11 +370,15 @@ impl Buffer {
 }
 
 fn register_stream(stream: usize, flags: u32) -> Result<()> {
-    guarded(|| driver().stream_register(hipfile::Stream(stream), flags))
+    // SAFETY: registration only records the handle (a key), never passes it to the runtime.
+    let stream = unsafe { hipfile::Stream::from_raw(stream) };
+    guarded(|| driver().stream_register(stream, flags))
 }
 
 fn deregister_stream(stream: usize) -> Result<()> {
-    guarded(|| driver().stream_deregister(hipfile::Stream(stream)))
+    // SAFETY: as register_stream's: a key only.
+    let stream = unsafe { hipfile::Stream::from_raw(stream) };
+    guarded(|| driver().stream_deregister(stream))
 }
 
 /// A batch: destroyed (entries canceled, waited for) when dropped.

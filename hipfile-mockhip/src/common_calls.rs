@@ -9,7 +9,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
-use hipfile_core::{CopyKind, Event, GpuRuntime, HipError};
+use hipfile_core::{CopyKind, GpuRuntime, HipError};
 use hipfile_runtime::{DeviceProp, DevicePropR0600};
 
 use crate::{call, copy_kind, gpu, put, stream, wait_event};
@@ -252,7 +252,7 @@ pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(least: *mut c_int, grea
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: *mut c_void, stop: *mut c_void) -> c_int {
     call(|| {
-        let elapsed = gpu().event_elapsed_ms(Event(start as usize), Event(stop as usize))?;
+        let elapsed = gpu().event_elapsed_ms(crate::event(start), crate::event(stop))?;
         // SAFETY: the caller's contract.
         unsafe { put(ms, elapsed) }
     })

@@ -101,7 +101,14 @@ unsafe fn put<T>(out: *mut T, value: T) -> Result<(), HipError> {
 }
 
 fn stream(s: *mut c_void) -> Stream {
-    Stream(s as usize)
+    // SAFETY: the mock GPU's streams are keys of its table, which checks every handle it is
+    // given (an unknown one is hipErrorInvalidHandle).
+    unsafe { Stream::from_raw(s as usize) }
+}
+
+fn event(e: *mut c_void) -> Event {
+    // SAFETY: as [`stream`]'s: the mock GPU checks every event handle it is given.
+    unsafe { Event::from_raw(e as usize) }
 }
 
 fn copy_kind(kind: c_int) -> Result<CopyKind, HipError> {
@@ -414,7 +421,7 @@ pub unsafe extern "C" fn hipStreamCreate(s: *mut *mut c_void) -> c_int {
         }
         let created = gpu().stream_create()?;
         // SAFETY: the caller's contract; checked non-null above.
-        unsafe { put(s, created.0 as *mut c_void) }
+        unsafe { put(s, created.as_raw() as *mut c_void) }
     })
 }
 
@@ -458,7 +465,7 @@ pub unsafe extern "C" fn hipStreamWaitValue32(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut *mut c_void, _flags: c_uint) -> c_int {
     // SAFETY: the caller's contract.
-    call(|| unsafe { put(event, gpu().event_create()?.0 as *mut c_void) })
+    call(|| unsafe { put(event, gpu().event_create()?.as_raw() as *mut c_void) })
 }
 
 /// `hipEventCreate`.
@@ -474,20 +481,20 @@ pub unsafe extern "C" fn hipEventCreate(event: *mut *mut c_void) -> c_int {
 /// `hipEventRecord`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventRecord(event: *mut c_void, s: *mut c_void) -> c_int {
-    call(|| gpu().event_record(Event(event as usize), stream(s)))
+    call(|| gpu().event_record(crate::event(event), stream(s)))
 }
 
 /// `hipEventQuery`: `hipErrorNotReady` while the work before the event is still to run.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventQuery(event: *mut c_void) -> c_int {
-    call(|| if gpu().event_query(Event(event as usize))? { Ok(()) } else { Err(HipError::NOT_READY) })
+    call(|| if gpu().event_query(crate::event(event))? { Ok(()) } else { Err(HipError::NOT_READY) })
 }
 
 /// Waits until the streams have reached `event`.
 fn wait_event(event: *mut c_void) -> Result<(), HipError> {
     while !{
         let _pass = fork_gate::pass(); // one lookup at a time, not across the wait
-        gpu().event_query(Event(event as usize))?
+        gpu().event_query(crate::event(event))?
     } {
         std::thread::sleep(std::time::Duration::from_micros(20));
     }
@@ -503,7 +510,7 @@ pub extern "C" fn hipEventSynchronize(event: *mut c_void) -> c_int {
 /// `hipEventDestroy`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventDestroy(event: *mut c_void) -> c_int {
-    call(|| gpu().event_destroy(Event(event as usize)))
+    call(|| gpu().event_destroy(crate::event(event)))
 }
 
 /// `hipStreamDestroy`: waits for the stream's work first.

@@ -830,39 +830,47 @@ fn stream_submit(
         // SAFETY: the values cannot change after this check (no setter is exposed), so the
         // range stays inside the buffer object's memory, which `keep` holds until the stream
         // has run the operation.
-        unsafe { d.submit_async(direction(write), HandleId(handle), addr, shared, Stream(stream)) }
+        unsafe { d.submit_async(direction(write), HandleId(handle), addr, shared, stream_of(stream)) }
     })?;
     Ok(StreamOp { values })
+}
+
+/// A stream from Python, where handles are ints (PyTorch's `cuda_stream`, CuPy's `ptr`, 0 for
+/// the null stream), as C passes them.
+fn stream_of(raw: usize) -> Stream {
+    // SAFETY: as at the C boundary, the caller vouches that the int is a stream of the runtime
+    // in use (or 0) that lives while it is used: Python cannot name streams otherwise.
+    unsafe { Stream::from_raw(raw) }
 }
 
 /// `hipFileStreamRegister`.
 #[pyfunction]
 fn stream_register(py: Python<'_>, stream: usize, flags: u32) -> PyResult<()> {
-    detached(py, || driver().stream_register(Stream(stream), flags))
+    detached(py, || driver().stream_register(stream_of(stream), flags))
 }
 
 /// `hipFileStreamDeregister`.
 #[pyfunction]
 fn stream_deregister(py: Python<'_>, stream: usize) -> PyResult<()> {
-    detached(py, || driver().stream_deregister(Stream(stream)))
+    detached(py, || driver().stream_deregister(stream_of(stream)))
 }
 
 /// A new stream of the runtime the module uses, as an int.
 #[pyfunction]
 fn stream_create(py: Python<'_>) -> PyResult<usize> {
-    detached(py, || Ok(gpu().stream_create()?.0))
+    detached(py, || Ok(gpu().stream_create()?.as_raw()))
 }
 
 /// Waits for the work queued on `stream`.
 #[pyfunction]
 fn stream_synchronize(py: Python<'_>, stream: usize) -> PyResult<()> {
-    detached(py, || Ok(gpu().stream_synchronize(Stream(stream))?))
+    detached(py, || Ok(gpu().stream_synchronize(stream_of(stream))?))
 }
 
 /// Destroys a stream made by [`stream_create`].
 #[pyfunction]
 fn stream_destroy(py: Python<'_>, stream: usize) -> PyResult<()> {
-    detached(py, || Ok(gpu().stream_destroy(Stream(stream))?))
+    detached(py, || Ok(gpu().stream_destroy(stream_of(stream))?))
 }
 
 /// Allocates `size` bytes of device memory on `device` with the runtime the module uses.

@@ -456,7 +456,7 @@ impl LoadedRuntime {
             None => unsafe { (self.api.memcpy)(dst, src, len, kind) },
             // SAFETY: resolved `*MemcpyAsync`; as above, and a stream value is the runtime's own
             // handle.
-            Some(stream) => unsafe { (self.api.memcpy_async)(dst, src, len, kind, stream.0 as RawStream) },
+            Some(stream) => unsafe { (self.api.memcpy_async)(dst, src, len, kind, stream.as_raw() as RawStream) },
         })
     }
 }
@@ -549,22 +549,23 @@ impl GpuRuntime for LoadedRuntime {
         let mut stream = std::ptr::null_mut();
         // SAFETY: resolved `hipStreamCreateWithFlags`; `stream` is writable.
         check(unsafe { (self.api.stream_create)(&mut stream, STREAM_NON_BLOCKING) })?;
-        Ok(Stream(stream as usize))
+        // SAFETY: a stream the runtime just created; it lives until `stream_destroy`.
+        Ok(unsafe { Stream::from_raw(stream as usize) })
     }
 
     fn stream_destroy(&self, stream: Stream) -> Result<(), HipError> {
         // SAFETY: resolved `hipStreamDestroy`; the runtime validates the handle.
-        check(unsafe { (self.api.stream_destroy)(stream.0 as RawStream) })
+        check(unsafe { (self.api.stream_destroy)(stream.as_raw() as RawStream) })
     }
 
     fn stream_synchronize(&self, stream: Stream) -> Result<(), HipError> {
         // SAFETY: resolved `hipStreamSynchronize`; the runtime validates the handle.
-        check(unsafe { (self.api.stream_synchronize)(stream.0 as RawStream) })
+        check(unsafe { (self.api.stream_synchronize)(stream.as_raw() as RawStream) })
     }
 
     fn launch_host_func(&self, stream: Stream, f: HostFn) -> Result<(), HipError> {
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
-        let raw = stream.0 as RawStream;
+        let raw = stream.as_raw() as RawStream;
         let rc = match self.api.host_func {
             // SAFETY: a resolved entry point; `run_host_fn` takes ownership of `data` when the
             // runtime calls it.
@@ -580,7 +581,7 @@ impl GpuRuntime for LoadedRuntime {
     }
 
     unsafe fn stream_wait_value32(&self, stream: Stream, addr: usize, value: u32) -> Result<(), HipError> {
-        let raw = stream.0 as RawStream;
+        let raw = stream.as_raw() as RawStream;
         check(match self.api.wait_value {
             // SAFETY: resolved `hipStreamWaitValue32`; the word is the caller's (pinned, kept).
             Some(WaitValueEntry::Hip(f)) => unsafe { f(raw, addr as *mut c_void, value, WAIT_VALUE_GEQ, u32::MAX) },
@@ -595,17 +596,18 @@ impl GpuRuntime for LoadedRuntime {
         let mut event = std::ptr::null_mut();
         // SAFETY: resolved `hipEventCreateWithFlags`; `event` is writable.
         check(unsafe { (self.api.event_create)(&mut event, EVENT_DISABLE_TIMING) })?;
-        Ok(Event(event as usize))
+        // SAFETY: an event the runtime just created; it lives until `event_destroy`.
+        Ok(unsafe { Event::from_raw(event as usize) })
     }
 
     fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError> {
         // SAFETY: resolved `hipEventRecord`; the runtime validates both handles.
-        check(unsafe { (self.api.event_record)(event.0 as *mut c_void, stream.0 as RawStream) })
+        check(unsafe { (self.api.event_record)(event.as_raw() as *mut c_void, stream.as_raw() as RawStream) })
     }
 
     fn event_query(&self, event: Event) -> Result<bool, HipError> {
         // SAFETY: resolved `hipEventQuery`; the runtime validates the handle.
-        match unsafe { (self.api.event_query)(event.0 as *mut c_void) } {
+        match unsafe { (self.api.event_query)(event.as_raw() as *mut c_void) } {
             rc if HipError(rc) == HipError::NOT_READY => Ok(false),
             rc => check(rc).map(|()| true),
         }
@@ -613,7 +615,7 @@ impl GpuRuntime for LoadedRuntime {
 
     fn event_destroy(&self, event: Event) -> Result<(), HipError> {
         // SAFETY: resolved `hipEventDestroy`; the runtime validates the handle.
-        check(unsafe { (self.api.event_destroy)(event.0 as *mut c_void) })
+        check(unsafe { (self.api.event_destroy)(event.as_raw() as *mut c_void) })
     }
 
     fn device_alloc(&self, len: usize) -> Result<usize, HipError> {
