@@ -107,7 +107,7 @@ fn warm_and_cold_reads_at_unaligned_offsets() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
     let driver = driver(&gpu);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(data.len() + 8192).unwrap();
     for cold in [false, true] {
         for (offset, len, boff) in
@@ -134,7 +134,7 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     assert!(cached_pages(&file, len).iter().all(|c| !c), "eviction works here");
     let gpu = MockGpu::new(1);
     let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "bypass")]);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     assert_eq!(driver.page_cache_rule(h).unwrap().to_string(), "bypass (set to bypass)");
     let dev = gpu.malloc(len).unwrap();
     // Unaligned at both ends: the edges go through the page cache, the interior does not.
@@ -153,7 +153,7 @@ fn uncached_data_is_read_with_o_direct_and_stays_out_of_the_page_cache() {
     assert!(direct_chunks > 0 && counter("chunks_read_cached") == 0, "the counters say so too");
     // Warm data is taken from the page cache.
     let (_dir2, warm) = file_with(&data);
-    let h2 = driver.handle_register(warm.as_raw_fd()).unwrap();
+    let h2 = driver.handle_register(&warm).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { driver.transfer(Direction::Read, h2, dev, len, 0, 0) }.unwrap(), len);
     assert!(device_bytes(&gpu, dev, len) == data);
@@ -204,7 +204,7 @@ fn cold_reads_of_a_file_that_fits_fill_the_page_cache() {
         (&[("HIPFILE_PAGE_CACHE", "keep")][..], "keep (set to keep)"),
     ] {
         let driver = driver_env(&gpu, settings(4, 64 << 20), vars);
-        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let h = driver.handle_register(&file).unwrap();
         let said = driver.page_cache_rule(h).unwrap().to_string();
         assert!(said.starts_with(rule), "{vars:?}: {said}");
         for (offset, size, boff) in
@@ -242,8 +242,8 @@ fn auto_bypasses_a_file_over_the_limit_and_evicts_nothing_else() {
     let (_dir3, small) = file_with(&small_data);
     let gpu = MockGpu::new(1);
     let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE_LIMIT_MIB", "1")]);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
-    let hs = driver.handle_register(small.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
+    let hs = driver.handle_register(&small).unwrap();
     let said = driver.page_cache_rule(h).unwrap().to_string();
     assert!(said.starts_with("bypass (auto") && said.contains("4.0 MiB") && said.contains("1.0 MiB"), "{said}");
     let said = driver.page_cache_rule(hs).unwrap().to_string();
@@ -275,7 +275,7 @@ fn a_files_own_setting_overrides_the_drivers() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
     let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "bypass")]);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(len).unwrap();
     let rule = || driver.page_cache_rule(h).unwrap().to_string();
     assert_eq!(rule(), "bypass (set to bypass)");
@@ -335,7 +335,7 @@ fn durable_writes_keep_or_bypass_the_page_cache() {
             assert_eq!(resident(&cached_pages(&file, before)), pages, "{case}: cached before");
         }
         let driver = driver_env(&gpu, settings(4, 64 << 20), vars);
-        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let h = driver.handle_register(&file).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
         assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, len, 0, 0) }.unwrap(), len, "{case}");
         let n = resident(&cached_pages(&file, len));
@@ -357,7 +357,7 @@ fn reads_past_end_of_file_are_short_then_empty() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
     let driver = driver(&gpu);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(4 << 20).unwrap();
     // A request split over several threads, most of them past the end.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -379,7 +379,7 @@ fn writes_land_whole_and_durable_at_unaligned_offsets() {
     let gpu = MockGpu::new(1);
     for durable in [true, false] {
         let driver = driver_with(&gpu, BounceSettings { durable_writes: durable, ..settings(4, 64 << 20) });
-        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let h = driver.handle_register(&file).unwrap();
         let dev = gpu.malloc(data.len()).unwrap();
         gpu.write_device(dev, &data).unwrap();
         file.set_len(0).unwrap();
@@ -398,7 +398,7 @@ fn a_copy_failing_mid_transfer_fails_the_call() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
     let driver = driver(&gpu);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(1 << 20).unwrap();
     // A failed write may have written some chunks (it only never reports them): keep the
     // device holding the file's own bytes, so those chunks change nothing.
@@ -436,7 +436,7 @@ fn staging_memory_is_pinned_once_and_bounded() {
     // 4 lanes.
     let limit = 4 * 2 * (CHUNK + 8192);
     let driver = driver_with(&gpu, settings(4, limit));
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(4 << 20).unwrap();
     // The slots were set up when the driver opened (`driver_with`), in the background, before
     // any transfer.
@@ -471,7 +471,7 @@ fn concurrent_calls_on_one_handle() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(1);
     let driver = driver(&gpu);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     std::thread::scope(|s| {
         for t in 0..8usize {
             let (gpu, driver, data) = (&gpu, &driver, &data);
@@ -499,7 +499,7 @@ fn several_devices_and_the_callers_device_is_kept() {
     let (_dir, file) = file_with(&data);
     let gpu = MockGpu::new(2);
     let driver = driver(&gpu);
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     gpu.set_device(1).unwrap();
     let dev1 = gpu.malloc(1 << 20).unwrap();
     gpu.set_device(0).unwrap();
@@ -519,7 +519,7 @@ fn the_driver_checks_come_first() {
     let gpu = MockGpu::new(1);
     let driver = driver(&gpu);
     let (_dir, file) = file_with(&pattern(4096, 9));
-    let h = driver.handle_register(file.as_raw_fd()).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     let dev = gpu.malloc(4096).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { driver.transfer(Direction::Read, h, dev, 8192, 0, 0) }, Err(OpError::InvalidValue.into()));
@@ -561,7 +561,7 @@ proptest! {
         let (_dir, file) = file_with(&model_file);
         let gpu = MockGpu::new(1);
         let driver = driver_with(&gpu, BounceSettings { chunk, ..settings(3, 64 << 20) });
-        let h = driver.handle_register(file.as_raw_fd()).unwrap();
+        let h = driver.handle_register(&file).unwrap();
         let dev = gpu.malloc(DEV_LEN).unwrap();
         gpu.write_device(dev, &model_dev).unwrap();
         for op in ops {

@@ -35,7 +35,7 @@ fn bench(c: &mut Criterion) {
     let driver = Driver::with_env(MockPlatform::new(Arc::clone(&gpu)), |_| None);
     let dev = gpu.malloc(BIG).unwrap();
     driver.buf_register(dev, BIG, 0).unwrap();
-    let h = driver.handle_register(fd).unwrap();
+    let h = driver.handle_register(&file).unwrap();
     pread_loop(fd, dev, BIG); // warm the page cache and the device pages
 
     let mut g = c.benchmark_group("read_256MiB_cached");

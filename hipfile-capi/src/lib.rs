@@ -141,7 +141,9 @@ pub unsafe extern "C" fn hipFileHandleRegister(fh: *mut hipFileHandle_t, descr: 
         let handle = unsafe { (*descr).handle };
         // SAFETY: an OpaqueFD descriptor holds an `int` in the union.
         let fd = unsafe { handle.fd };
-        hipFileError_t::from_result(logged(driver().handle_register(fd).map(|id| {
+        // SAFETY: hipFileHandleRegister's contract, the caller's: a descriptor it may use.
+        let registered = unsafe { driver().handle_register_raw(fd) };
+        hipFileError_t::from_result(logged(registered.map(|id| {
             // SAFETY: non-null, and writable by the caller's contract.
             unsafe { fh.write(id.0 as hipFileHandle_t) };
         })))

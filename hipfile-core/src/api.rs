@@ -1,7 +1,7 @@
 //! The safe Rust API: a driver guard that keeps the driver open, a registered file that keeps
 //! its descriptor borrowed, and a registered buffer, each undone on drop.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
@@ -33,7 +33,7 @@ impl<P: Platform> DriverGuard<P> {
     /// which borrows the descriptor so it cannot be closed first.
     pub fn register_file<'a>(&'a self, file: &'a impl AsFd) -> Result<RegisteredFile<'a, P>> {
         let fd = file.as_fd();
-        let id = self.driver.handle_register(fd.as_raw_fd())?;
+        let id = self.driver.handle_register(fd)?;
         Ok(RegisteredFile { driver: &self.driver, id, _fd: fd })
     }
 

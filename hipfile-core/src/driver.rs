@@ -4,7 +4,7 @@
 //! process.
 
 use std::collections::HashMap;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -576,11 +576,32 @@ impl<P: Platform> Driver<P> {
         Ok(dispatcher.cache.rule(&file, Direction::Read, size))
     }
 
-    /// `hipFileHandleRegister` for an `OpaqueFD` descriptor; opens the driver if closed.
+    /// `hipFileHandleRegister` for an `OpaqueFD` descriptor the caller holds open; opens the
+    /// driver if closed. The handle refers to the file, not the descriptor (semantics §3): the
+    /// caller may close it afterwards.
     ///
     /// Errors: `hipFileHandleAlreadyRegistered` for a descriptor already registered, and
     /// those of [`FileHandle::open`].
-    pub fn handle_register(&self, fd: RawFd) -> Result<HandleId> {
+    ///
+    /// Safe code names a descriptor it has (`&File`, `BorrowedFd`), not a number:
+    /// ```compile_fail,E0277
+    /// # fn f(d: &hipfile_core::Driver<hipfile_backend_mock::MockPlatform>) {
+    /// d.handle_register(3); // a raw descriptor: handle_register_raw, unsafe
+    /// # }
+    /// ```
+    pub fn handle_register(&self, fd: impl AsFd) -> Result<HandleId> {
+        // SAFETY: a borrowed descriptor is open and the caller's to use for this call.
+        unsafe { self.handle_register_raw(fd.as_fd().as_raw_fd()) }
+    }
+
+    /// [`handle_register`](Self::handle_register) of a descriptor number, as the C ABI and
+    /// Python name them.
+    ///
+    /// # Safety
+    /// `fd` is a descriptor the caller may use (open, and not another component's to manage),
+    /// or a number that is not open at all (`EBADF`) or negative (`hipFileInvalidValue`): the
+    /// library reads its flags and file and opens the file again through it.
+    pub unsafe fn handle_register_raw(&self, fd: RawFd) -> Result<HandleId> {
         let result = self.handle_register_counted(fd);
         self.count(&result, Counter::HandleRegisterOk, Counter::HandleRegisterErr);
         result

@@ -45,7 +45,7 @@ impl PointerInfo {
 /// `Stream::NULL`: a handle made from an integer is `unsafe` ([`Stream::from_raw`]), since the
 /// runtime dereferences it.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0423
 /// let forged = hipfile_core::Stream(0x1234);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,7 +75,7 @@ impl Stream {
 /// As [`Stream`], made only by the runtime ([`GpuRuntime::event_create`]) or, `unsafe`, from
 /// its raw handle.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0423
 /// let forged = hipfile_core::Event(0x1234);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

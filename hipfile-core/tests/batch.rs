@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use common::{contents, driver, file_with, pattern};
@@ -45,7 +44,7 @@ fn reads_and_writes_run_and_report_each_entry_once() {
     let (gpu, d) = driver(&[]);
     let data = pattern(64 * OP, 3);
     let (_dir, f) = file_with(&data);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(64 * OP).unwrap();
     d.buf_register(dev, 64 * OP, 0).unwrap();
     let b = d.batch_setup(64).unwrap();
@@ -75,7 +74,7 @@ fn reads_and_writes_run_and_report_each_entry_once() {
 fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_reaped() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(4 * OP).unwrap();
     let b = d.batch_setup(4).unwrap();
     let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
@@ -99,7 +98,7 @@ fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_rea
 fn invalid_submissions_run_nothing() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(4 * OP).unwrap();
     d.buf_register(dev, 4 * OP, 0).unwrap();
     let b = d.batch_setup(4).unwrap();
@@ -142,7 +141,7 @@ fn setup_needs_no_open_driver_and_zero_sizes_complete_with_zero() {
     let b = d.batch_setup(1).unwrap();
     assert_eq!(d.use_count(), 0);
     let (_dir, f) = file_with(&pattern(OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(OP).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     unsafe { d.batch_submit(b, &[entry(Direction::Read, h, dev, 0, 0)]) }.unwrap();
@@ -158,7 +157,7 @@ fn setup_needs_no_open_driver_and_zero_sizes_complete_with_zero() {
 fn a_failing_entry_is_an_event_with_its_error() {
     let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
     let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(4 * OP).unwrap();
     gpu.faults().eio_at((2 * OP) as u64);
     let b = d.batch_setup(4).unwrap();
@@ -176,7 +175,7 @@ fn a_failing_entry_is_an_event_with_its_error() {
 fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
     let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
     let (_dir, f) = file_with(&pattern(128 * OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(128 * OP).unwrap();
     gpu.faults().delay_copies(Duration::from_millis(20));
     let b = d.batch_setup(128).unwrap();
@@ -202,7 +201,7 @@ fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
 fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
     let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
     let (_dir, f) = file_with(&pattern(64 * OP, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(64 * OP).unwrap();
     gpu.faults().delay_copies(Duration::from_millis(5));
     let b = d.batch_setup(64).unwrap();
@@ -267,8 +266,8 @@ fn many_threads_with_batches_and_little_staging_finish() {
     let data = pattern(8 * REGION, 7);
     let (_dir, f) = file_with(&data);
     let (_odir, out) = file_with(&vec![0u8; 8 * REGION]);
-    let input = d.handle_register(f.as_raw_fd()).unwrap();
-    let output = d.handle_register(out.as_raw_fd()).unwrap();
+    let input = d.handle_register(&f).unwrap();
+    let output = d.handle_register(&out).unwrap();
     std::thread::scope(|s| {
         for t in 0..8usize {
             let (d, gpu, data) = (&d, &gpu, &data);
@@ -384,7 +383,7 @@ mod model {
             let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce"), ("HIPFILE_BOUNCE_CHUNK_KIB", "64")]);
             let mut file_model = pattern(SLOTS * SLOT, 5);
             let (_dir, f) = file_with(&file_model);
-            let h = d.handle_register(f.as_raw_fd()).unwrap();
+            let h = d.handle_register(&f).unwrap();
             let dev = gpu.malloc(SLOTS * SLOT).unwrap();
             let mut dev_model = pattern(SLOTS * SLOT, 77);
             gpu.write_device(dev, &dev_model).unwrap();

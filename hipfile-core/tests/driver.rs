@@ -30,7 +30,7 @@ fn use_count_lifecycle() {
 fn first_registration_opens_the_driver_once() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(b"abc");
-    d.handle_register(f.as_raw_fd()).unwrap();
+    d.handle_register(&f).unwrap();
     assert_eq!(d.use_count(), 1);
     let dev = gpu.malloc(4096).unwrap();
     d.buf_register(dev, 4096, 0).unwrap();
@@ -46,7 +46,7 @@ fn closing_to_zero_drops_every_registration() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(&[1; 4096]);
     d.open().unwrap();
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(4096).unwrap();
     d.buf_register(dev, 4096, 7).unwrap();
     assert_eq!(d.buffer(dev).unwrap().flags, 7, "flags are kept");
@@ -63,15 +63,15 @@ fn closing_to_zero_drops_every_registration() {
     );
     assert_eq!(d.buf_deregister(dev), Err(Error::Op(OpError::MemoryNotRegistered)));
     // The fd can be registered again: its old registration is gone.
-    d.handle_register(f.as_raw_fd()).unwrap();
+    d.handle_register(&f).unwrap();
 }
 
 #[test]
 fn handles() {
     let (_gpu, d) = driver(&[]);
     let (_dir, f) = file_with(b"x");
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
-    assert_eq!(d.handle_register(f.as_raw_fd()), Err(Error::Op(OpError::HandleAlreadyRegistered)));
+    let h = d.handle_register(&f).unwrap();
+    assert_eq!(d.handle_register(&f), Err(Error::Op(OpError::HandleAlreadyRegistered)));
     for garbage in [HandleId(0), HandleId(1), HandleId(0xdead_beef), HandleId(u64::MAX), HandleId(h.0 + 1)] {
         assert_eq!(d.handle_deregister(garbage), Err(Error::Op(OpError::HandleNotRegistered)));
         assert_eq!(
@@ -82,14 +82,15 @@ fn handles() {
     }
     d.handle_deregister(h).unwrap();
     assert_eq!(d.handle_deregister(h), Err(Error::Op(OpError::HandleNotRegistered)));
-    let h2 = d.handle_register(f.as_raw_fd()).unwrap();
+    let h2 = d.handle_register(&f).unwrap();
     assert_ne!(h, h2, "keys are never reused");
     // Handles of another driver are not valid here.
     let (_gpu, other) = driver(&[]);
     assert_eq!(other.handle_deregister(h2), Err(Error::Op(OpError::HandleNotRegistered)));
     let (r, _w) = std::io::pipe().unwrap();
-    assert_eq!(d.handle_register(r.as_raw_fd()), Err(Error::Op(OpError::InvalidFileType)));
-    assert_eq!(d.handle_register(-5), Err(Error::Op(OpError::InvalidValue)));
+    assert_eq!(d.handle_register(&r), Err(Error::Op(OpError::InvalidFileType)));
+    // SAFETY: a negative number names no descriptor; the call refuses it.
+    assert_eq!(unsafe { d.handle_register_raw(-5) }, Err(Error::Op(OpError::InvalidValue)));
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn read_and_write_round_trip_on_every_backend_choice() {
         let (gpu, d) = driver(&[("HIPFILE_BACKEND", backend)]);
         let data = pattern(1 << 20, 3);
         let (_dir, f) = file_with(&data);
-        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        let h = d.handle_register(&f).unwrap();
         let dev = gpu.malloc(1 << 20).unwrap();
         d.buf_register(dev, 1 << 20, 0).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -171,7 +172,7 @@ fn compat_mode_settings_choose_the_backends() {
 fn io_argument_rules() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(&pattern(16384, 1));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(8192).unwrap();
     d.buf_register(dev, 4096, 0).unwrap();
     let einval = Error::Os(libc::EINVAL);
@@ -223,7 +224,7 @@ fn short_reads_at_end_of_file() {
     let (gpu, d) = driver(&[]);
     let data = pattern(10_000, 4);
     let (_dir, f) = file_with(&data);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(16384).unwrap();
     assert_eq!(
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -248,7 +249,7 @@ fn short_reads_at_end_of_file() {
 fn writes_extend_the_file() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(b"");
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(8192).unwrap();
     let data = pattern(8192, 5);
     gpu.write_device(dev, &data).unwrap();
@@ -266,7 +267,7 @@ fn injected_file_faults() {
     let (gpu, d) = driver(&[]);
     let data = pattern(1 << 20, 6);
     let (_dir, f) = file_with(&data);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(1 << 20).unwrap();
     let mut got = vec![0; 1 << 20];
     for (offset, what) in [(0, "direct"), (1, "staged")] {
@@ -313,7 +314,7 @@ fn no_path_falls_back_only_when_allowed() {
     ] {
         let (gpu, d) = driver(&[("HIPFILE_ALLOW_COMPAT_MODE", allow)]);
         let (_dir, f) = file_with(&data);
-        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        let h = d.handle_register(&f).unwrap();
         let dev = gpu.malloc(65536).unwrap();
         gpu.faults().fail_direct_path(errno);
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -341,7 +342,7 @@ fn no_path_falls_back_only_when_allowed() {
 fn declined_requests_are_counted_for_the_p2p_path_and_served_by_bounce() {
     let (gpu, d) = driver(&[("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", "true")]);
     let (_dir, f) = file_with(&pattern(65536, 9));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(65536).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, 8192, 0, 0) }, Ok(8192)); // aligned: direct
@@ -358,7 +359,7 @@ fn declined_requests_are_counted_for_the_p2p_path_and_served_by_bounce() {
 fn copy_failure_surfaces_as_a_hip_driver_error() {
     let (gpu, d) = driver(&[]);
     let (_dir, f) = file_with(&pattern(1 << 20, 8));
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(8 << 20).unwrap();
     gpu.faults().fail_copy(1, HipError::LAUNCH_FAILURE);
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -383,7 +384,7 @@ fn concurrent_io_on_one_handle() {
     let data = pattern(8 << 20, 9);
     let (_dir, f) = file_with(&data);
     let d = Arc::new(d);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(8 << 20).unwrap();
     std::thread::scope(|s| {
         for t in 0..8usize {
@@ -414,7 +415,7 @@ fn one_call_moves_at_most_the_cap() {
     let f = std::fs::File::create_new(dir.path().join("big")).unwrap();
     let len = max_rw_count() + 8192;
     f.set_len(len as u64).unwrap(); // sparse: reads as zeros
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     let dev = gpu.malloc(len).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, dev, len, 0, 0) }.unwrap(), 0x7fff_f000);
@@ -448,7 +449,7 @@ fn host_memory_follows_the_page_cache_policy() {
         assert_eq!(unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
         assert_eq!(resident(), 0, "eviction works here");
         let (_gpu, d) = driver(&[("HIPFILE_ALLOW_SYSTEM_MEMORY", "true"), ("HIPFILE_PAGE_CACHE", policy)]);
-        let h = d.handle_register(f.as_raw_fd()).unwrap();
+        let h = d.handle_register(&f).unwrap();
         // SAFETY: a fresh allocation of LEN bytes, freed below.
         let buf = unsafe { std::alloc::alloc_zeroed(layout) };
         // SAFETY: the call writes at most LEN bytes at `buf`, which holds LEN.

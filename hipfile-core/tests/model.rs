@@ -5,7 +5,6 @@
 mod common;
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use hipfile_backend_mock::{MockGpu, MockPlatform};
@@ -239,7 +238,7 @@ impl StateMachineTest for System {
                     s.stale.extend(s.handle.take());
                 }
             }
-            Step::RegisterHandle => match s.driver.handle_register(s.file.as_raw_fd()) {
+            Step::RegisterHandle => match s.driver.handle_register(&s.file) {
                 Ok(h) => {
                     assert!(s.handle.is_none(), "registered twice");
                     s.handle = Some(h);

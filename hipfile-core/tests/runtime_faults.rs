@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use hipfile_backend_mock::{Faults, MockBounce};
@@ -58,7 +57,7 @@ fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
         .returning(|_, _, _, _, _| Err(HipError(98_765)));
     let d = Driver::with_env(BounceOnly(Arc::new(rt)), |_| None);
     let (_dir, f) = common::file_with(&[1; 8192]);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     let e = unsafe { d.transfer(Direction::Read, h, BASE, 4000, 0, 8) }.unwrap_err();
     assert_eq!(e, Error::Hip(HipError::LAUNCH_FAILURE));
@@ -81,7 +80,7 @@ fn runtime_errors_during_registration() {
     assert_eq!(d.buf_register(BASE, 64, 0).unwrap_err().to_c_pair(), (5011, 3));
     // During I/O a runtime error is returned as -(hipError_t), upstream's convention.
     let (_dir, f) = common::file_with(&[0; 64]);
-    let h = d.handle_register(f.as_raw_fd()).unwrap();
+    let h = d.handle_register(&f).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     let r = unsafe { d.transfer(Direction::Read, h, BASE, 64, 0, 0) };
     assert_eq!(hipfile_core::error::ssize_result(&r).value, -999);

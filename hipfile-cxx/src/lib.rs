@@ -14,7 +14,7 @@
 //! `catch_unwind`, and a panic is `hipFileInternalError`.
 
 use std::cell::RefCell;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use hipfile::{BatchEntry, BatchId, Direction, Error, HandleId, OpError};
@@ -251,7 +251,8 @@ impl Drop for File {
 }
 
 fn register_fd(fd: i32) -> Result<Box<File>> {
-    guarded(|| Ok(Box::new(File { id: driver().handle_register(fd)?, fd, _owned: None })))
+    // SAFETY: `hipfile::File(int fd)`'s contract, the C++ caller's: a descriptor it may use.
+    guarded(|| Ok(Box::new(File { id: unsafe { driver().handle_register_raw(fd) }?, fd, _owned: None })))
 }
 
 fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>> {
@@ -264,7 +265,7 @@ fn open_file(path: &str, flags: i32, mode: u32) -> Result<Box<File>> {
         }
         // SAFETY: just opened, owned by nobody else; closed if registration fails.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        let id = driver().handle_register(owned.as_raw_fd())?;
+        let id = driver().handle_register(&owned)?;
         Ok(Box::new(File { id, fd, _owned: Some(owned) }))
     })
 }

@@ -223,7 +223,9 @@ fn set_parameter(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResu
 /// `hipFileHandleRegister` of an open descriptor; the handle as an int.
 #[pyfunction]
 fn handle_register(py: Python<'_>, fd: i32) -> PyResult<u64> {
-    detached(py, || driver().handle_register(fd)).map(|h| h.0)
+    // SAFETY: as at the C boundary, the caller's contract: Python names descriptors by number
+    // (`os.open`'s), and a number that is not open is EBADF.
+    detached(py, || unsafe { driver().handle_register_raw(fd) }).map(|h| h.0)
 }
 
 /// The page-cache policy of one registered file (`"auto"`, `"keep"`, `"bypass"`; `None`: the

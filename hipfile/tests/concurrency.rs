@@ -140,7 +140,7 @@ impl Worker<'_> {
 
     fn register(&mut self, i: usize) {
         let f = &mut self.files[i];
-        match (self.driver.handle_register(f.file.as_raw_fd()), f.handle) {
+        match (self.driver.handle_register(&f.file), f.handle) {
             (Ok(id), None) => f.handle = Some(id),
             (Err(Error::Op(OpError::HandleAlreadyRegistered)), Some(_)) => {}
             // Registered before the driver closed to zero: gone, so this registration is new.
