@@ -106,7 +106,7 @@ fn driver(status: i32, env: &'static [(&'static str, &'static str)]) -> Driver<T
 fn a_call_reaches_the_engine_capped_at_max_rw_count() {
     let d = driver(0, &[]);
     let f = file();
-    let h = d.handle_register(&f.as_file()).unwrap();
+    let h = d.handle_register(f.as_file()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, SIZE, 0, 0) }, Ok(max_rw_count()));
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -127,7 +127,7 @@ fn no_path_goes_to_bounce_other_errors_are_returned() {
         let env: &'static [_] = if compat == "true" { &[] } else { &[("HIPFILE_ALLOW_COMPAT_MODE", "false")] };
         let d = driver(status, env);
         let f = file();
-        let h = d.handle_register(&f.as_file()).unwrap();
+        let h = d.handle_register(f.as_file()).unwrap();
         // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
         let read = unsafe { d.transfer(Direction::Read, h, BASE, 4096, 0, 0) };
         assert_eq!(read, expected, "status {status}, compat {compat}");
@@ -140,7 +140,7 @@ fn no_path_goes_to_bounce_other_errors_are_returned() {
 fn unaligned_requests_never_reach_the_engine() {
     let d = driver(0, &[]);
     let f = file();
-    let h = d.handle_register(&f.as_file()).unwrap();
+    let h = d.handle_register(f.as_file()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4096, 100, 0) }, Ok(4096)); // offset
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -151,7 +151,7 @@ fn unaligned_requests_never_reach_the_engine() {
     assert_eq!(d.platform().bounced.load(Ordering::Relaxed), 3);
     // With P2P only, nothing can serve them: upstream's internal error.
     let d = driver(0, &[("HIPFILE_ALLOW_COMPAT_MODE", "false")]);
-    let h = d.handle_register(&f.as_file()).unwrap();
+    let h = d.handle_register(f.as_file()).unwrap();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     assert_eq!(unsafe { d.transfer(Direction::Read, h, BASE, 4000, 0, 0) }, Err(OpError::InternalError.into()));
 }

@@ -19,7 +19,7 @@ fn registrations_close_what_they_open() {
         let (gpu, d) = common::driver(&[]);
         let files: Vec<_> = (0..50).map(|_| file.try_clone().unwrap()).collect();
         let after_clones = open_fds();
-        let handles: Vec<_> = files.iter().map(|f| d.handle_register(&f).unwrap()).collect();
+        let handles: Vec<_> = files.iter().map(|f| d.handle_register(f).unwrap()).collect();
         let dev = gpu.malloc(8192).unwrap();
         for h in &handles {
             // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
