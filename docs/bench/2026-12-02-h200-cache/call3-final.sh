@@ -7,6 +7,7 @@
 # with a 4 GiB limit (a file "larger than memory").
 # Before the call, here: cargo xtask dist target/gpu-run/d; pip wheel --no-deps ./hipfile-python
 #   -w target/devwheel/new. carry: target/gpu-run, target/devwheel, .whl
+# In call3-final.txt the paths under the checkout are written relative to the repository root.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 python3 -m pip install -q --no-index --no-deps --target /tmp/ps target/devwheel/new/*.whl .whl/fastsafetensors*.whl 2>&1 | tail -2
