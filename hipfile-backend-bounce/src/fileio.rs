@@ -5,10 +5,9 @@
 //! - **keep**: everything goes through the page cache. Reads of data it does not hold fill it
 //!   (cut into pieces the threads read in parallel, like cached data; the kernel reads ahead of
 //!   them, twice its default window on the handle's buffered descriptor, semantics §3), and
-//!   durable writes go
-//!   buffered, each chunk's writeback started as soon as it is written (`sync_file_range`), so
-//!   that the call's `fdatasync` finds little left to do and the written pages stay in memory,
-//!   clean, for the next read.
+//!   durable writes go buffered, each chunk's writeback started as soon as it is written
+//!   (`sync_file_range`), so that the call's `fdatasync` finds little left to do and the
+//!   written pages stay in memory, clean, for the next read.
 //! - **bypass**: reads ask the page cache first, per chunk, with `cachestat(2)` (Linux 6.5): a
 //!   chunk the cache holds, even in part, is read buffered; a chunk it holds none of is read
 //!   with `O_DIRECT` where aligned, so a cold file goes from disk to the pinned buffer once

@@ -16,13 +16,11 @@
 //! driver's. The p2p path moves data by DMA and is direct whatever the policy says.
 
 use std::fmt;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::backend::Direction;
 use crate::file::FileHandle;
-use crate::sync::lock;
 
 /// How transfers use the page cache (`HIPFILE_PAGE_CACHE`, the `PageCache` parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -191,14 +189,28 @@ pub struct CachePolicy {
     mode: PageCache,
     /// `auto`'s limit in bytes; 0: half of `MemAvailable`.
     limit: u64,
-    /// The last reading of `MemAvailable` (bytes; `None`: unreadable), and when it was read.
-    available: Mutex<Option<(Instant, Option<u64>)>>,
+    /// When the policy was made: the clock of `read_at_ms`.
+    made: Instant,
+    /// The last reading of `MemAvailable` in bytes ([`UNKNOWN`]: unreadable), and when it was
+    /// read (milliseconds after `made`, plus one; 0: never). Atomics, so that the requests of
+    /// many callers read them without a lock (a race to refresh only reads the file twice).
+    available: AtomicU64,
+    read_at_ms: AtomicU64,
 }
+
+/// `MemAvailable` could not be read.
+const UNKNOWN: u64 = u64::MAX;
 
 impl CachePolicy {
     /// The policy `mode`, with `auto`'s limit `limit` bytes (0: half of `MemAvailable`).
     pub fn new(mode: PageCache, limit: u64) -> Self {
-        CachePolicy { mode, limit, available: Mutex::new(None) }
+        CachePolicy {
+            mode,
+            limit,
+            made: Instant::now(),
+            available: AtomicU64::new(UNKNOWN),
+            read_at_ms: AtomicU64::new(0),
+        }
     }
 
     /// The driver's setting.
@@ -213,25 +225,26 @@ impl CachePolicy {
         if self.limit > 0 {
             return Some(self.limit);
         }
-        let mut last = lock(&self.available);
-        let now = Instant::now();
-        let bytes = match *last {
-            Some((at, bytes)) if now.duration_since(at) < MEMINFO_TTL => bytes,
-            _ => {
-                let bytes = mem_available();
-                *last = Some((now, bytes));
-                bytes
-            }
+        let now = self.made.elapsed().as_millis() as u64 + 1;
+        let read_at = self.read_at_ms.load(Ordering::Acquire);
+        let bytes = if read_at == 0 || now.saturating_sub(read_at) >= MEMINFO_TTL.as_millis() as u64 {
+            let bytes = mem_available().unwrap_or(UNKNOWN);
+            self.available.store(bytes, Ordering::Relaxed);
+            self.read_at_ms.store(now, Ordering::Release);
+            bytes
+        } else {
+            self.available.load(Ordering::Relaxed)
         };
-        bytes.map(|b| b / 2)
+        (bytes != UNKNOWN).then_some(bytes / 2)
     }
 
     /// The rule for a transfer on `file` in `direction` that ends at file offset `end`. Logged
     /// at debug level when it differs from the last one applied to the file.
     pub fn decide(&self, file: &FileHandle, direction: Direction, end: u64) -> CacheRule {
         let rule = self.rule(file, direction, end);
+        // Read first: the requests of many callers on one file then share the line unchanged.
         let seen = &file.cache().last_rule;
-        if seen.swap(rule.code(), Ordering::Relaxed) != rule.code() {
+        if seen.load(Ordering::Relaxed) != rule.code() && seen.swap(rule.code(), Ordering::Relaxed) != rule.code() {
             tracing::debug!(target: "hipfile", "page cache for file {}: {rule}", file.client_fd());
         }
         rule

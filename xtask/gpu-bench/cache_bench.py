@@ -27,7 +27,6 @@ One JSON object per measurement is printed, one per line.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import subprocess
@@ -35,22 +34,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-
-def drop_cache(path):
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return "drop_caches"
-    except OSError:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-        return "posix_fadvise DONTNEED"
+from cufile_bench import page_cache_share as resident  # noqa: E402 - the scripts beside this one
+from load_bench import drop_cache  # noqa: E402
 
 
 def disk_read_bytes():
@@ -63,28 +50,6 @@ def disk_read_bytes():
             if os.path.exists(f"/sys/block/{name}") and not name.startswith(("loop", "ram", "dm-")):
                 total += int(parts[5]) * 512
     return total
-
-
-class _Range(ctypes.Structure):
-    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-
-class _Stat(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
-
-
-def resident(path):
-    """The fraction of the file's pages in the page cache (cachestat, Linux 6.5)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        r, st = _Range(0, 0), _Stat()
-        if libc.syscall(451, fd, ctypes.byref(r), ctypes.byref(st), 0) != 0:
-            return None
-        return round(st.cache * 4096 / max(size, 1), 4)
-    finally:
-        os.close(fd)
 
 
 def parse_setting(text):
@@ -105,7 +70,6 @@ def loader(name):
 
         return lambda path: st.load_file(path, device="cuda:0")
     if name.startswith("fastsafetensors"):
-        sys.path.insert(0, HERE)
         import load_bench
 
         if name.endswith("-forced"):
@@ -176,7 +140,6 @@ def finish(p):
 
 def ensure_checkpoint(path, size_gb):
     if not os.path.exists(path):
-        sys.path.insert(0, HERE)
         import load_bench
 
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
