@@ -10,6 +10,7 @@ use crate::batch::{BatchEntry, BatchEvent, BatchId};
 use crate::driver::{Driver, HandleId, Platform};
 use crate::error::{Error, Result};
 use crate::gpu::Stream;
+use crate::memory::{Allocation, DeviceMemory};
 use crate::stream::AsyncParams;
 
 /// Keeps a driver open (one use count) for as long as it lives.
@@ -60,7 +61,24 @@ impl<P: Platform> DriverGuard<P> {
     /// read and written with [`RegisteredFile::read_host`] and `write_host`.
     pub fn register_buffer(&self, addr: usize, len: usize) -> Result<RegisteredBuffer<'_, P>> {
         self.driver.buf_register_device(addr, len, 0)?;
-        Ok(RegisteredBuffer { driver: &self.driver, addr, len })
+        Ok(RegisteredBuffer { driver: &self.driver, addr, len, owner: None })
+    }
+
+    /// `len` bytes of device memory on the calling thread's current device, allocated through
+    /// the driver's runtime; freed when dropped and no longer used (see [`DeviceMemory`]).
+    pub fn device_alloc(&self, len: usize) -> Result<DeviceMemory> {
+        let gpu = self.driver.platform().shared_gpu();
+        let device = gpu.current_device()?;
+        Ok(DeviceMemory::alloc(&gpu, device, len)?)
+    }
+
+    /// Registers all of `memory` (as [`register_buffer`](Self::register_buffer)); the
+    /// registration keeps it allocated, and so does each stream-ordered operation queued on
+    /// the registration until its stream has run it.
+    pub fn register_memory(&self, memory: &DeviceMemory) -> Result<RegisteredBuffer<'_, P>> {
+        let (addr, len) = (memory.addr(), memory.len());
+        self.driver.buf_register_device(addr, len, 0)?;
+        Ok(RegisteredBuffer { driver: &self.driver, addr, len, owner: Some(memory.owner()) })
     }
 }
 
@@ -206,7 +224,9 @@ impl<P: Platform> RegisteredFile<'_, P> {
     /// after the work queued before it and before the work queued after it. The values live in
     /// the returned [`StreamIo`], read when the operation runs unless the stream was registered
     /// with FIXED flags; its result is there once the stream has run it. The device memory must
-    /// stay allocated until then (freeing it is `unsafe`, and that is its contract).
+    /// stay allocated until then: a [`DeviceMemory`] registered with
+    /// [`DriverGuard::register_memory`] does (the operation owns it too); other memory is freed
+    /// only by `unsafe` code, whose contract that is.
     pub fn read_async(
         &self,
         buffer: &RegisteredBuffer<'_, P>,
@@ -240,7 +260,9 @@ impl<P: Platform> RegisteredFile<'_, P> {
         buffer_offset: u64,
         stream: Stream,
     ) -> Result<Arc<StreamIo>> {
-        let io = Arc::new(StreamIo::new(size, offset(file_offset)?, offset(buffer_offset)?));
+        let mut io = StreamIo::new(size, offset(file_offset)?, offset(buffer_offset)?);
+        io.owner = buffer.owner.clone();
+        let io = Arc::new(io);
         // SAFETY: device memory (a `RegisteredBuffer`), no host memory involved.
         unsafe { self.driver.submit_async(direction, self.id, buffer.addr, io.clone(), stream)? };
         Ok(io)
@@ -270,6 +292,9 @@ pub struct StreamIo {
     file_offset: AtomicI64,
     buffer_offset: AtomicI64,
     result: AtomicI64,
+    /// The memory the operation moves, where the program owns it: kept allocated while the
+    /// library holds the operation.
+    owner: Option<Arc<Allocation>>,
 }
 
 impl StreamIo {
@@ -280,6 +305,7 @@ impl StreamIo {
             file_offset: AtomicI64::new(file_offset),
             buffer_offset: AtomicI64::new(buffer_offset),
             result: AtomicI64::new(PENDING),
+            owner: None,
         }
     }
 
@@ -331,6 +357,9 @@ pub struct RegisteredBuffer<'a, P: Platform> {
     driver: &'a Driver<P>,
     addr: usize,
     len: usize,
+    /// The memory, where it was registered as a [`DeviceMemory`]: kept allocated until the
+    /// registration ends.
+    owner: Option<Arc<Allocation>>,
 }
 
 impl<P: Platform> RegisteredBuffer<'_, P> {

@@ -22,8 +22,8 @@ use hipfile::boundary::Vendor;
 use hipfile::boundary::sync::lock;
 use hipfile::stats::{Counter, Path};
 use hipfile::{
-    AsyncParams, BatchEntry, BoolParam, DeviceCopy, DeviceSpan, Direction, Driver, Error, GpuRuntime, HandleId,
-    OpError, SizeParam, Stream, StreamIo, StringParam, SystemPlatform,
+    AsyncParams, BatchEntry, BoolParam, DeviceCopy, DeviceMemory, DeviceSpan, Direction, Driver, Error, GpuRuntime,
+    HandleId, HipError, OpError, SizeParam, Stream, StreamIo, StringParam, SystemPlatform,
 };
 use hipfile_safetensors::Header;
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
@@ -875,28 +875,35 @@ fn stream_destroy(py: Python<'_>, stream: usize) -> PyResult<()> {
     detached(py, || Ok(gpu().stream_destroy(stream_of(stream))?))
 }
 
+/// The device memory the package allocated ([`device_alloc`]), by address, until Python lets go
+/// of it ([`device_free`]).
+static ALLOCATIONS: Mutex<BTreeMap<usize, DeviceMemory>> = Mutex::new(BTreeMap::new());
+
 /// Allocates `size` bytes of device memory on `device` with the runtime the module uses.
 #[pyfunction]
 #[pyo3(signature = (size, device = 0))]
 fn device_alloc(py: Python<'_>, size: usize, device: i32) -> PyResult<usize> {
     detached(py, || {
-        let gpu = gpu();
-        let previous = gpu.current_device()?;
-        gpu.set_device(device)?;
-        let addr = gpu.device_alloc(size.max(1));
-        gpu.set_device(previous)?;
-        Ok(addr?)
+        let memory = DeviceMemory::alloc(gpu(), device, size)?;
+        let addr = memory.addr();
+        lock(&ALLOCATIONS).insert(addr, memory);
+        Ok(addr)
     })
 }
 
-/// Frees memory of [`device_alloc`].
-///
-/// The package calls it once, when its `DeviceBuffer` is collected.
+/// Frees memory of [`device_alloc`] (the package's `DeviceBuffer` when it is collected, and
+/// upstream's `hipFree`); any other address is `hipErrorInvalidValue`, as the runtime's free
+/// answers for memory it did not allocate, and frees nothing.
 #[pyfunction]
 fn device_free(py: Python<'_>, addr: usize) -> PyResult<()> {
-    // SAFETY: the package frees each allocation of `device_alloc` once, when the only object
-    // that hands out its address is collected.
-    detached(py, || Ok(unsafe { gpu().device_free(addr) }?))
+    let memory = lock(&ALLOCATIONS).remove(&addr);
+    detached(py, || match memory {
+        Some(memory) => {
+            drop(memory);
+            Ok(())
+        }
+        None => Err(HipError::INVALID_VALUE.into()),
+    })
 }
 
 /// The bytes from `addr` to the end of its device allocation, per the runtime: the extent of a

@@ -1,5 +1,6 @@
 """Upstream hipFile's Python API: the names, behaviour and errors its programs rely on."""
 
+import ctypes
 import errno
 import hashlib
 import os
@@ -94,6 +95,19 @@ def test_roundtrip_through_device_memory(scratch, data_file):
     assert sha(output) == sha(data_file)
 
 
+def test_hipfree_frees_only_what_hipmalloc_gave():
+    # A wrong or stale address is refused (the runtime's hipErrorInvalidValue), never freed:
+    # before, it reached the runtime's free as it was.
+    ptr = hipMalloc(4096)
+    hipFree(ptr)
+    with pytest.raises(RuntimeError, match="hipFree failed"):
+        hipFree(ptr)  # twice
+    with pytest.raises(RuntimeError, match="hipFree failed"):
+        hipFree(0xDEAD0000)  # never allocated
+    with pytest.raises(RuntimeError, match="hipFree failed"):
+        hipFree(ctypes.c_void_p(ctypes.addressof(ctypes.create_string_buffer(64))))  # host memory
+
+
 def test_buffer_rules(monkeypatch):
     class Null:
         value = None
@@ -114,7 +128,6 @@ def test_buffer_rules(monkeypatch):
             b.deregister()
             b.deregister()
             host = bytearray(4096)
-            import ctypes
             address = ctypes.addressof((ctypes.c_char * 4096).from_buffer(host))
             with pytest.raises(HipFileException) as info:
                 Buffer(address, 4096, 0).register()

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hipfile::boundary::io::{pread, transfer_loop};
 use hipfile::boundary::sync::lock;
 use hipfile::{
-    BatchEntry, Capability, Declined, DeviceCopy, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
+    BatchEntry, Capability, Declined, DeviceCopy, DeviceMemory, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
     RegisteredBuffer, RegisteredFile, Stream, SystemPlatform, max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -151,7 +151,7 @@ fn measure_all(
     // Registered, so that the calls below use the registered-buffer path.
     let registered = buffers
         .iter()
-        .map(|(_, dev)| guard.register_buffer(dev.memory.addr(), size))
+        .map(|(_, dev)| guard.register_memory(&dev.owned))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("buffer registration: {e}"))?;
     let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, dev), r)| (*d, dev.memory, r)).collect();
@@ -188,24 +188,23 @@ fn growth(
 /// A device of the run, its memory, and that memory's registration.
 type Target<'a> = (i32, DeviceSpan, &'a RegisteredBuffer<'a, Sys>);
 
-/// Device memory for the benchmark, freed on drop.
-pub(crate) struct DeviceBuffer<'a> {
-    gpu: &'a Arc<dyn GpuRuntime>,
+/// Device memory for the benchmark (freed when dropped), and its span for the copies that fill
+/// and check it.
+pub(crate) struct DeviceBuffer {
+    pub(crate) owned: DeviceMemory,
     pub(crate) memory: DeviceSpan,
 }
 
-impl<'a> DeviceBuffer<'a> {
-    pub(crate) fn new(gpu: &'a Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
-        let addr = gpu.device_alloc(len).map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
-        // SAFETY: the allocation just made, freed only when this buffer drops.
-        Ok(DeviceBuffer { gpu, memory: unsafe { DeviceSpan::new(addr, len) } })
-    }
-}
-
-impl Drop for DeviceBuffer<'_> {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new`; the registration that used it is gone (dropped first).
-        let _ = unsafe { self.gpu.device_free(self.memory.addr()) };
+impl DeviceBuffer {
+    /// `len` bytes on the calling thread's current device.
+    pub(crate) fn new(gpu: &Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
+        let device = gpu.current_device().map_err(|e| format!("current device: {e}"))?;
+        let owned = DeviceMemory::alloc(gpu, device, len)
+            .map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
+        // SAFETY: the allocation is this buffer's, and the span is used only while the buffer
+        // lives (its users borrow the buffer).
+        let memory = unsafe { DeviceSpan::new(owned.addr(), len) };
+        Ok(DeviceBuffer { owned, memory })
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use hipfile::boundary::io::{pread, transfer_loop};
-use hipfile::{DriverGuard, SystemPlatform};
+use hipfile::{DeviceMemory, DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
 use crate::args::CpArgs;
@@ -230,18 +230,14 @@ fn unique_name<T>(dir: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> i
 /// Copies `src` into `dst` through GPU memory: `size` bytes, or with `None` all that `src`
 /// reads until a read returns nothing.
 fn copy(args: &CpArgs, src: &File, dst: &File, size: Option<u64>, chunk: usize) -> Result<Copied, String> {
-    let crate::Opened { description, guard, gpu } = crate::open_driver(args.backend.as_deref(), 1, args.json)?;
+    let crate::Opened { description, guard, gpu: _ } = crate::open_driver(args.backend.as_deref(), 1, args.json)?;
     let chunk = match size {
         Some(size) => chunk.min(usize::try_from(size).unwrap_or(usize::MAX).max(4096)),
         // Files of unknown size are mostly small: no need for the whole chunk.
         None => chunk.min(1 << 20),
     };
-    let dev = gpu.device_alloc(2 * chunk).map_err(|e| format!("cannot allocate GPU memory: {e}"))?;
-    let result = transfer(args, &guard, (src, dst), dev, chunk, size);
-    // SAFETY: allocated above; the registrations and transfers using it have ended.
-    let freed = unsafe { gpu.device_free(dev) };
-    let (bytes, data_bytes, seconds) = result?;
-    freed.map_err(|e| format!("cannot free GPU memory: {e}"))?;
+    let memory = guard.device_alloc(2 * chunk).map_err(|e| format!("cannot allocate GPU memory: {e}"))?;
+    let (bytes, data_bytes, seconds) = transfer(args, &guard, (src, dst), &memory, chunk, size)?;
     let backends = guard
         .driver()
         .backend_counters()
@@ -257,12 +253,12 @@ fn transfer(
     args: &CpArgs,
     guard: &DriverGuard<SystemPlatform>,
     (src, dst): (&File, &File),
-    dev: usize,
+    memory: &DeviceMemory,
     chunk: usize,
     size: Option<u64>,
 ) -> Result<(u64, u64, f64), String> {
     let dst_error = |e: io::Error| format!("{}: {e}", args.dst.display());
-    let buffer = guard.register_buffer(dev, 2 * chunk).map_err(|e| format!("GPU memory: {e}"))?;
+    let buffer = guard.register_memory(memory).map_err(|e| format!("GPU memory: {e}"))?;
     let reader = guard.register_file(src).map_err(|e| format!("{}: {e}", args.src.display()))?;
     let writer = guard.register_file(dst).map_err(|e| format!("{}: {e}", args.dst.display()))?;
     let extents = match size {

@@ -14,7 +14,7 @@
 //! Reading a file into GPU memory:
 //! ```
 //! use std::sync::Arc;
-//! use hipfile::{Driver, DriverGuard, GpuRuntime, SystemPlatform};
+//! use hipfile::{Driver, DriverGuard, SystemPlatform};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let path = std::env::temp_dir().join(format!("hipfile-example-{}", std::process::id()));
@@ -23,15 +23,11 @@
 //!
 //! // The runtime the process uses, one with a device, or the mock GPU (and why).
 //! let (platform, _why_mock) = SystemPlatform::discover_or_mock();
-//! let gpu = Arc::clone(platform.runtime());
 //! let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?; // hipFileDriverOpen
-//! let dev = gpu.device_alloc(1 << 20)?;
-//! let buffer = guard.register_buffer(dev, 1 << 20)?;              // hipFileBufRegister
+//! let memory = guard.device_alloc(1 << 20)?;                       // hipMalloc, freed on drop
+//! let buffer = guard.register_memory(&memory)?;                    // hipFileBufRegister
 //! let handle = guard.register_file(&file)?;                        // hipFileHandleRegister
 //! assert_eq!(handle.read(&buffer, 1 << 20, 0, 0)?, 1 << 20);       // hipFileRead
-//! # drop((handle, buffer));
-//! # // SAFETY: allocated above, no longer used.
-//! # unsafe { gpu.device_free(dev) }?;
 //! # std::fs::remove_file(path)?;
 //! # Ok(()) }
 //! ```
@@ -84,48 +80,42 @@ pub use hipfile_core::DriverGuard;
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use hipfile::{Driver, DriverGuard, GpuRuntime, SystemPlatform};
+/// use hipfile::{Driver, DriverGuard, SystemPlatform};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let dir = std::env::temp_dir().join(format!("hipfile-doc-file-{}", std::process::id()));
 /// let (platform, _) = SystemPlatform::discover_or_mock();
-/// let gpu = Arc::clone(platform.runtime());
 /// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?;
 /// let file = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&dir)?;
 /// let handle = guard.register_file(&file)?;
-/// let dev = gpu.device_alloc(65536)?;
-/// let buffer = guard.register_buffer(dev, 65536)?;
+/// let buffer = guard.register_memory(&guard.device_alloc(65536)?)?; // keeps the memory
 /// handle.write_all(&buffer, 65536, 0)?;             // every byte, or an error
 /// assert_eq!(handle.read(&buffer, 65536, 0, 0)?, 65536);
-/// # drop((handle, buffer));
-/// # // SAFETY: allocated above, no longer used.
-/// # unsafe { gpu.device_free(dev) }?;
 /// # std::fs::remove_file(dir)?;
 /// # Ok(()) }
 /// ```
 pub use hipfile_core::RegisteredFile;
 
 /// Registered device memory (`hipFileBufRegister`), deregistered when dropped: the only memory
-/// safe code reads into or writes from by address.
+/// safe code reads into or writes from by address. Memory the program allocates is a
+/// [`DeviceMemory`], registered with `register_memory` (the registration keeps it allocated);
+/// memory from elsewhere (a framework's tensor) is registered by address with
+/// `register_buffer`, which the runtime must know as device memory.
 ///
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use hipfile::{Driver, DriverGuard, GpuRuntime, SystemPlatform};
+/// use hipfile::{Driver, DriverGuard, SystemPlatform};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (platform, _) = SystemPlatform::discover_or_mock();
-/// let gpu = Arc::clone(platform.runtime());
 /// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?;
-/// let dev = gpu.device_alloc(4096)?;
-/// let buffer = guard.register_buffer(dev, 4096)?;
-/// assert_eq!((buffer.addr(), buffer.len()), (dev, 4096));
+/// let memory = guard.device_alloc(4096)?;
+/// let buffer = guard.register_memory(&memory)?;
+/// assert_eq!((buffer.addr(), buffer.len()), (memory.addr(), 4096));
 /// // Host memory is not device memory: refused.
 /// let host = vec![0u8; 4096];
 /// assert!(guard.register_buffer(host.as_ptr() as usize, 4096).is_err());
-/// # drop(buffer);
-/// # // SAFETY: allocated above, no longer used.
-/// # unsafe { gpu.device_free(dev) }?;
 /// # Ok(()) }
 /// ```
 pub use hipfile_core::RegisteredBuffer;
@@ -136,38 +126,37 @@ pub use hipfile_core::RegisteredBuffer;
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use hipfile::{BatchEntry, Direction, Driver, DriverGuard, GpuRuntime, SystemPlatform};
+/// use hipfile::{BatchEntry, Direction, Driver, DriverGuard, SystemPlatform};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let path = std::env::temp_dir().join(format!("hipfile-doc-batch-{}", std::process::id()));
 /// # std::fs::write(&path, vec![3u8; 1 << 16])?;
 /// let (platform, _) = SystemPlatform::discover_or_mock();
-/// let gpu = Arc::clone(platform.runtime());
 /// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?;
 /// let file = std::fs::File::open(&path)?;
 /// let handle = guard.register_file(&file)?;
-/// let dev = gpu.device_alloc(1 << 16)?;
+/// let memory = guard.device_alloc(1 << 16)?;
 /// let batch = guard.batch(4)?;
 /// let entries: Vec<BatchEntry> = (0..4)
 ///     .map(|i| BatchEntry {
 ///         direction: Direction::Read,
 ///         handle: handle.id(),
-///         buffer_base: dev,
+///         buffer_base: memory.addr(),
 ///         buffer_offset: i << 14,
 ///         file_offset: i << 14,
 ///         size: 1 << 14,
 ///         cookie: i as usize,
 ///     })
 ///     .collect();
-/// // SAFETY: every entry names device memory allocated above, freed after the events.
+/// // SAFETY: every entry names device memory, which stays allocated until the batch is gone
+/// // (dropped before it, below).
 /// unsafe { batch.submit(&entries) }?;
 /// let mut done = 0;
 /// while done < 4 {
 ///     done += batch.status(1, 4, None)?.iter().filter(|e| e.result == Ok(1 << 14)).count();
 /// }
-/// # drop((batch, handle));
-/// # // SAFETY: allocated above, no longer used.
-/// # unsafe { gpu.device_free(dev) }?;
+/// drop(batch);
+/// drop(memory);
 /// # std::fs::remove_file(path)?;
 /// # Ok(()) }
 /// ```
@@ -189,16 +178,12 @@ pub use hipfile_core::Batch;
 /// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?;
 /// let file = std::fs::File::open(&path)?;
 /// let handle = guard.register_file(&file)?;
-/// let dev = gpu.device_alloc(8192)?;
-/// let buffer = guard.register_buffer(dev, 8192)?;
+/// let buffer = guard.register_memory(&guard.device_alloc(8192)?)?;
 /// let stream = gpu.stream_create()?;
-/// let io = handle.read_async(&buffer, 8192, 0, 0, stream)?;
+/// let io = handle.read_async(&buffer, 8192, 0, 0, stream)?; // owns the memory until it has run
 /// gpu.stream_synchronize(stream)?;                  // the read ran in stream order
 /// assert_eq!(io.result(), Some(8192));
 /// # gpu.stream_destroy(stream)?;
-/// # drop((handle, buffer));
-/// # // SAFETY: allocated above, no longer used.
-/// # unsafe { gpu.device_free(dev) }?;
 /// # std::fs::remove_file(path)?;
 /// # Ok(()) }
 /// ```
@@ -211,7 +196,7 @@ pub use hipfile_core::stream;
 pub use hipfile_core::cache;
 pub use hipfile_core::{
     API_VERSION, AsyncParams, BackendChoice, BackendKind, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
-    CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceSpan, Direction,
+    CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceMemory, DeviceSpan, Direction,
     DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MemoryType, OpError, PageCache,
     PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };

@@ -32,26 +32,21 @@ use std::time::Duration;
 /// ```
 /// use std::sync::Arc;
 /// use hipfile::stats::Path;
-/// use hipfile::{Direction, Driver, DriverGuard, GpuRuntime, SystemPlatform};
+/// use hipfile::{Direction, Driver, DriverGuard, SystemPlatform};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let path = std::env::temp_dir().join(format!("hipfile-doc-stats-{}", std::process::id()));
 /// # std::fs::write(&path, vec![1u8; 4096])?;
 /// let (platform, _) = SystemPlatform::discover_or_mock();
-/// let gpu = Arc::clone(platform.runtime());
 /// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?; // counts at level 1
 /// let file = std::fs::File::open(&path)?;
 /// let handle = guard.register_file(&file)?;
-/// let dev = gpu.device_alloc(4096)?;
-/// let buffer = guard.register_buffer(dev, 4096)?;
+/// let buffer = guard.register_memory(&guard.device_alloc(4096)?)?;
 /// handle.read(&buffer, 4096, 0, 0)?;
 /// let snap = guard.driver().stats().snapshot();
 /// let read = snap.totals(Direction::Read, None, None);
 /// assert_eq!((read.ok, read.bytes), (1, 4096));
 /// println!("p2p: {:?}", snap.totals(Direction::Read, Some(Path::P2p), None));
-/// # drop((handle, buffer));
-/// # // SAFETY: allocated above, no longer used.
-/// # unsafe { gpu.device_free(dev) }?;
 /// # std::fs::remove_file(path)?;
 /// # Ok(()) }
 /// ```
