@@ -1,5 +1,5 @@
 //! A read's last bytes kept out of the reading cores' own caches before their copy to the
-//! device (docs/performance.md, "Copies read from the shared cache").
+//! device (docs/bench/history.md, "Copies read from the shared cache").
 //!
 //! A read from the page cache leaves the bytes it wrote into a slot in the reading core's own
 //! cache, modified. A copy to the device that reads such lines has each fetched from that core,

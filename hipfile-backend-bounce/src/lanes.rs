@@ -14,7 +14,7 @@
 //! pinned with the runtime's host registration (else the runtime's pinned allocation). Direct
 //! reads are why: a block device takes a bounded number of physically contiguous segments per
 //! request, and 4 KiB pages split a 4 MiB read into several requests where 2 MiB pages keep it
-//! whole. On the virtio disks measured (`docs/performance.md`), cold `O_DIRECT` reads into huge
+//! whole. On the virtio disks measured (`docs/bench/history.md`), cold `O_DIRECT` reads into huge
 //! pages ran 1.4-2.3x faster than into 4 KiB pages.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Staged bytes written around the CPU's caches (non-temporal stores), so that the copy to the
 //! device that reads them soon after finds them in memory rather than in the writing core's
 //! own cache: a read's tail with `HIPFILE_BOUNCE_DEMOTE=stream` ([`crate::demote`];
-//! docs/performance.md, "Streaming stores").
+//! docs/bench/history.md, "Streaming stores").
 //!
 //! A piece is read from the page cache into the thread's own small buffer, which stays in its
 //! cache, and moved from there into the slot with streaming stores; the fence at the end makes

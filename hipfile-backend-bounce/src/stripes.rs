@@ -9,7 +9,7 @@
 //! stripe while every thread reads. Reads went through lanes before (a thread with its own two
 //! buffers copying what it alone read, as writes still do): each copy costs microseconds beyond its
 //! bytes, and one caller's calls ran the copies in lockstep with the reads. Measured on the H200
-//! against lanes in one binary (`docs/performance.md`, "Reads through stripes"): one caller's 4 MiB
+//! against lanes in one binary (`docs/bench/history.md`, "Reads through stripes"): one caller's 4 MiB
 //! calls 1.5x, 64 MiB calls 1.1x, four callers of 16 MiB 1.15x, whole files and batches the same. A
 //! part the page cache holds none of is one piece, read with `O_DIRECT` (the disk wants large
 //! requests).
@@ -17,7 +17,7 @@
 //! Small requests share stripes ([`pack`]): the chunks of a read's requests go into one slot
 //! after another up to a stripe, each at a position from which `O_DIRECT` can read it, and parts
 //! that meet on the device in one allocation go in one copy ([`copies`]). Measured on the H200
-//! against a stripe per chunk (`docs/performance.md`, "Small reads share stripes"): a batch of
+//! against a stripe per chunk (`docs/bench/history.md`, "Small reads share stripes"): a batch of
 //! 128 random 256 KiB reads 1.8x, of 128 random 1 MiB 1.0-1.12x, Python's futures 1.12x.
 //!
 //! Staging: [`SlotPool`], per device, made on first use (or ahead, by the warmer) up to its
@@ -48,7 +48,7 @@ pub(crate) const MIN_ALONE_STRIPE: usize = 1 << 20;
 /// The stripe for `total` bytes alone on a device: an eighth of them (so that the first copy
 /// starts after an eighth has been read, and the last one is short), at least
 /// [`MIN_ALONE_STRIPE`], at most `chunk`. (Measured on the H200 with reads' tails demoted: one
-/// caller's 16 MiB calls 37.2 / 37.1 GB/s against 30.3 with quarters; docs/performance.md, "The
+/// caller's 16 MiB calls 37.2 / 37.1 GB/s against 30.3 with quarters; docs/bench/history.md, "The
 /// eighth rule, and two trials that did not help".)
 pub(crate) fn alone_stripe(chunk: usize, total: usize) -> usize {
     (total / 8).next_multiple_of(64 << 10).max(MIN_ALONE_STRIPE).min(chunk)

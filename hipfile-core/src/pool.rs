@@ -122,7 +122,7 @@ fn work(rx: &Receiver<Job>) {
 /// on a machine of 8 CPUs or more, none on smaller ones (where a looking thread would take a
 /// CPU from one with work). A millisecond outlasts the copies that end one caller's 72 MB call
 /// after its reads, so the readers are still awake for the next call; 2 ms and more cost four
-/// callers of 16 MiB (docs/performance.md, "Readers awake between one caller's calls").
+/// callers of 16 MiB (docs/bench/history.md, "Readers awake between one caller's calls").
 fn awake() -> std::time::Duration {
     static AWAKE: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
     *AWAKE.get_or_init(|| {
