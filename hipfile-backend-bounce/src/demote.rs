@@ -14,7 +14,7 @@
 //!
 //! `HIPFILE_BOUNCE_DEMOTE=stream` reads the tail through the thread's own small buffer instead
 //! and stores it with streaming stores, which go to memory around the caches
-//! ([`crate::stream`]), on any x86-64 processor: the way left to processors without
+//! ([`crate::streaming`]), on any x86-64 processor: the way left to processors without
 //! `cldemote`. On the H200 machine's (which has it) one caller's 16 MiB calls ran alike both
 //! ways (35.2 against 34.6 GB/s), 4 MiB calls slower (20.8 against 26.7), so it is not the
 //! default there; on other processors it is untried, so it is not the default anywhere.
@@ -37,18 +37,18 @@ enum How {
 
 /// How a read's tail is demoted on this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Demote {
+pub(crate) struct Demoter {
     /// Bytes of one thread's writes its own caches hold (its share of its core's L2).
     cache: usize,
     how: How,
 }
 
-impl Demote {
+impl Demoter {
     /// What `mode` does on this machine: `None` where it does nothing (`true` where the
     /// processor has no `cldemote`, `stream` on one that is not x86-64).
-    pub(crate) fn detect(sysfs: &Path, mode: hipfile_core::Demote) -> Option<Demote> {
+    pub(crate) fn detect(sysfs: &Path, mode: hipfile_core::Demote) -> Option<Demoter> {
         let how = Self::how(mode, has_cldemote())?;
-        Some(Demote { cache: own_cache(sysfs).unwrap_or(DEFAULT_CACHE), how })
+        Some(Demoter { cache: own_cache(sysfs).unwrap_or(DEFAULT_CACHE), how })
     }
 
     fn how(mode: hipfile_core::Demote, cldemote: bool) -> Option<How> {
@@ -63,8 +63,8 @@ impl Demote {
     /// What `mode` would do with each thread's caches holding `cache` bytes, on a processor
     /// that has `cldemote` (tests).
     #[cfg(test)]
-    pub(crate) fn with_cache(mode: hipfile_core::Demote, cache: usize) -> Option<Demote> {
-        Some(Demote { cache, how: Self::how(mode, true)? })
+    pub(crate) fn with_cache(mode: hipfile_core::Demote, cache: usize) -> Option<Demoter> {
+        Some(Demoter { cache, how: Self::how(mode, true)? })
     }
 
     /// Bytes at the end of a read whose lines are still in their threads' own caches when
@@ -77,7 +77,7 @@ impl Demote {
     /// file), leaving them out of this core's own caches.
     pub(crate) fn read(&self, file: &FileSide, buf: &mut [u8], offset: u64) -> Result<usize> {
         match self.how {
-            How::Stream => crate::stream::read_buffered(file, buf, offset),
+            How::Stream => crate::streaming::read_buffered(file, buf, offset),
             How::Cldemote => {
                 let n = file.read_buffered(buf, offset)?;
                 lines(&buf[..n]);
@@ -97,7 +97,7 @@ fn describe_for(mode: hipfile_core::Demote, cldemote: bool, cache: Option<usize>
         Some(bytes) => format!("{} KiB", bytes >> 10),
         None => format!("unknown, taken as {} KiB", DEFAULT_CACHE >> 10),
     };
-    match (Demote::how(mode, cldemote), mode) {
+    match (Demoter::how(mode, cldemote), mode) {
         (Some(How::Cldemote), _) => {
             format!("reads' tails demoted with cldemote (each reading thread's share of L2: {share})")
         }
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn the_tail_is_what_the_threads_caches_hold() {
-        let d = Demote { cache: 2 << 20, how: How::Cldemote };
+        let d = Demoter { cache: 2 << 20, how: How::Cldemote };
         assert_eq!(d.tail(16), 32 << 20);
         assert_eq!(d.tail(0), 2 << 20);
     }
@@ -246,7 +246,7 @@ mod tests {
         let x86 = cfg!(target_arch = "x86_64");
         let stream = x86.then_some(How::Stream);
         for (mode, with, without) in [(Auto, Some(How::Cldemote), None), (Stream, stream, stream), (Off, None, None)] {
-            assert_eq!((Demote::how(mode, true), Demote::how(mode, false)), (with, without), "{mode:?}");
+            assert_eq!((Demoter::how(mode, true), Demoter::how(mode, false)), (with, without), "{mode:?}");
         }
     }
 }

@@ -23,46 +23,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use hipfile_core::io::{pread, pwrite, transfer_loop};
+use hipfile_core::io::{pread, transfer_loop};
 use hipfile_core::sync::{lock, wait};
 use hipfile_core::{CacheUse, Error, FileHandle, Result};
 
-use crate::uring::{LaneRing, UringState};
-
-/// The memory side of one file transfer: filled by a read, sent by a write.
-pub(crate) enum IoBuf<'a> {
-    Read(&'a mut [u8]),
-    Write(&'a [u8]),
-}
-
-impl IoBuf<'_> {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            IoBuf::Read(b) => b.len(),
-            IoBuf::Write(b) => b.len(),
-        }
-    }
-
-    fn is_write(&self) -> bool {
-        matches!(self, IoBuf::Write(_))
-    }
-
-    /// Bytes `[from, to)` of the buffer, the same way round.
-    fn part(&mut self, from: usize, to: usize) -> IoBuf<'_> {
-        match self {
-            IoBuf::Read(b) => IoBuf::Read(&mut b[from..to]),
-            IoBuf::Write(b) => IoBuf::Write(&b[from..to]),
-        }
-    }
-
-    /// One `pread` or `pwrite` of the whole buffer at `offset`.
-    fn syscall(self, fd: i32, offset: u64) -> Result<usize> {
-        match self {
-            IoBuf::Read(b) => pread(fd, b, offset),
-            IoBuf::Write(b) => pwrite(fd, b, offset),
-        }
-    }
-}
+use crate::uring::{IoBuf, LaneRing, UringState};
 
 /// How a lane does direct I/O: through its io_uring with registered buffers, else syscalls.
 pub(crate) struct DirectIo<'a> {
@@ -222,7 +187,7 @@ fn start_writeback(fd: i32, offset: u64, len: u64) {
 #[derive(Debug)]
 pub(crate) struct ReadPolicy {
     pub(crate) cache: CacheProbe,
-    pub(crate) direct_streams: Slots,
+    pub(crate) direct_streams: Permits,
     /// Chunks read buffered (cached in part or whole, or no p2p path) and with `O_DIRECT`.
     pub(crate) cached_chunks: AtomicU64,
     pub(crate) direct_chunks: AtomicU64,
@@ -232,7 +197,7 @@ impl ReadPolicy {
     pub(crate) fn new(direct_streams: usize) -> Self {
         ReadPolicy {
             cache: CacheProbe::new(),
-            direct_streams: Slots::new(direct_streams.max(1)),
+            direct_streams: Permits::new(direct_streams.max(1)),
             cached_chunks: AtomicU64::new(0),
             direct_chunks: AtomicU64::new(0),
         }
@@ -241,21 +206,21 @@ impl ReadPolicy {
 
 /// A counting semaphore that keeps the time spent waiting on it.
 #[derive(Debug)]
-pub(crate) struct Slots {
+pub(crate) struct Permits {
     free: Mutex<usize>,
     returned: Condvar,
     pub(crate) wait_ns: AtomicU64,
 }
 
-/// One slot, given back on drop.
-pub(crate) struct Slot<'a>(&'a Slots);
+/// One permit, given back on drop.
+pub(crate) struct Permit<'a>(&'a Permits);
 
-impl Slots {
+impl Permits {
     fn new(n: usize) -> Self {
-        Slots { free: Mutex::new(n), returned: Condvar::new(), wait_ns: AtomicU64::new(0) }
+        Permits { free: Mutex::new(n), returned: Condvar::new(), wait_ns: AtomicU64::new(0) }
     }
 
-    fn acquire(&self) -> Slot<'_> {
+    fn acquire(&self) -> Permit<'_> {
         let mut free = lock(&self.free);
         if *free == 0 {
             let start = std::time::Instant::now();
@@ -265,11 +230,11 @@ impl Slots {
             self.wait_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
         *free -= 1;
-        Slot(self)
+        Permit(self)
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Permit<'_> {
     fn drop(&mut self) {
         *lock(&self.0.free) += 1;
         self.0.returned.notify_one();

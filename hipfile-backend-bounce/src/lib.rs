@@ -33,7 +33,7 @@ mod bounded;
 mod demote;
 mod fileio;
 mod lanes;
-mod stream;
+mod streaming;
 mod stripes;
 mod topology;
 mod uring;
@@ -51,7 +51,7 @@ use hipfile_core::{
     Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
 };
 
-use demote::Demote;
+use demote::Demoter;
 use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
 use hipfile_core::pool::WorkerPool;
 use lanes::{Lane, LanePool};
@@ -78,7 +78,7 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     reads: ReadPolicy,
     profile: Profile,
     /// How the last bytes of a read leave the reading cores' caches (`None`: they stay).
-    demote: Option<Demote>,
+    demote: Option<Demoter>,
     topology: Topology,
     /// Where the topology was read (`/sys`), for the devices' PCI addresses.
     sysfs: PathBuf,
@@ -242,7 +242,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     /// As [`Bounce::new`], reading the machine's topology under `sysfs` instead of `/sys` (a
     /// directory laid out the same way: tests of placement).
     pub fn with_sysfs(gpu: Arc<G>, settings: &BounceSettings, sysfs: PathBuf) -> Self {
-        Self::with_demote(gpu, settings, sysfs, Demote::detect)
+        Self::with_demote(gpu, settings, sysfs, Demoter::detect)
     }
 
     /// As [`Bounce::with_sysfs`], with `detect` saying what the settings' way of demoting
@@ -252,7 +252,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
         gpu: Arc<G>,
         settings: &BounceSettings,
         sysfs: PathBuf,
-        detect: impl FnOnce(&std::path::Path, hipfile_core::Demote) -> Option<Demote>,
+        detect: impl FnOnce(&std::path::Path, hipfile_core::Demote) -> Option<Demoter>,
     ) -> Self {
         let demote = detect(&sysfs, settings.demote);
         let threads = match settings.threads {
@@ -1063,7 +1063,7 @@ mod tests {
         let gpu = MockGpu::new(1);
         let settings =
             BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, demote: mode, ..BounceSettings::default() };
-        let can = |_: &std::path::Path, mode| Demote::with_cache(mode, 1 << 20);
+        let can = |_: &std::path::Path, mode| Demoter::with_cache(mode, 1 << 20);
         let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), can);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 241) as u8).collect();
         let dir = tempfile::tempdir().unwrap();

@@ -7,10 +7,45 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use hipfile_core::io::{pread, pwrite};
 use hipfile_core::{Error, Result};
 
-use crate::fileio::IoBuf;
 use io_uring::{IoUring, Probe, opcode, types};
+
+/// The memory side of one file transfer: filled by a read, sent by a write.
+pub(crate) enum IoBuf<'a> {
+    Read(&'a mut [u8]),
+    Write(&'a [u8]),
+}
+
+impl IoBuf<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            IoBuf::Read(b) => b.len(),
+            IoBuf::Write(b) => b.len(),
+        }
+    }
+
+    pub(crate) fn is_write(&self) -> bool {
+        matches!(self, IoBuf::Write(_))
+    }
+
+    /// Bytes `[from, to)` of the buffer, the same way round.
+    pub(crate) fn part(&mut self, from: usize, to: usize) -> IoBuf<'_> {
+        match self {
+            IoBuf::Read(b) => IoBuf::Read(&mut b[from..to]),
+            IoBuf::Write(b) => IoBuf::Write(&b[from..to]),
+        }
+    }
+
+    /// One `pread` or `pwrite` of the whole buffer at `offset`.
+    pub(crate) fn syscall(self, fd: i32, offset: u64) -> Result<usize> {
+        match self {
+            IoBuf::Read(b) => pread(fd, b, offset),
+            IoBuf::Write(b) => pwrite(fd, b, offset),
+        }
+    }
+}
 
 /// A small ring whose fixed buffers are a lane's two stages.
 pub(crate) struct LaneRing {

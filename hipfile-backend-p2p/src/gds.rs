@@ -17,7 +17,7 @@ use hipfile_core::{Declined, Error, FileHandle, IoRequest, OpError, Result};
 
 use crate::Engine;
 
-pub use hipfile_runtime::cufile::{CuFileApi, CuFileError, CuHandle, LibCuFile};
+pub use hipfile_runtime::nvidia_cufile::{CuFileApi, CuFileError, CuHandle, LibCuFile};
 
 /// What the machine lacks for GPUDirect, as far as files in `/proc`, `/sys` and `/boot` say.
 pub fn machine_hints() -> String {
@@ -219,7 +219,7 @@ mod tests {
     use crate::P2p;
     use crate::tests::file;
     use hipfile_core::{Backend, Direction, FileHandle};
-    use hipfile_runtime::cufile::MockCuFileApi;
+    use hipfile_runtime::nvidia_cufile::MockCuFileApi;
     use mockall::Sequence;
 
     fn request(file: &FileHandle, addr: usize, size: usize, offset: u64) -> IoRequest<'_> {

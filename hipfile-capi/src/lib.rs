@@ -14,7 +14,7 @@
 //! - the header declares exactly the functions exported here (checked by `tests/header.rs`).
 #![allow(non_snake_case)]
 
-pub mod cufile;
+pub mod cufile_hooks;
 pub mod ffi;
 
 use std::ffi::{c_char, c_int, c_uint, c_void};

@@ -27,9 +27,9 @@
 //! with its name, never later in an I/O call.
 
 pub mod ais;
-pub mod cufile;
 pub mod device;
 mod loader;
+pub mod nvidia_cufile;
 pub mod runtime;
 
 pub use ais::{AmdFileHandle, AmdFileIo};
