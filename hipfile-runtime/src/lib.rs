@@ -1,7 +1,7 @@
 //! hipfile-runtime: the GPU runtimes and storage libraries of hipfile-rs, loaded at run time and
 //! put behind hipfile-core's traits (it is not a `-sys` crate: docs/architecture.md says why). The rest
 //! of the workspace loads nothing. One module per library: the GPU runtimes ([`runtime`]: HIP and
-//! CUDA), AMD's storage entry points ([`ais`]), cuFile ([`cufile`]); one loader (`loader`).
+//! CUDA), AMD's storage entry points ([`ais`]), NVIDIA's cuFile ([`nvidia_cufile`]); one loader (`loader`).
 //!
 //! GPU runtimes found at run time: HIP on AMD GPUs (and the mock HIP runtime library,
 //! `libhipfile_mockhip.so`), and CUDA's runtime on NVIDIA GPUs, the way HIP itself runs there:
