@@ -28,36 +28,45 @@
 //!
 //! Errors: a failure anywhere fails the call; a write never reports bytes it did not write,
 //! and a read reports bytes only up to end of file.
+//!
+//! Files: this one holds the backend and how a call is run; `read` and `write` the two
+//! pipelines, `device` what is kept per device, `profile` where the threads' time goes;
+//! `stripes` and `lanes` the staging each pipeline uses, `fileio` and `uring` the file side,
+//! `demote` and `streaming` how a read's tail leaves the readers' caches, `topology` placement.
 
 mod bounded;
 mod demote;
+mod device;
 mod fileio;
 mod lanes;
+mod profile;
+mod read;
 mod streaming;
 mod stripes;
 mod topology;
 mod uring;
+mod write;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, mpsc};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hipfile_core::io::fdatasync;
-use hipfile_core::sync::{lock, read, write};
+use hipfile_core::sync::lock;
 use hipfile_core::{
-    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, OpError, Result, Score,
+    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, Result, Score,
 };
 
 use demote::Demoter;
-use fileio::{DirectIo, FileSide, PAGE, ReadPolicy};
-use hipfile_core::pool::WorkerPool;
-use lanes::{Lane, LanePool};
-use stripes::{Setup, SlotPool, Stripe, Stripes};
-use topology::{Placement, Topology};
+use device::Device;
+use fileio::{FileSide, PAGE, ReadPolicy};
+use profile::{Profile, charge};
+use topology::Topology;
 use uring::UringState;
+use write::Work;
 
 /// Most threads a request uses by default (what the H200 machine's measurements favour).
 const DEFAULT_MAX_THREADS: usize = 16;
@@ -87,20 +96,6 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     busy: AtomicUsize,
     /// The backend is going: warmers stop.
     closing: AtomicBool,
-}
-
-/// What the backend keeps for one device: its staging (slots for reads, lanes for writes) and
-/// its workers, placed near it.
-struct Device<G: GpuRuntime + ?Sized + 'static> {
-    slots: SlotPool<G>,
-    lanes: LanePool<G>,
-    workers: WorkerPool,
-    /// Threads one request for this device uses at most (the caller's included).
-    threads: usize,
-    /// Staging has been (or is being) set up ahead of use.
-    warming: AtomicBool,
-    /// Requests for this device in flight.
-    in_flight: AtomicUsize,
 }
 
 /// Smallest chunk a request is cut into when devices share the staging budget.
@@ -145,39 +140,6 @@ impl Drop for Busy<'_> {
             self.busy.fetch_sub(1, Ordering::Relaxed);
         }
     }
-}
-
-/// Where the threads of this backend spent their time, and how much they moved: the profile
-/// `hipfile bench --profile` prints. Times are summed over threads.
-#[derive(Debug, Default)]
-struct Profile {
-    /// Stripes read and chunks written.
-    chunks: AtomicU64,
-    /// In file reads and writes (page cache copies, or waiting for the disk).
-    file_ns: AtomicU64,
-    /// Waiting for copies, the GPU side of the pipeline: a read's at its end, a lane's last
-    /// one.
-    copy_wait_ns: AtomicU64,
-    /// Waiting for (or creating) a read's slot, which includes waiting for the copy last
-    /// queued from it, or a write's lane.
-    lane_wait_ns: AtomicU64,
-    /// Reads: asking the page cache what it holds of a stripe's parts.
-    probe_ns: AtomicU64,
-    /// Reads: looking for the next piece while other threads set stripes up.
-    setup_wait_ns: AtomicU64,
-    /// Reads: queuing copies.
-    ship_ns: AtomicU64,
-    /// Reads: bytes moved out of the reading cores' caches before their copies ([`demote`]).
-    demoted_bytes: AtomicU64,
-    /// Reads, wall time per call (not thread time): from its start to its first copy queued,
-    /// and to its last.
-    first_copy_wall_ns: AtomicU64,
-    last_copy_wall_ns: AtomicU64,
-}
-
-/// Adds the time since `start` to `counter`.
-fn charge(counter: &AtomicU64, start: Instant) {
-    counter.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
 /// One request: what it moves, and the chunks it is cut into (at chunk multiples of the file
@@ -345,91 +307,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Drop for Bounce<G> {
     }
 }
 
-/// The chunks of one or more writes (one device), taken in order by the threads working on
-/// them. A request that fails (a file error) stops taking chunks; a lane
-/// that fails (a GPU error) fails every request.
-struct Work {
-    /// One or more, all of one device.
-    reqs: Vec<Request>,
-    /// (request, chunk of that request), in order.
-    pieces: Vec<(usize, usize)>,
-    next: AtomicUsize,
-    moved: Vec<AtomicUsize>,
-    finished: AtomicUsize,
-    errors: Vec<OnceLock<Error>>,
-}
-
-impl Work {
-    fn new(reqs: Vec<Request>) -> Work {
-        let pieces: Vec<(usize, usize)> =
-            reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
-        Work {
-            next: AtomicUsize::new(0),
-            moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
-            finished: AtomicUsize::new(0),
-            errors: reqs.iter().map(|_| OnceLock::new()).collect(),
-            pieces,
-            reqs,
-        }
-    }
-
-    fn device(&self) -> i32 {
-        self.reqs[0].device
-    }
-
-    /// Request `r` failed (its first error is kept).
-    fn fail(&self, r: usize, e: Error) {
-        let _ = self.errors[r].set(e);
-    }
-
-    /// Every request failed.
-    fn fail_all(&self, e: &Error) {
-        (0..self.reqs.len()).for_each(|r| self.fail(r, e.clone()));
-    }
-
-    /// The next piece nobody has taken whose request has not failed (the others are counted
-    /// done as they are passed).
-    fn take(&self) -> Option<usize> {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            let &(r, _) = self.pieces.get(i)?;
-            if self.errors[r].get().is_none() {
-                return Some(i);
-            }
-            self.done(i, 0);
-        }
-    }
-
-    /// Piece `i`: its request, offset in the request and length.
-    fn piece(&self, i: usize) -> (usize, &Request, usize, usize) {
-        let (r, c) = self.pieces[i];
-        let (skip, len) = self.reqs[r].chunk_at(c);
-        (r, &self.reqs[r], skip, len)
-    }
-
-    fn done(&self, i: usize, n: usize) {
-        self.moved[i].store(n, Ordering::Relaxed);
-        self.finished.fetch_add(1, Ordering::Release);
-    }
-
-    /// Each request's outcome: its error, or its bytes up to its first short chunk (end of
-    /// file).
-    fn results(&self) -> Vec<Result<usize>> {
-        let complete = self.finished.load(Ordering::Acquire) == self.pieces.len();
-        let parts = self
-            .pieces
-            .iter()
-            .enumerate()
-            .map(|(i, &(r, c))| (r, self.moved[i].load(Ordering::Relaxed), self.reqs[r].chunk_at(c).1));
-        let mut results = outcomes(self.reqs.len(), parts, &self.errors);
-        if !complete {
-            // A helper panicked: what has no error of its own failed too.
-            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(OpError::InternalError.into()));
-        }
-        results
-    }
-}
-
 /// Each of `count` requests' outcome from its parts `(request, bytes moved, bytes asked)`, in
 /// order: its error, or its bytes up to its first short part (end of file).
 fn outcomes(
@@ -453,48 +330,6 @@ fn outcomes(
     results
 }
 
-/// The first of `list`'s stripes that lie in its last `tail` bytes (a stripe partly there
-/// counts): 0 when the whole list does.
-fn first_of_tail(list: &[Stripe], tail: usize) -> usize {
-    let mut bytes = 0;
-    for (s, stripe) in list.iter().enumerate().rev() {
-        bytes += stripe.len;
-        if bytes >= tail {
-            return s;
-        }
-    }
-    0
-}
-
-/// A read (one or more requests of one device) through stripes ([`stripes`]).
-struct ReadWork {
-    reqs: Vec<Request>,
-    stripes: Stripes,
-    /// Each request's first error.
-    errors: Vec<OnceLock<Error>>,
-    /// Where its copies are queued, in order.
-    stream: hipfile_core::Stream,
-    /// The piece each thread reads of a stripe the page cache holds.
-    piece: usize,
-    /// The first stripe of the read's tail, whose pieces read from the page cache are demoted
-    /// ([`demote`]); the stripes' count where none is.
-    demote_from: usize,
-    /// When the call began, and whether a copy has been queued yet (for the profile).
-    started: Instant,
-    shipped: AtomicBool,
-}
-
-impl ReadWork {
-    /// Each request's outcome, once every stripe has ended and its copies run: its error, or
-    /// its bytes up to its first short part (end of file).
-    fn results(&self) -> Vec<Result<usize>> {
-        let parts = self.stripes.list.iter().flat_map(|s| &s.parts);
-        // A part whose request has not failed was copied whole up to its valid bytes (`ship`).
-        let parts = parts.map(|p| (p.req, p.valid(), p.len));
-        outcomes(self.reqs.len(), parts, &self.errors)
-    }
-}
-
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// The chunk a request is cut into: the configured one while one device is busy; with
     /// several busy at once, a share of it (at least 1 MiB), so that the staging all of them
@@ -503,349 +338,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// 1 MiB 80; one GPU alone is fastest with 4 MiB (51 against 44 with 1 MiB).
     fn chunk(&self) -> usize {
         shared_chunk(self.settings.chunk, self.busy.load(Ordering::Relaxed))
-    }
-
-    fn placement(&self, device: i32) -> Placement {
-        let bus_id = self.gpu.pci_bus_id(device).ok();
-        self.topology.placement(&self.sysfs, bus_id.as_deref())
-    }
-
-    /// The state of `device`, made on first use.
-    fn device(&self, id: i32) -> Result<Arc<Device<G>>> {
-        if let Some(device) = read(&self.devices).get(&id) {
-            return Ok(Arc::clone(device));
-        }
-        if !(0..self.gpu.device_count()?).contains(&id) {
-            return Err(hipfile_core::HipError::INVALID_DEVICE.into());
-        }
-        let mut devices = write(&self.devices);
-        let device = devices.entry(id).or_insert_with(|| {
-            let Placement { node, cpus } = self.placement(id);
-            let threads = if cpus.is_empty() { self.threads } else { self.threads.min(cpus.len()) };
-            let gpu = Arc::clone(&self.gpu);
-            let setup = Arc::new(move || {
-                topology::pin_thread(&cpus);
-                let _ = gpu.set_device(id);
-            });
-            let s = &self.settings;
-            // Reads' slots get what keeps every thread reading and a few copies queued, at most
-            // three quarters of the staging budget; writes' lanes the rest (with the defaults,
-            // 24 slots of 4 MiB, and 19 lanes).
-            let most_slots = threads + 8;
-            let for_slots = (most_slots * (s.chunk + 2 * PAGE as usize)).min(s.memory_limit - s.memory_limit / 4);
-            let for_lanes = s.memory_limit - for_slots;
-            let slots = SlotPool::new(Arc::clone(&self.gpu), id, node, s.chunk, for_slots, most_slots);
-            Arc::new(Device {
-                slots,
-                lanes: LanePool::new(Arc::clone(&self.gpu), id, node, Arc::clone(&self.uring), s.chunk, for_lanes),
-                workers: WorkerPool::new(threads.saturating_sub(1), format!("hipfile-d{id}"), setup),
-                threads,
-                warming: AtomicBool::new(false),
-                in_flight: AtomicUsize::new(0),
-            })
-        });
-        Ok(Arc::clone(device))
-    }
-
-    /// Writes chunks of `work` until none is left, with one lane of `dev`, the requests'
-    /// device (the thread's own device is restored afterwards).
-    fn work(&self, dev: &Device<G>, work: &Work) {
-        let device = work.device();
-        let gpu = &self.gpu;
-        let previous = match gpu.current_device() {
-            Ok(d) => d,
-            Err(e) => return work.fail_all(&e.into()),
-        };
-        if previous != device
-            && let Err(e) = gpu.set_device(device)
-        {
-            return work.fail_all(&e.into());
-        }
-        let waited = Instant::now();
-        let lane = dev.lanes.take();
-        charge(&self.profile.lane_wait_ns, waited);
-        match lane {
-            Err(e) => work.fail_all(&e.into()),
-            Ok(mut lane) => {
-                let moved = self.write(&mut lane, work);
-                // The request's device memory is the caller's again when the call returns:
-                // nothing may still be copying.
-                let waited = Instant::now();
-                let drained = lane.synchronize(&**gpu);
-                charge(&self.profile.copy_wait_ns, waited);
-                dev.lanes.put(lane);
-                if let Err(e) = moved.and_then(|()| drained.map_err(Error::from)) {
-                    work.fail_all(&e);
-                }
-            }
-        }
-        if previous != device
-            && let Err(e) = gpu.set_device(previous)
-        {
-            work.fail_all(&e.into());
-        }
-    }
-
-    /// File to device through stripes ([`stripes`]), on the requests' device (the caller's
-    /// thread is given its own device back afterwards).
-    fn run_read(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
-        let device = reqs[0].device();
-        let all = |e: Error| reqs.iter().map(|_| Err(e.clone())).collect();
-        let previous = match self.gpu.current_device() {
-            Ok(d) => d,
-            Err(e) => return all(e.into()),
-        };
-        if previous != device
-            && let Err(e) = self.gpu.set_device(device)
-        {
-            return all(e.into());
-        }
-        let results = self.read_here(dev, reqs);
-        if previous != device
-            && let Err(e) = self.gpu.set_device(previous)
-        {
-            return all(e.into());
-        }
-        results
-    }
-
-    /// [`Inner::run_read`] on the calling thread's current device, the requests'. The caller's
-    /// thread and, when there are enough pieces, the device's workers take pieces in order;
-    /// each stripe's last piece queues its copy on the read's stream, which is waited for once
-    /// every stripe has ended.
-    fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
-        let started = Instant::now();
-        let stream = match dev.slots.stream() {
-            Ok(stream) => stream,
-            Err(e) => return reqs.iter().map(|_| Err(e.into())).collect(),
-        };
-        let mut stripe = self.chunk();
-        if dev.in_flight.load(Ordering::Relaxed) == 1 {
-            stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
-        }
-        let reqs: Vec<Request> = reqs.iter().map(|req| Request::new(req, stripe)).collect();
-        // Each request's chunks (an empty request moves nothing, and ends at once), small ones
-        // packed into shared stripes.
-        let chunks = reqs.iter().enumerate().flat_map(|(r, req)| {
-            (0..req.chunk_count()).map(move |c| {
-                let (skip, len) = req.chunk_at(c);
-                (r, skip, len, req.file_offset + skip as u64)
-            })
-        });
-        let (stripes, ended) = Stripes::new(stripes::pack(chunks, stripe));
-        // The device's threads shared among the requests in flight on it (each caller's own
-        // thread works too), each reading a piece of a stripe the page cache holds.
-        let threads = (dev.threads / dev.in_flight.load(Ordering::Relaxed).max(1)).max(1);
-        let piece = stripes::piece_for(stripe, threads);
-        let parts = stripes.list.iter().flat_map(|s| &s.parts);
-        let (parts, pieces) = parts.fold((0, 0), |(n, p), part| (n + 1, p + part.len.div_ceil(piece)));
-        // The last bytes the read's threads write are still in their own caches when their
-        // copies run: those are demoted ([`demote`]).
-        let demote_from = match &self.demote {
-            Some(d) => first_of_tail(&stripes.list, d.tail(threads.min(pieces))),
-            None => stripes.list.len(),
-        };
-        let work = Arc::new(ReadWork {
-            errors: reqs.iter().map(|_| OnceLock::new()).collect(),
-            reqs,
-            stripes,
-            stream,
-            piece,
-            demote_from,
-            started,
-            shipped: AtomicBool::new(false),
-        });
-        for _ in 1..threads.min(pieces) {
-            let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
-            // The descriptors and device range stay valid: this call waits for every stripe to
-            // end, and a worker that comes after that finds no piece left. (A worker may hold
-            // the backend when it goes: a pool never joins its own thread.)
-            dev.workers.submit(Box::new(move || inner.fill(&d, &work)));
-        }
-        self.fill(dev, &work);
-        while let Ok(()) = hipfile_core::pool::recv_soon(&ended) {}
-        charge(&self.profile.last_copy_wall_ns, started);
-        // The requests' device memory is the callers' again when their calls return: nothing
-        // may still be copying.
-        let waited = Instant::now();
-        let synced = self.gpu.stream_synchronize(stream);
-        charge(&self.profile.copy_wait_ns, waited);
-        dev.slots.put_stream(stream);
-        self.profile.chunks.fetch_add(parts, Ordering::Relaxed);
-        match synced {
-            Ok(()) => work.results(),
-            Err(e) => work.reqs.iter().map(|_| Err(e.into())).collect(),
-        }
-    }
-
-    /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the
-    /// piece that ends a stripe queues the stripe's copies. The thread's current device is the
-    /// read's.
-    fn fill(&self, dev: &Device<G>, work: &ReadWork) {
-        loop {
-            let (taking, own) = (Instant::now(), std::cell::Cell::new(Duration::ZERO));
-            let taken = work.stripes.take(|stripe| {
-                let started = Instant::now();
-                let how = self.set_up(dev, work, stripe);
-                own.set(own.get() + started.elapsed());
-                how
-            });
-            let waited = taking.elapsed().saturating_sub(own.get());
-            self.profile.setup_wait_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
-            let Some((s, i)) = taken else { break };
-            let stripe = &work.stripes.list[s];
-            let done = match stripe.setup() {
-                Setup::Read { at, pieces } => {
-                    let piece = &pieces[i];
-                    let part = &stripe.parts[piece.part];
-                    let (r, req) = (part.req, &work.reqs[part.req]);
-                    if work.errors[r].get().is_none() {
-                        let offset = req.file_offset + (part.skip + piece.from) as u64;
-                        let started = Instant::now();
-                        // SAFETY: the stripe is set up to read at `at`, and `take` handed this
-                        // piece to this thread alone.
-                        let buf = unsafe { stripe.piece(*at, piece) };
-                        let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
-                        let read = if piece.direct {
-                            req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
-                        } else if let Some(demote) = demote {
-                            demote.read(&req.file, buf, offset)
-                        } else {
-                            req.file.read_buffered(buf, offset)
-                        };
-                        if let (Ok(n), Some(_)) = (&read, demote) {
-                            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
-                        }
-                        charge(&self.profile.file_ns, started);
-                        match read {
-                            Ok(n) if n < piece.len => part.short(piece.from, n), // end of file
-                            Ok(_) => {}
-                            Err(e) => {
-                                let _ = work.errors[r].set(e);
-                                part.short(piece.from, 0);
-                            }
-                        }
-                    } else {
-                        part.short(piece.from, 0); // the request has failed: nothing more is read
-                    }
-                    piece.len
-                }
-                Setup::Failed => {
-                    stripe.parts.iter().for_each(|part| part.short(0, 0));
-                    stripe.len
-                }
-            };
-            if stripe.filled(done) {
-                self.ship(dev, work, s);
-            }
-        }
-    }
-
-    /// How `stripe` is read, for the first thread that reaches it: a slot to read into (waiting
-    /// for one if need be), each part in pieces where the page cache holds any of it, whole
-    /// with `O_DIRECT` where it holds none.
-    fn set_up(&self, dev: &Device<G>, work: &ReadWork, stripe: &Stripe) -> Setup {
-        let failed = |part: &stripes::Part| work.errors[part.req].get().is_some();
-        if stripe.parts.iter().all(failed) {
-            return Setup::Failed;
-        }
-        let probing = Instant::now();
-        let pieces = stripe.pieces(work.piece, |part| {
-            let req = &work.reqs[part.req];
-            let offset = req.file_offset + part.skip as u64;
-            let direct = !failed(part) && req.file.reads_direct(&self.reads, offset, offset + part.len as u64);
-            if !direct {
-                self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
-            }
-            direct
-        });
-        charge(&self.profile.probe_ns, probing);
-        let waited = Instant::now();
-        let slot = dev.slots.take();
-        charge(&self.profile.lane_wait_ns, waited);
-        match slot {
-            Ok(slot) => stripe.hold(slot, pieces),
-            Err(e) => {
-                let e: Error = e.into();
-                stripe.parts.iter().for_each(|part| drop(work.errors[part.req].set(e.clone())));
-                Setup::Failed
-            }
-        }
-    }
-
-    /// Queues the copies of stripe `s` of `work`, whose pieces have all been read, and gives its
-    /// slot back; the stripe has ended.
-    fn ship(&self, dev: &Device<G>, work: &ReadWork, s: usize) {
-        let stripe = &work.stripes.list[s];
-        if let Some(mut slot) = stripe.release() {
-            if let Setup::Read { at, .. } = stripe.setup() {
-                let parts = &stripe.parts;
-                let valid = parts.iter().enumerate().map(|(k, part)| (k, part.valid()));
-                let valid = valid.filter(|&(k, n)| n > 0 && work.errors[parts[k].req].get().is_none());
-                let dst = |part: &stripes::Part, n| work.reqs[part.req].memory.part(part.skip, n);
-                let copies = stripes::copies(parts, valid, *at, dst);
-                let shipping = Instant::now();
-                // SAFETY: each part's first bytes lie in the slot at its position from `at`
-                // (`hold`); the requests' device memory stays valid until their caller
-                // returns, after waiting for the stream.
-                let shipped =
-                    unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
-                charge(&self.profile.ship_ns, shipping);
-                if !work.shipped.swap(true, Ordering::Relaxed) {
-                    charge(&self.profile.first_copy_wall_ns, work.started);
-                }
-                if let Err(e) = shipped {
-                    for part in copies.iter().flat_map(|(ks, _, _)| &parts[ks.clone()]) {
-                        let _ = work.errors[part.req].set(e.clone());
-                    }
-                }
-            }
-            dev.slots.put(slot);
-        }
-        work.stripes.end();
-    }
-
-    /// Device to file: the write of each chunk this lane takes overlaps the copy of the next.
-    fn write(&self, lane: &mut Lane, work: &Work) -> Result<()> {
-        let gpu = &*self.gpu;
-        let mut staged: Option<(usize, usize)> = None; // (stage, piece)
-        let mut k = 0;
-        while let Some(i) = work.take() {
-            let (_, req, skip, len) = work.piece(i);
-            lane.download(gpu, k % 2, req.file_offset + skip as u64, req.memory.part(skip, len))?;
-            if let Some((s, j)) = staged.take() {
-                self.put(lane, work, s, j)?;
-            }
-            let waited = Instant::now();
-            lane.synchronize(gpu)?;
-            charge(&self.profile.copy_wait_ns, waited);
-            staged = Some((k % 2, i));
-            k += 1;
-        }
-        if let Some((s, j)) = staged {
-            self.put(lane, work, s, j)?;
-        }
-        Ok(())
-    }
-
-    /// Writes piece `i` of `work` to the file from stage `k` of `lane`, where it was copied. A
-    /// file error fails the piece's request; a GPU error is returned.
-    fn put(&self, lane: &mut Lane, work: &Work, k: usize, i: usize) -> Result<()> {
-        let (r, req, skip, len) = work.piece(i);
-        let offset = req.file_offset + skip as u64;
-        let started = Instant::now();
-        let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
-        let mut io = DirectIo { ring, state: &self.uring };
-        let written = req.file.write(&mut io, staged, offset, self.settings.durable_writes);
-        charge(&self.profile.file_ns, started);
-        match written {
-            Ok(()) => work.done(i, len),
-            Err(e) => {
-                work.fail(r, e);
-                work.done(i, 0);
-            }
-        }
-        Ok(())
     }
 
     /// Runs requests of one device and one direction together: reads through stripes
@@ -924,24 +416,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        let (p, r) = (&self.inner.profile, &self.inner.reads);
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        vec![
-            ("chunks", get(&p.chunks)),
-            ("chunks_read_cached", get(&r.cached_chunks)),
-            ("chunks_read_direct", get(&r.direct_chunks)),
-            ("io_uring_ops", self.io_uring_ops()),
-            ("file_ns", get(&p.file_ns)),
-            ("copy_wait_ns", get(&p.copy_wait_ns)),
-            ("lane_wait_ns", get(&p.lane_wait_ns)),
-            ("probe_ns", get(&p.probe_ns)),
-            ("setup_wait_ns", get(&p.setup_wait_ns)),
-            ("ship_ns", get(&p.ship_ns)),
-            ("demoted_bytes", get(&p.demoted_bytes)),
-            ("first_copy_wall_ns", get(&p.first_copy_wall_ns)),
-            ("last_copy_wall_ns", get(&p.last_copy_wall_ns)),
-            ("direct_slot_wait_ns", get(&r.direct_streams.wait_ns)),
-        ]
+        self.inner.profile.counters(&self.inner.reads, self.io_uring_ops())
     }
 
     fn buffer_registered(&self, _base: usize, _len: usize, device: i32) {

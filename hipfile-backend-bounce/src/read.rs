@@ -1,0 +1,278 @@
+//! Reads: file to device through stripes ([`crate::stripes`]), the caller's thread and the
+//! device's workers filling each stripe's slot in pieces, the thread that ends a stripe queuing
+//! its copy.
+
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hipfile_core::{Error, GpuRuntime, IoRequest, Result};
+
+use crate::fileio::DirectIo;
+use crate::profile::charge;
+use crate::stripes::{self, Setup, Stripe, Stripes};
+use crate::{Device, Inner, Request, outcomes};
+
+/// The first of `list`'s stripes that lie in its last `tail` bytes (a stripe partly there
+/// counts): 0 when the whole list does.
+fn first_of_tail(list: &[Stripe], tail: usize) -> usize {
+    let mut bytes = 0;
+    for (s, stripe) in list.iter().enumerate().rev() {
+        bytes += stripe.len;
+        if bytes >= tail {
+            return s;
+        }
+    }
+    0
+}
+
+/// A read (one or more requests of one device) through stripes ([`stripes`]).
+struct ReadWork {
+    reqs: Vec<Request>,
+    stripes: Stripes,
+    /// Each request's first error.
+    errors: Vec<OnceLock<Error>>,
+    /// Where its copies are queued, in order.
+    stream: hipfile_core::Stream,
+    /// The piece each thread reads of a stripe the page cache holds.
+    piece: usize,
+    /// The first stripe of the read's tail, whose pieces read from the page cache are demoted
+    /// ([`demote`]); the stripes' count where none is.
+    demote_from: usize,
+    /// When the call began, and whether a copy has been queued yet (for the profile).
+    started: Instant,
+    shipped: AtomicBool,
+}
+
+impl ReadWork {
+    /// Each request's outcome, once every stripe has ended and its copies run: its error, or
+    /// its bytes up to its first short part (end of file).
+    fn results(&self) -> Vec<Result<usize>> {
+        let parts = self.stripes.list.iter().flat_map(|s| &s.parts);
+        // A part whose request has not failed was copied whole up to its valid bytes (`ship`).
+        let parts = parts.map(|p| (p.req, p.valid(), p.len));
+        outcomes(self.reqs.len(), parts, &self.errors)
+    }
+}
+
+impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
+    /// File to device through stripes ([`stripes`]), on the requests' device (the caller's
+    /// thread is given its own device back afterwards).
+    pub(crate) fn run_read(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let device = reqs[0].device();
+        let all = |e: Error| reqs.iter().map(|_| Err(e.clone())).collect();
+        let previous = match self.gpu.current_device() {
+            Ok(d) => d,
+            Err(e) => return all(e.into()),
+        };
+        if previous != device
+            && let Err(e) = self.gpu.set_device(device)
+        {
+            return all(e.into());
+        }
+        let results = self.read_here(dev, reqs);
+        if previous != device
+            && let Err(e) = self.gpu.set_device(previous)
+        {
+            return all(e.into());
+        }
+        results
+    }
+
+    /// [`Inner::run_read`] on the calling thread's current device, the requests'. The caller's
+    /// thread and, when there are enough pieces, the device's workers take pieces in order;
+    /// each stripe's last piece queues its copy on the read's stream, which is waited for once
+    /// every stripe has ended.
+    fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        let started = Instant::now();
+        let stream = match dev.slots.stream() {
+            Ok(stream) => stream,
+            Err(e) => return reqs.iter().map(|_| Err(e.into())).collect(),
+        };
+        let mut stripe = self.chunk();
+        if dev.in_flight.load(Ordering::Relaxed) == 1 {
+            stripe = stripes::alone_stripe(stripe, reqs.iter().map(|r| r.size()).sum());
+        }
+        let reqs: Vec<Request> = reqs.iter().map(|req| Request::new(req, stripe)).collect();
+        // Each request's chunks (an empty request moves nothing, and ends at once), small ones
+        // packed into shared stripes.
+        let chunks = reqs.iter().enumerate().flat_map(|(r, req)| {
+            (0..req.chunk_count()).map(move |c| {
+                let (skip, len) = req.chunk_at(c);
+                (r, skip, len, req.file_offset + skip as u64)
+            })
+        });
+        let (stripes, ended) = Stripes::new(stripes::pack(chunks, stripe));
+        // The device's threads shared among the requests in flight on it (each caller's own
+        // thread works too), each reading a piece of a stripe the page cache holds.
+        let threads = (dev.threads / dev.in_flight.load(Ordering::Relaxed).max(1)).max(1);
+        let piece = stripes::piece_for(stripe, threads);
+        let parts = stripes.list.iter().flat_map(|s| &s.parts);
+        let (parts, pieces) = parts.fold((0, 0), |(n, p), part| (n + 1, p + part.len.div_ceil(piece)));
+        // The last bytes the read's threads write are still in their own caches when their
+        // copies run: those are demoted ([`demote`]).
+        let demote_from = match &self.demote {
+            Some(d) => first_of_tail(&stripes.list, d.tail(threads.min(pieces))),
+            None => stripes.list.len(),
+        };
+        let work = Arc::new(ReadWork {
+            errors: reqs.iter().map(|_| OnceLock::new()).collect(),
+            reqs,
+            stripes,
+            stream,
+            piece,
+            demote_from,
+            started,
+            shipped: AtomicBool::new(false),
+        });
+        for _ in 1..threads.min(pieces) {
+            let (inner, d, work) = (Arc::clone(self), Arc::clone(dev), Arc::clone(&work));
+            // The descriptors and device range stay valid: this call waits for every stripe to
+            // end, and a worker that comes after that finds no piece left. (A worker may hold
+            // the backend when it goes: a pool never joins its own thread.)
+            dev.workers.submit(Box::new(move || inner.fill(&d, &work)));
+        }
+        self.fill(dev, &work);
+        while let Ok(()) = hipfile_core::pool::recv_soon(&ended) {}
+        charge(&self.profile.last_copy_wall_ns, started);
+        // The requests' device memory is the callers' again when their calls return: nothing
+        // may still be copying.
+        let waited = Instant::now();
+        let synced = self.gpu.stream_synchronize(stream);
+        charge(&self.profile.copy_wait_ns, waited);
+        dev.slots.put_stream(stream);
+        self.profile.chunks.fetch_add(parts, Ordering::Relaxed);
+        match synced {
+            Ok(()) => work.results(),
+            Err(e) => work.reqs.iter().map(|_| Err(e.into())).collect(),
+        }
+    }
+
+    /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the
+    /// piece that ends a stripe queues the stripe's copies. The thread's current device is the
+    /// read's.
+    fn fill(&self, dev: &Device<G>, work: &ReadWork) {
+        loop {
+            let (taking, own) = (Instant::now(), std::cell::Cell::new(Duration::ZERO));
+            let taken = work.stripes.take(|stripe| {
+                let started = Instant::now();
+                let how = self.set_up(dev, work, stripe);
+                own.set(own.get() + started.elapsed());
+                how
+            });
+            let waited = taking.elapsed().saturating_sub(own.get());
+            self.profile.setup_wait_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+            let Some((s, i)) = taken else { break };
+            let stripe = &work.stripes.list[s];
+            let done = match stripe.setup() {
+                Setup::Read { at, pieces } => {
+                    let piece = &pieces[i];
+                    let part = &stripe.parts[piece.part];
+                    let (r, req) = (part.req, &work.reqs[part.req]);
+                    if work.errors[r].get().is_none() {
+                        let offset = req.file_offset + (part.skip + piece.from) as u64;
+                        let started = Instant::now();
+                        // SAFETY: the stripe is set up to read at `at`, and `take` handed this
+                        // piece to this thread alone.
+                        let buf = unsafe { stripe.piece(*at, piece) };
+                        let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
+                        let read = if piece.direct {
+                            req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
+                        } else if let Some(demote) = demote {
+                            demote.read(&req.file, buf, offset)
+                        } else {
+                            req.file.read_buffered(buf, offset)
+                        };
+                        if let (Ok(n), Some(_)) = (&read, demote) {
+                            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
+                        }
+                        charge(&self.profile.file_ns, started);
+                        match read {
+                            Ok(n) if n < piece.len => part.short(piece.from, n), // end of file
+                            Ok(_) => {}
+                            Err(e) => {
+                                let _ = work.errors[r].set(e);
+                                part.short(piece.from, 0);
+                            }
+                        }
+                    } else {
+                        part.short(piece.from, 0); // the request has failed: nothing more is read
+                    }
+                    piece.len
+                }
+                Setup::Failed => {
+                    stripe.parts.iter().for_each(|part| part.short(0, 0));
+                    stripe.len
+                }
+            };
+            if stripe.filled(done) {
+                self.ship(dev, work, s);
+            }
+        }
+    }
+
+    /// How `stripe` is read, for the first thread that reaches it: a slot to read into (waiting
+    /// for one if need be), each part in pieces where the page cache holds any of it, whole
+    /// with `O_DIRECT` where it holds none.
+    fn set_up(&self, dev: &Device<G>, work: &ReadWork, stripe: &Stripe) -> Setup {
+        let failed = |part: &stripes::Part| work.errors[part.req].get().is_some();
+        if stripe.parts.iter().all(failed) {
+            return Setup::Failed;
+        }
+        let probing = Instant::now();
+        let pieces = stripe.pieces(work.piece, |part| {
+            let req = &work.reqs[part.req];
+            let offset = req.file_offset + part.skip as u64;
+            let direct = !failed(part) && req.file.reads_direct(&self.reads, offset, offset + part.len as u64);
+            if !direct {
+                self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed); // a direct one counts as it reads
+            }
+            direct
+        });
+        charge(&self.profile.probe_ns, probing);
+        let waited = Instant::now();
+        let slot = dev.slots.take();
+        charge(&self.profile.lane_wait_ns, waited);
+        match slot {
+            Ok(slot) => stripe.hold(slot, pieces),
+            Err(e) => {
+                let e: Error = e.into();
+                stripe.parts.iter().for_each(|part| drop(work.errors[part.req].set(e.clone())));
+                Setup::Failed
+            }
+        }
+    }
+
+    /// Queues the copies of stripe `s` of `work`, whose pieces have all been read, and gives its
+    /// slot back; the stripe has ended.
+    fn ship(&self, dev: &Device<G>, work: &ReadWork, s: usize) {
+        let stripe = &work.stripes.list[s];
+        if let Some(mut slot) = stripe.release() {
+            if let Setup::Read { at, .. } = stripe.setup() {
+                let parts = &stripe.parts;
+                let valid = parts.iter().enumerate().map(|(k, part)| (k, part.valid()));
+                let valid = valid.filter(|&(k, n)| n > 0 && work.errors[parts[k].req].get().is_none());
+                let dst = |part: &stripes::Part, n| work.reqs[part.req].memory.part(part.skip, n);
+                let copies = stripes::copies(parts, valid, *at, dst);
+                let shipping = Instant::now();
+                // SAFETY: each part's first bytes lie in the slot at its position from `at`
+                // (`hold`); the requests' device memory stays valid until their caller
+                // returns, after waiting for the stream.
+                let shipped =
+                    unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
+                charge(&self.profile.ship_ns, shipping);
+                if !work.shipped.swap(true, Ordering::Relaxed) {
+                    charge(&self.profile.first_copy_wall_ns, work.started);
+                }
+                if let Err(e) = shipped {
+                    for part in copies.iter().flat_map(|(ks, _, _)| &parts[ks.clone()]) {
+                        let _ = work.errors[part.req].set(e.clone());
+                    }
+                }
+            }
+            dev.slots.put(slot);
+        }
+        work.stripes.end();
+    }
+}
