@@ -50,12 +50,11 @@ mod write;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use hipfile_core::io::fdatasync;
-use hipfile_core::sync::lock;
+use hipfile_core::sync::{lock, read, write};
 use hipfile_core::{
     Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, Result, Score,
 };
@@ -63,10 +62,9 @@ use hipfile_core::{
 use demote::Demoter;
 use device::Device;
 use fileio::{FileSide, PAGE, ReadPolicy};
-use profile::{Profile, charge};
-use topology::Topology;
+use profile::Profile;
+use topology::{Placement, Topology};
 use uring::UringState;
-use write::Work;
 
 /// Most threads a request uses by default (what the H200 machine's measurements favour).
 const DEFAULT_MAX_THREADS: usize = 16;
@@ -104,18 +102,6 @@ const MIN_SHARED_CHUNK: usize = 1 << 20;
 /// The chunk of a request while `busy` devices share the staging budget of one (`base`).
 fn shared_chunk(base: usize, busy: usize) -> usize {
     (base / busy.max(1)).next_multiple_of(PAGE as usize).clamp(MIN_SHARED_CHUNK.min(base), base)
-}
-
-/// Smallest chunk a request alone on its device is cut into.
-const MIN_ALONE_CHUNK: usize = 256 << 10;
-
-/// The chunk for a write of `total` bytes alone on a device with `threads` threads: small
-/// enough that each thread takes two chunks (so each lane pipelines), at least 256 KiB, at most
-/// `chunk`. (Measured on the H200 when reads went through lanes too: a 4 GiB warm file read in
-/// 4 MiB calls by one caller ran 8.1 GB/s with a 1 MiB floor, 13.3 with 256 KiB.)
-fn alone_chunk(chunk: usize, total: usize, threads: usize) -> usize {
-    let fine = (total / (2 * threads.max(1))).next_multiple_of(64 << 10).max(MIN_ALONE_CHUNK);
-    chunk.min(fine)
 }
 
 /// A request in flight on a device, counted while it lasts: the devices busy at once share
@@ -340,6 +326,26 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         shared_chunk(self.settings.chunk, self.busy.load(Ordering::Relaxed))
     }
 
+    fn placement(&self, device: i32) -> Placement {
+        let bus_id = self.gpu.pci_bus_id(device).ok();
+        self.topology.placement(&self.sysfs, bus_id.as_deref())
+    }
+
+    /// The state of `device`, made on first use.
+    fn device(&self, id: i32) -> Result<Arc<Device<G>>> {
+        if let Some(device) = read(&self.devices).get(&id) {
+            return Ok(Arc::clone(device));
+        }
+        if !(0..self.gpu.device_count()?).contains(&id) {
+            return Err(hipfile_core::HipError::INVALID_DEVICE.into());
+        }
+        let mut devices = write(&self.devices);
+        let device = devices.entry(id).or_insert_with(|| {
+            Arc::new(Device::new(&self.gpu, id, self.placement(id), self.threads, &self.settings, &self.uring))
+        });
+        Ok(Arc::clone(device))
+    }
+
     /// Runs requests of one device and one direction together: reads through stripes
     /// ([`Inner::run_read`]); writes' chunks taken in order by the caller's thread and, when
     /// there are enough, the device's workers, each pipelining on its own lane.
@@ -353,52 +359,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         if reqs[0].direction() == Direction::Read {
             return self.run_read(&dev, reqs);
         }
-        let mut chunk = self.chunk();
-        if dev.in_flight.load(Ordering::Relaxed) == 1 {
-            // Alone on the device, a request too small for two chunks per thread is cut finer
-            // (measured for reads through lanes on the H200, 64 MiB calls of one caller: 4 MiB
-            // chunks 31.5 GB/s, 2 MiB 33.1, 1 MiB 33.1).
-            let total = reqs.iter().map(|r| r.size()).sum();
-            chunk = alone_chunk(chunk, total, dev.threads.min(dev.lanes.max()));
-        }
-        let work = Arc::new(Work::new(reqs.iter().map(|req| Request::new(req, chunk)).collect()));
-        let chunks = work.pieces.len();
-        // A thread per two chunks at most, so every lane pipelines. (Cutting a small request
-        // into pieces so that the caller's lane pipelines too was measured on the H200: with
-        // 16 callers of 1 MiB reads it lost 10-35%, each extra copy costing more than the
-        // overlap gained.)
-        let threads = dev.threads.min(dev.lanes.max()).min(chunks.div_ceil(2)).max(1);
-        let (tx, rx) = mpsc::channel::<()>();
-        for _ in 1..threads {
-            let (inner, d, work, tx) = (Arc::clone(self), Arc::clone(&dev), Arc::clone(&work), tx.clone());
-            // The descriptors and device range stay valid: this call waits for every helper
-            // (a helper that panics drops `tx`, which ends the wait too). The helper lets go
-            // of the backend before it says it is done, so the backend is never dropped on a
-            // worker (which could not join itself).
-            dev.workers.submit(Box::new(move || {
-                inner.work(&d, &work);
-                drop((inner, d, work));
-                drop(tx);
-            }));
-        }
-        drop(tx);
-        self.work(&dev, &work);
-        while let Ok(()) = hipfile_core::pool::recv_soon(&rx) {}
-        let mut results = work.results();
-        if self.settings.durable_writes {
-            // One fdatasync per file that was written.
-            let started = Instant::now();
-            let mut synced: HashMap<i32, Result<()>> = HashMap::new();
-            for (req, result) in work.reqs.iter().zip(results.iter_mut()).filter(|(_, r)| r.is_ok()) {
-                let fd = req.file.buffered_fd();
-                if let Err(e) = synced.entry(fd).or_insert_with(|| fdatasync(fd)) {
-                    *result = Err(e.clone());
-                }
-            }
-            charge(&self.profile.file_ns, started);
-        }
-        self.profile.chunks.fetch_add(chunks as u64, Ordering::Relaxed);
-        results
+        self.run_write(&dev, reqs)
     }
 }
 
@@ -448,6 +409,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::write::alone_chunk;
 
     #[test]
     fn a_request_alone_is_cut_into_two_chunks_per_thread_within_bounds() {

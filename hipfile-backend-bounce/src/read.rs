@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use hipfile_core::{Error, GpuRuntime, IoRequest, Result};
 
+use crate::device::Device;
 use crate::fileio::DirectIo;
 use crate::profile::charge;
 use crate::stripes::{self, Setup, Stripe, Stripes};
-use crate::{Device, Inner, Request, outcomes};
+use crate::{Inner, Request, outcomes};
 
 /// The first of `list`'s stripes that lie in its last `tail` bytes (a stripe partly there
 /// counts): 0 when the whole list does.
