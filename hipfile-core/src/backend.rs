@@ -57,14 +57,7 @@ impl Capability {
     }
 }
 
-/// Which way the bytes go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    /// File to GPU memory.
-    Read,
-    /// GPU memory to file.
-    Write,
-}
+pub use crate::io::Direction;
 
 /// hipFile's two families of backends, which the compat-mode settings switch on and off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

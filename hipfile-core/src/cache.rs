@@ -3,7 +3,7 @@
 //! (`O_DIRECT`), so that reading a file that does not fit evicts nothing else.
 //!
 //! One rule, applied by the dispatcher to every request before a backend sees it
-//! ([`CachePolicy::decide`]); backends only obey the answer ([`CacheUse`]):
+//! ([`FileHandle::decide_cache`](crate::FileHandle::decide_cache), with the driver's [`CachePolicy`]); backends only obey the answer ([`CacheUse`]):
 //! - `keep`: through the page cache;
 //! - `bypass`: around it where the file allows `O_DIRECT` (the bounce path still reads a chunk
 //!   the page cache already holds from there: that costs no disk read);
@@ -18,9 +18,6 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-use crate::backend::Direction;
-use crate::file::FileHandle;
 
 /// How transfers use the page cache (`HIPFILE_PAGE_CACHE`, the `PageCache` parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -169,6 +166,16 @@ pub struct FileCache {
 }
 
 impl FileCache {
+    /// Records `rule` as the last applied to the file (the client's descriptor `fd`), logged at
+    /// debug level when it differs from the one before.
+    pub fn applied(&self, rule: CacheRule, fd: i32) {
+        // Read first: the requests of many callers on one file then share the line unchanged.
+        let seen = &self.last_rule;
+        if seen.load(Ordering::Relaxed) != rule.code() && seen.swap(rule.code(), Ordering::Relaxed) != rule.code() {
+            tracing::debug!(target: "hipfile", "page cache for file {fd}: {rule}");
+        }
+    }
+
     /// The file's own setting (`None`: the driver's).
     pub fn setting(&self) -> Option<PageCache> {
         PageCache::from_raw(self.setting.load(Ordering::Relaxed))
@@ -236,38 +243,6 @@ impl CachePolicy {
             self.available.load(Ordering::Relaxed)
         };
         (bytes != UNKNOWN).then_some(bytes / 2)
-    }
-
-    /// The rule for a transfer on `file` in `direction` that ends at file offset `end`. Logged
-    /// at debug level when it differs from the last one applied to the file.
-    pub fn decide(&self, file: &FileHandle, direction: Direction, end: u64) -> CacheRule {
-        let rule = self.rule(file, direction, end);
-        // Read first: the requests of many callers on one file then share the line unchanged.
-        let seen = &file.cache().last_rule;
-        if seen.load(Ordering::Relaxed) != rule.code() && seen.swap(rule.code(), Ordering::Relaxed) != rule.code() {
-            tracing::debug!(target: "hipfile", "page cache for file {}: {rule}", file.client_fd());
-        }
-        rule
-    }
-
-    /// [`decide`](Self::decide) without the log.
-    pub fn rule(&self, file: &FileHandle, direction: Direction, end: u64) -> CacheRule {
-        if file.direct_fd().is_none() {
-            return CacheRule::NoDirect;
-        }
-        match file.cache().setting().unwrap_or(self.mode) {
-            PageCache::Keep => CacheRule::Keep,
-            PageCache::Bypass => CacheRule::Bypass,
-            PageCache::Auto => {
-                let size = file.size().unwrap_or(0);
-                let size = if direction == Direction::Write { size.max(end) } else { size };
-                match self.limit() {
-                    Some(limit) if size > limit => CacheRule::TooLarge { size, limit },
-                    Some(limit) => CacheRule::Fits { size, limit },
-                    None => CacheRule::Fits { size, limit: u64::MAX },
-                }
-            }
-        }
     }
 }
 

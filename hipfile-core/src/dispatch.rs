@@ -33,7 +33,7 @@ impl<B: Backend> Dispatcher<B> {
     /// `req` with the page-cache policy applied (semantics §16).
     fn decided<'a>(&self, req: &IoRequest<'a>) -> IoRequest<'a> {
         let end = req.file_offset() + req.size() as u64;
-        req.with_cache(self.cache.decide(req.file(), req.direction(), end).cache_use())
+        req.with_cache(req.file().decide_cache(&self.cache, req.direction(), end).cache_use())
     }
 
     pub(crate) fn backends(&self) -> &[B] {
@@ -74,7 +74,7 @@ impl<B: Backend> Dispatcher<B> {
             }
             Target::Host { addr, len, durable } => {
                 let started = self.stats.start();
-                let cache = self.cache.decide(file, direction, offset + len as u64).cache_use();
+                let cache = file.decide_cache(&self.cache, direction, offset + len as u64).cache_use();
                 let result = crate::hostio::transfer(direction, file, addr, len, offset, durable, cache);
                 if let Some(t) = started {
                     let unaligned = crate::stats::unaligned(file, addr, len, offset);

@@ -573,7 +573,7 @@ impl<P: Platform> Driver<P> {
             (Arc::clone(file), Arc::clone(&open.dispatcher))
         };
         let size = file.size().unwrap_or(0);
-        Ok(dispatcher.cache.rule(&file, Direction::Read, size))
+        Ok(file.cache_rule(&dispatcher.cache, Direction::Read, size))
     }
 
     /// `hipFileHandleRegister` for an `OpaqueFD` descriptor the caller holds open; opens the

@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags};
 
+use crate::cache::{CachePolicy, CacheRule, PageCache};
 use crate::error::{Error, OpError, Result};
+use crate::io::Direction;
 
 /// Direct-I/O alignment used when `statx` does not report one (upstream's choice).
 pub const DEFAULT_DIO_ALIGN: u32 = 4096;
@@ -159,6 +161,34 @@ impl FileHandle {
             dio_offset_align,
             cache: crate::cache::FileCache::default(),
         })
+    }
+
+    /// The page-cache rule `policy` gives a transfer on this file in `direction` that ends at file offset `end`. Logged
+    /// at debug level when it differs from the last one applied to the file.
+    pub fn decide_cache(&self, policy: &CachePolicy, direction: Direction, end: u64) -> CacheRule {
+        let rule = self.cache_rule(policy, direction, end);
+        self.cache().applied(rule, self.client_fd());
+        rule
+    }
+
+    /// [`decide_cache`](Self::decide_cache) without the log.
+    pub fn cache_rule(&self, policy: &CachePolicy, direction: Direction, end: u64) -> CacheRule {
+        if self.direct_fd().is_none() {
+            return CacheRule::NoDirect;
+        }
+        match self.cache().setting().unwrap_or(policy.mode()) {
+            PageCache::Keep => CacheRule::Keep,
+            PageCache::Bypass => CacheRule::Bypass,
+            PageCache::Auto => {
+                let size = self.size().unwrap_or(0);
+                let size = if direction == Direction::Write { size.max(end) } else { size };
+                match policy.limit() {
+                    Some(limit) if size > limit => CacheRule::TooLarge { size, limit },
+                    Some(limit) => CacheRule::Fits { size, limit },
+                    None => CacheRule::Fits { size, limit: u64::MAX },
+                }
+            }
+        }
     }
 
     /// The descriptor number the client registered (a registry key: never used for I/O).

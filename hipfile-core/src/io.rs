@@ -3,6 +3,15 @@
 
 use crate::error::{Error, OpError, Result};
 
+/// Which way the bytes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// File to GPU memory.
+    Read,
+    /// GPU memory to file.
+    Write,
+}
+
 /// The most one call moves: `INT_MAX` rounded down to a page, 0x7ffff000 with 4 KiB pages
 /// (Linux's `MAX_RW_COUNT`; upstream `getMaxRwCount`). Callers loop for more.
 pub fn max_rw_count() -> usize {
