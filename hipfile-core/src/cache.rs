@@ -3,7 +3,8 @@
 //! (`O_DIRECT`), so that reading a file that does not fit evicts nothing else.
 //!
 //! One rule, applied by the dispatcher to every request before a backend sees it
-//! ([`FileHandle::decide_cache`](crate::FileHandle::decide_cache), with the driver's [`CachePolicy`]); backends only obey the answer ([`CacheUse`]):
+//! ([`FileHandle::decide_cache`](crate::FileHandle::decide_cache) with the driver's
+//! [`CachePolicy`]); backends only obey the answer ([`CacheUse`]):
 //! - `keep`: through the page cache;
 //! - `bypass`: around it where the file allows `O_DIRECT` (the bounce path still reads a chunk
 //!   the page cache already holds from there: that costs no disk read);
