@@ -8,11 +8,133 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Backend, BackendKind, Declined, Direction, IoRequest, is_no_path};
 use crate::cache::CachePolicy;
-use crate::driver::Target;
+use crate::config::StreamSignal;
 use crate::error::{OpError, Result};
 use crate::file::FileHandle;
+use crate::gpu::DeviceSpan;
+use crate::io::plan_io;
 use crate::log::log_once_keyed;
+use crate::platform::BufferInfo;
 use crate::stats::{Counter, Path, Stats};
+
+/// A checked request, ready to run: what `Driver::plan` gives. It holds the file and the
+/// backends, so the driver closing waits for it.
+pub(crate) struct Planned<B> {
+    pub(crate) flight: InFlight<B>,
+    pub(crate) direction: Direction,
+    pub(crate) target: Target,
+    pub(crate) file_offset: u64,
+}
+
+/// Where a request's bytes are in memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target {
+    /// Device memory the driver checked against its allocation, on `device`; `managed`:
+    /// managed memory (served by the bounce path only, semantics §4).
+    Device { memory: DeviceSpan, device: i32, managed: bool },
+    /// Host memory the caller vouched for (semantics §4); `durable`: writes reach stable
+    /// storage before the call returns.
+    Host { addr: usize, len: usize, durable: bool },
+}
+
+impl<B: Backend> Planned<B> {
+    /// The statistics this request counts into.
+    pub(crate) fn stats(&self) -> Arc<Stats> {
+        Arc::clone(&self.flight.dispatcher.stats)
+    }
+
+    /// Which way the bytes go.
+    pub(crate) fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// The request a backend sees (device memory only).
+    fn request(&self) -> Option<IoRequest<'_>> {
+        match self.target {
+            Target::Device { memory, device, managed } => Some(
+                IoRequest::new(self.direction, &self.flight.file, memory, device, self.file_offset)
+                    .with_managed(managed),
+            ),
+            Target::Host { .. } => None,
+        }
+    }
+
+    /// Moves the bytes (nothing for an empty request).
+    pub(crate) fn run(self) -> Result<usize> {
+        self.flight.dispatcher.run(self.direction, &self.flight.file, self.target, self.file_offset)
+    }
+
+    /// Whether this request would go to a bounce backend, which can take it together with
+    /// others ([`Planned::run_many`]).
+    pub(crate) fn goes_to_bounce(&self) -> bool {
+        self.request().is_some_and(|req| req.size() > 0 && self.flight.dispatcher.goes_to_bounce(&req))
+    }
+
+    /// Moves the bytes of several requests of one driver generation that go to bounce
+    /// ([`goes_to_bounce`](Self::goes_to_bounce)) together (see `Dispatcher::dispatch_many`);
+    /// one result per request, in order.
+    pub(crate) fn run_many(planned: Vec<Self>) -> Vec<Result<usize>> {
+        let Some(first) = planned.first() else { return Vec::new() };
+        let reqs: Vec<IoRequest<'_>> = planned.iter().filter_map(Planned::request).collect();
+        assert_eq!(reqs.len(), planned.len(), "only device memory goes to bounce");
+        let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
+        first.flight.dispatcher.dispatch_many(&refs)
+    }
+}
+
+/// A request whose file, backends and buffer are looked up, and whose sizes and offsets are
+/// still to come (`Driver::deferred`).
+pub(crate) struct Deferred<B> {
+    pub(crate) flight: InFlight<B>,
+    pub(crate) direction: Direction,
+    pub(crate) buffer_base: usize,
+    pub(crate) buffer_len: usize,
+    pub(crate) device: i32,
+    pub(crate) signal: StreamSignal,
+    /// Host memory: whether writes are durable (semantics §4).
+    pub(crate) host: Option<bool>,
+    /// Managed memory (semantics §4).
+    pub(crate) managed: bool,
+}
+
+impl<B> Deferred<B> {
+    /// Checks offsets and bounds against the buffer (semantics §5): the request to run.
+    pub(crate) fn plan(&self, size: usize, file_offset: i64, buffer_offset: i64) -> Result<Planned<B>> {
+        let plan = plan_io(self.buffer_base, self.buffer_len, size, file_offset, buffer_offset)?;
+        let target = match self.host {
+            Some(durable) => Target::Host { addr: plan.device_addr, len: plan.size, durable },
+            None => {
+                let bound = self.buffer_base + self.buffer_len;
+                // SAFETY: `plan_io` placed [device_addr, device_addr + size) inside the buffer,
+                // which is either registered device memory (checked against its allocation at
+                // registration) or the rest of the device allocation the runtime reported when
+                // this was looked up; the whole of it lies in one allocation.
+                let memory = unsafe { DeviceSpan::within(plan.device_addr, plan.size, bound) };
+                Target::Device { memory, device: self.device, managed: self.managed }
+            }
+        };
+        let flight = InFlight {
+            file: Arc::clone(&self.flight.file),
+            dispatcher: Arc::clone(&self.flight.dispatcher),
+            registered: self.flight.registered,
+        };
+        Ok(Planned { flight, direction: self.direction, target, file_offset: plan.file_offset })
+    }
+
+    /// How stream-ordered operations are signalled under the driver's configuration.
+    pub(crate) fn signal(&self) -> StreamSignal {
+        self.signal
+    }
+}
+
+/// What one request holds while it runs. Fields drop in declaration order: the file (and its
+/// descriptors, once deregistered) before the backends, so when closing the driver has waited
+/// for the backends to be let go, nothing of the request is left.
+pub(crate) struct InFlight<B> {
+    pub(crate) file: Arc<FileHandle>,
+    pub(crate) dispatcher: Arc<Dispatcher<B>>,
+    pub(crate) registered: Option<BufferInfo>,
+}
 
 /// The backends of an open driver, p2p backends first, and what each served.
 pub(crate) struct Dispatcher<B> {

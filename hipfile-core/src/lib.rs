@@ -41,29 +41,6 @@
 //! # drop((handle, buffer)); std::fs::remove_file(path)?; Ok(()) }
 //! ```
 
-/// The version of upstream hipFile's API this library implements (`hipFileGetVersion`, the
-/// header's `HIPFILE_VERSION_*`, the driver properties), which is the version of every artifact
-/// of hipfile-rs: the workspace's, set in one place (its `Cargo.toml`). 0.5.0, the first release
-/// with the statistics calls (docs/compat.md, "Version").
-pub const API_VERSION: (u32, u32, u32) = parse_version(env!("CARGO_PKG_VERSION"));
-
-/// `major.minor.patch` as numbers, at compile time (a version of another shape does not build).
-const fn parse_version(text: &str) -> (u32, u32, u32) {
-    let bytes = text.as_bytes();
-    let mut parts = [0u32; 3];
-    let (mut part, mut i) = (0, 0);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'.' if part < 2 => part += 1,
-            b @ b'0'..=b'9' => parts[part] = parts[part] * 10 + (b - b'0') as u32,
-            _ => panic!("the workspace version is major.minor.patch"),
-        }
-        i += 1;
-    }
-    assert!(part == 2, "the workspace version is major.minor.patch");
-    (parts[0], parts[1], parts[2])
-}
-
 pub mod api;
 pub mod backend;
 pub mod batch;
@@ -80,15 +57,18 @@ pub mod io;
 pub mod log;
 pub mod memory;
 pub mod params;
+mod platform;
 pub mod pool;
 pub mod stats;
 pub mod stream;
 pub mod sync;
+mod version;
 
 pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile, StreamIo};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
 pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use cache::{CachePolicy, CacheRule, CacheUse, PageCache};
+pub use config::DriverProperties;
 pub use config::{BackendChoice, BounceSettings, Config, Demote};
 pub use driver::{BufferInfo, Driver, HandleId, Platform};
 pub use error::{Error, HipError, OpError, Result};
@@ -98,5 +78,6 @@ pub use gpu::MockGpuRuntime;
 pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, Event, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;
 pub use memory::DeviceMemory;
-pub use params::{BoolParam, DriverProperties, SizeParam, StringParam, size_range};
+pub use params::{BoolParam, SizeParam, StringParam, size_range};
 pub use stream::{AsyncParams, StreamSignal};
+pub use version::API_VERSION;

@@ -1,20 +1,15 @@
-//! Parameters and driver properties (semantics §13): `hipFileGetParameter*`,
-//! `hipFileSetParameter*`, the `hipFileDriverSet*` setters and `hipFileDriverGetProperties`,
-//! with cuFile's semantics (upstream's system tests, `test/system/config.cpp`).
+//! The parameter table (semantics §13): hipFile's parameters, their C values and the values
+//! each takes. The calls that get and stage them are the driver's (`driver/params.rs`); what
+//! each steers, and the driver properties, are the configuration's ([`crate::config`]). cuFile's
+//! semantics (upstream's system tests, `test/system/config.cpp`).
 //!
 //! A value set while the driver is closed is *staged*; the next open applies it over the
 //! `HIPFILE_*` settings, and it is then the value in use until the driver closes, when the
 //! defaults (and the environment) are back. Setting a value while the driver is open is
 //! `hipFileDriverAlreadyOpen`. Every value is checked when it is set.
 //!
-//! Each parameter that names something the library has steers it (see [`Config`]'s fields);
+//! Each parameter that names something the library has steers it (see [`Config`](crate::config::Config)'s fields);
 //! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
-
-use crate::cache::PageCache;
-use crate::config::{Config, StringValues};
-use crate::driver::{Driver, Platform};
-use crate::error::{OpError, Result};
-use crate::stream::StreamSignal;
 
 macro_rules! parameters {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident,)+ }) => {
@@ -154,45 +149,6 @@ impl Setting {
     }
 }
 
-impl<P: Platform> Driver<P> {
-    /// `hipFileGetParameterSizeT`: the value in use while open; while closed, the value the
-    /// next open would apply (staged, else the environment's, else the default).
-    pub fn size_parameter(&self, p: SizeParam) -> usize {
-        self.current_config().size_parameter(p)
-    }
-
-    /// `hipFileGetParameterBool`; see [`size_parameter`](Self::size_parameter).
-    pub fn bool_parameter(&self, p: BoolParam) -> bool {
-        self.current_config().bool_parameter(p)
-    }
-
-    /// `hipFileGetParameterString`; see [`size_parameter`](Self::size_parameter).
-    pub fn string_parameter(&self, p: StringParam) -> String {
-        self.current_config().string_parameter(p).to_owned()
-    }
-
-    /// `hipFileSetParameterSizeT`: stages the value for the next open.
-    pub fn set_size_parameter(&self, p: SizeParam, v: usize) -> Result<()> {
-        self.stage(Setting::Size(p, v))
-    }
-
-    /// `hipFileSetParameterBool`: stages the value for the next open.
-    pub fn set_bool_parameter(&self, p: BoolParam, v: bool) -> Result<()> {
-        self.stage(Setting::Bool(p, v))
-    }
-
-    /// `hipFileSetParameterString`: stages the value for the next open.
-    pub fn set_string_parameter(&self, p: StringParam, v: &str) -> Result<()> {
-        self.stage(Setting::String(p, v.to_owned()))
-    }
-
-    /// `hipFileDriverSetPollMode`: stages poll mode and its threshold (KiB), both kept only.
-    pub fn set_poll_mode(&self, poll: bool, threshold_kb: usize) -> Result<()> {
-        self.set_bool_parameter(BoolParam::UsePollMode, poll)?;
-        self.set_size_parameter(SizeParam::PollThresholdSizeKb, threshold_kb)
-    }
-}
-
 /// The most entries a batch may be given by `hipFileParamPropertiesIOBatchsize`.
 pub const MAX_BATCH_SIZE_PARAMETER: usize = 1024;
 
@@ -223,208 +179,12 @@ pub(crate) fn size_accepted(p: SizeParam, v: usize) -> bool {
     size_range(p).contains(&v) && (p != SizeParam::MaxDirectIoSizeKb || v.is_multiple_of(4))
 }
 
-fn invalid<T>() -> Result<T> {
-    Err(OpError::InvalidValue.into())
-}
-
-impl Config {
-    /// The value of a size parameter in this configuration.
-    pub fn size_parameter(&self, p: SizeParam) -> usize {
-        use SizeParam::*;
-        match p {
-            ProfileStats => self.stats_level,
-            MaxIoQueueDepth => self.bounce.direct_streams,
-            MaxIoThreads => self.bounce.threads,
-            MaxDirectIoSizeKb => self.bounce.chunk >> 10,
-            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit >> 10,
-            IoBatchsize => self.batch_size,
-            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb,
-            MaxRequestParallelism => self.kept.max_request_parallelism,
-            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb,
-            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb,
-            PollThresholdSizeKb => self.kept.poll_threshold_kb,
-            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms,
-        }
-    }
-
-    /// Sets a size parameter; a value it does not take (`size_accepted`) is
-    /// `hipFileInvalidValue` (and changes nothing).
-    pub fn set_size_parameter(&mut self, p: SizeParam, v: usize) -> Result<()> {
-        use SizeParam::*;
-        if !size_accepted(p, v) {
-            return invalid();
-        }
-        match p {
-            ProfileStats => self.stats_level = v,
-            MaxIoQueueDepth => self.bounce.direct_streams = v,
-            MaxIoThreads => self.bounce.threads = v,
-            MaxDirectIoSizeKb => self.bounce.chunk = v << 10,
-            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = v << 10,
-            IoBatchsize => self.batch_size = v,
-            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
-            MaxRequestParallelism => self.kept.max_request_parallelism = v,
-            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb = v,
-            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb = v,
-            PollThresholdSizeKb => self.kept.poll_threshold_kb = v,
-            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms = v,
-        }
-        Ok(())
-    }
-
-    /// The value of a boolean parameter in this configuration.
-    pub fn bool_parameter(&self, p: BoolParam) -> bool {
-        use BoolParam::*;
-        match p {
-            AllowCompatMode => self.allow_compat_mode,
-            ForceCompatMode => self.force_compat_mode,
-            PreferIoUring => self.bounce.io_uring,
-            AllowSystemMemory => self.allow_system_memory,
-            ExecutionParallelIo => self.bounce.threads != 1,
-            StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
-            ForceOdirectMode => self.page_cache == PageCache::Bypass,
-            other => self.kept.bools[other as usize],
-        }
-    }
-
-    /// Sets a boolean parameter.
-    pub fn set_bool_parameter(&mut self, p: BoolParam, v: bool) {
-        use BoolParam::*;
-        match p {
-            AllowCompatMode => self.allow_compat_mode = v,
-            ForceCompatMode => self.force_compat_mode = v,
-            PreferIoUring => self.bounce.io_uring = v,
-            AllowSystemMemory => self.allow_system_memory = v,
-            ExecutionParallelIo => match (v, self.bounce.threads) {
-                (false, _) => self.bounce.threads = 1,
-                (true, 1) => self.bounce.threads = 0,
-                (true, _) => {}
-            },
-            StreamMemopsBypass => match (v, self.stream_signal) {
-                (true, _) => self.stream_signal = StreamSignal::Inline,
-                (false, StreamSignal::Inline) => self.stream_signal = StreamSignal::HostFn,
-                (false, _) => {}
-            },
-            ForceOdirectMode => match (v, self.page_cache) {
-                (true, _) => self.page_cache = PageCache::Bypass,
-                (false, PageCache::Bypass) => self.page_cache = PageCache::Auto,
-                (false, _) => {}
-            },
-            other => self.kept.bools[other as usize] = v,
-        }
-    }
-
-    /// The value of a string parameter in this configuration.
-    pub fn string_parameter(&self, p: StringParam) -> &str {
-        let StringValues { logging_level, log_file, log_dir } = &self.kept.strings;
-        match p {
-            StringParam::LoggingLevel => logging_level,
-            StringParam::EnvLogfilePath => log_file,
-            StringParam::LogDir => log_dir,
-            StringParam::PageCache => self.page_cache.name(),
-        }
-    }
-
-    /// Sets a string parameter: a logging level must be one of `ERROR`, `WARN`, `INFO`,
-    /// `DEBUG`, `TRACE` (any case); paths must be absolute; the page-cache policy is `auto`,
-    /// `keep` or `bypass` (any case).
-    pub fn set_string_parameter(&mut self, p: StringParam, v: &str) -> Result<()> {
-        if p == StringParam::PageCache {
-            self.page_cache = PageCache::parse(v).ok_or(OpError::InvalidValue)?;
-            return Ok(());
-        }
-        let s = &mut self.kept.strings;
-        match p {
-            StringParam::PageCache => unreachable!("set above"),
-            StringParam::LoggingLevel => {
-                let level = v.trim().to_ascii_uppercase();
-                if !["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level.as_str()) {
-                    return invalid();
-                }
-                s.logging_level = level;
-            }
-            StringParam::EnvLogfilePath | StringParam::LogDir if !v.starts_with('/') || v.contains('\0') => {
-                return invalid();
-            }
-            StringParam::EnvLogfilePath => s.log_file = v.to_owned(),
-            StringParam::LogDir => s.log_dir = v.to_owned(),
-        }
-        Ok(())
-    }
-
-    /// Applies a staged setting (checked when it was staged). A log directory that is not an
-    /// existing directory is not applied (cuFile's rule).
-    pub(crate) fn apply(&mut self, setting: &Setting) {
-        match setting {
-            Setting::Size(p, v) => drop(self.set_size_parameter(*p, *v)),
-            Setting::Bool(p, v) => self.set_bool_parameter(*p, *v),
-            Setting::String(StringParam::LogDir, dir) if !std::path::Path::new(dir).is_dir() => {}
-            Setting::String(p, v) => drop(self.set_string_parameter(*p, v)),
-        }
-    }
-
-    /// Checks a setting against a scratch configuration: what staging it requires.
-    pub(crate) fn check(setting: &Setting) -> Result<()> {
-        let mut scratch = Config::default();
-        match setting {
-            Setting::Size(p, v) => scratch.set_size_parameter(*p, *v),
-            Setting::Bool(..) => Ok(()),
-            Setting::String(p, v) => scratch.set_string_parameter(*p, v),
-        }
-    }
-}
-
-/// `hipFileDriverProps_t`, in Rust (sizes in KiB).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DriverProperties {
-    /// `nvfs.major_version`, `nvfs.minor_version`: the library's version.
-    pub version: (u32, u32),
-    /// `nvfs.poll_thresh_size`.
-    pub poll_threshold_kb: u64,
-    /// `nvfs.max_direct_io_size`: the bounce chunk.
-    pub max_direct_io_kb: u64,
-    /// `nvfs.driver_status_flags`: bit 4 (`hipFileNVMeSupported`) where a p2p path is open.
-    pub status_flags: u32,
-    /// `nvfs.driver_control_flags`: bit 0 poll mode, bit 1 compat mode allowed.
-    pub control_flags: u32,
-    /// `feature_flags`: batches, streams and parallel I/O (bits 1-3).
-    pub feature_flags: u32,
-    /// `max_device_cache_size`.
-    pub max_device_cache_kb: u64,
-    /// `per_buffer_cache_size`.
-    pub per_buffer_cache_kb: u64,
-    /// `max_device_pinned_mem_size`.
-    pub max_pinned_kb: u64,
-    /// `max_batch_io_count`.
-    pub max_batch_io_count: u32,
-    /// `max_batch_io_timeout_msecs`.
-    pub max_batch_io_timeout_ms: u32,
-}
-
-impl DriverProperties {
-    /// The properties a driver with `config` has; `direct` says whether a p2p path is open.
-    pub(crate) fn of(config: &Config, direct: bool) -> Self {
-        let kb = |p| config.size_parameter(p) as u64;
-        let clamp32 = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-        DriverProperties {
-            version: (crate::API_VERSION.0, crate::API_VERSION.1),
-            poll_threshold_kb: kb(SizeParam::PollThresholdSizeKb),
-            max_direct_io_kb: kb(SizeParam::MaxDirectIoSizeKb),
-            status_flags: if direct { 1 << 4 } else { 0 },
-            control_flags: u32::from(config.bool_parameter(BoolParam::UsePollMode))
-                | u32::from(config.allow_compat_mode) << 1,
-            feature_flags: 1 << 1 | 1 << 2 | 1 << 3,
-            max_device_cache_kb: kb(SizeParam::MaxDeviceCacheSizeKb),
-            per_buffer_cache_kb: kb(SizeParam::PerBufferCacheSizeKb),
-            max_pinned_kb: kb(SizeParam::MaxDevicePinnedMemSizeKb),
-            max_batch_io_count: clamp32(config.batch_size),
-            max_batch_io_timeout_ms: clamp32(config.size_parameter(SizeParam::BatchIoTimeoutMs)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::PageCache;
+    use crate::config::Config;
+    use crate::config::StreamSignal;
 
     #[test]
     fn raw_values_follow_the_c_enums() {

@@ -19,15 +19,16 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::backend::{Backend, Direction};
-use crate::driver::{Deferred, Driver, HandleId, Platform};
+use crate::backend::Backend;
+pub use crate::config::StreamSignal;
+use crate::dispatch::Deferred;
 use crate::error::{OpError, Result};
 use crate::gpu::{Event, GpuRuntime, Stream};
 use crate::pool::{Job, WorkerPool};
-use crate::sync::{lock, wait};
+use crate::sync::lock;
 
 /// `HIPFILE_STREAM_FIXED_BUF_OFFSET`: the buffer offset is read at submission.
 pub const STREAM_FIXED_BUF_OFFSET: u32 = 1;
@@ -43,23 +44,7 @@ pub const STREAM_FLAGS_MASK: u32 = 0xf;
 
 /// Threads running stream-ordered operations (each runs one operation at a time; operations
 /// of one stream run one after another anyway).
-const STREAM_THREADS: usize = 8;
-
-/// How an operation learns that its stream has reached it (`HIPFILE_STREAM_SIGNAL`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StreamSignal {
-    /// A host function queued on the stream hands the operation to a library thread and
-    /// returns at once; the gate holds the stream until the operation is done. The default:
-    /// measured against the others on the H200 machine (docs/performance.md).
-    #[default]
-    HostFn,
-    /// An event recorded on the stream, polled by a library thread; the same gate.
-    Event,
-    /// A host function that waits for the operation (no gate). It holds the runtime's callback
-    /// thread, which every stream of the context shares, for the whole I/O: what the other
-    /// two avoid. Used where the runtime has no stream memory operations.
-    Inline,
-}
+pub(crate) const STREAM_THREADS: usize = 8;
 
 /// Where a stream-ordered operation reads its size and offsets when it runs, and leaves its
 /// result: the caller's memory behind C pointers, or a Rust [`StreamIo`](crate::StreamIo).
@@ -76,23 +61,23 @@ pub trait AsyncParams: Send + Sync + 'static {
 }
 
 /// One stream's state: its flags while registered, and its gate word.
-struct StreamState {
-    flags: Option<u32>,
+pub(crate) struct StreamState {
+    pub(crate) flags: Option<u32>,
     /// Address of the stream's word of pinned host memory (0 until its first operation).
-    word: usize,
+    pub(crate) word: usize,
     /// The last operation number queued on the word.
-    last: u32,
+    pub(crate) last: u32,
 }
 
 /// The streams a driver knows, the threads that run their operations, and the pinned words
 /// their gates wait on.
 pub(crate) struct Streams {
-    states: Mutex<HashMap<Stream, Arc<Mutex<StreamState>>>>,
-    runner: Arc<WorkerPool>,
-    words: Mutex<Vec<usize>>,
-    poller: Arc<Poller>,
+    pub(crate) states: Mutex<HashMap<Stream, Arc<Mutex<StreamState>>>>,
+    pub(crate) runner: Arc<WorkerPool>,
+    pub(crate) words: Mutex<Vec<usize>>,
+    pub(crate) poller: Arc<Poller>,
     /// Set once the runtime refused a stream wait: operations then run inline.
-    no_wait_value: AtomicBool,
+    pub(crate) no_wait_value: AtomicBool,
 }
 
 /// Waits (on a host function's thread) until the gate word reaches `number`.
@@ -100,7 +85,7 @@ pub(crate) struct Streams {
 /// # Safety
 /// `word` must be a 4-byte aligned word that stays allocated for the call, and that is only
 /// accessed atomically: a stream's gate word ([`Streams::word`], pinned and never freed).
-unsafe fn wait_for_word(word: usize, number: u32) {
+pub(crate) unsafe fn wait_for_word(word: usize, number: u32) {
     // SAFETY: the caller's contract.
     let word = unsafe { AtomicU32::from_ptr(word as *mut u32) };
     while (word.load(Ordering::Acquire).wrapping_sub(number) as i32) < 0 {
@@ -124,7 +109,7 @@ impl Streams {
         self.runner.stop();
     }
 
-    fn state(&self, stream: Stream) -> Arc<Mutex<StreamState>> {
+    pub(crate) fn state(&self, stream: Stream) -> Arc<Mutex<StreamState>> {
         let mut states = lock(&self.states);
         Arc::clone(
             states.entry(stream).or_insert_with(|| Arc::new(Mutex::new(StreamState { flags: None, word: 0, last: 0 }))),
@@ -133,7 +118,7 @@ impl Streams {
 
     /// A fresh word of pinned host memory, zero (allocated a page at a time, never freed: a
     /// stream may wait on it until the process ends).
-    fn word(&self, gpu: &dyn GpuRuntime) -> Result<usize> {
+    pub(crate) fn word(&self, gpu: &dyn GpuRuntime) -> Result<usize> {
         let mut words = lock(&self.words);
         if words.is_empty() {
             const PAGE: usize = 4096;
@@ -156,23 +141,23 @@ impl Drop for Streams {
 /// What the event signal's thread watches: events recorded on streams, and the operation each
 /// starts.
 #[derive(Default)]
-struct Poller {
-    pending: Mutex<PollerState>,
-    stop: AtomicBool,
+pub(crate) struct Poller {
+    pub(crate) pending: Mutex<PollerState>,
+    pub(crate) stop: AtomicBool,
 }
 
 #[derive(Default)]
-struct PollerState {
-    events: Vec<(Event, Job)>,
+pub(crate) struct PollerState {
+    pub(crate) events: Vec<(Event, Job)>,
     /// Whether a thread is polling them.
-    polling: bool,
+    pub(crate) polling: bool,
     /// The fork generation of that thread ([`crate::fork`]): a forked child has none.
-    fork: u64,
+    pub(crate) fork: u64,
 }
 
 impl Poller {
     /// Watches `event`; `job` goes to `runner` once the stream has reached it.
-    fn watch(self: &Arc<Self>, gpu: Arc<dyn GpuRuntime>, runner: &Arc<WorkerPool>, event: Event, job: Job) {
+    pub(crate) fn watch(self: &Arc<Self>, gpu: Arc<dyn GpuRuntime>, runner: &Arc<WorkerPool>, event: Event, job: Job) {
         let mut state = lock(&self.pending);
         let fork = crate::fork::generation();
         if state.fork != fork {
@@ -191,7 +176,7 @@ impl Poller {
     }
 
     /// Polls until nothing is left to watch (or the driver is gone).
-    fn poll(&self, gpu: &dyn GpuRuntime, runner: &WorkerPool) {
+    pub(crate) fn poll(&self, gpu: &dyn GpuRuntime, runner: &WorkerPool) {
         let mut idle = 0;
         loop {
             let ready: Vec<(Event, Job)> = {
@@ -228,30 +213,30 @@ impl Poller {
 /// One operation, from submission until its result is stored. However it ends (run, or dropped
 /// unrun: a driver going away with events still watched), dropping it opens its gate, so a
 /// stream never waits forever on it.
-struct Operation<B> {
+pub(crate) struct Operation<B> {
     /// Taken when the operation ends: the file and backends are let go before the stream goes
     /// on.
-    deferred: Option<Deferred<B>>,
-    params: Arc<dyn AsyncParams>,
-    size: Option<usize>,
-    file_offset: Option<i64>,
-    buffer_offset: Option<i64>,
+    pub(crate) deferred: Option<Deferred<B>>,
+    pub(crate) params: Arc<dyn AsyncParams>,
+    pub(crate) size: Option<usize>,
+    pub(crate) file_offset: Option<i64>,
+    pub(crate) buffer_offset: Option<i64>,
     /// The size at submission: the size read when it runs may be smaller, not larger.
-    submitted: usize,
+    pub(crate) submitted: usize,
     /// The gate: the word, and the number that opens it (`None` without a gate).
-    gate: Option<(usize, u32)>,
+    pub(crate) gate: Option<(usize, u32)>,
     /// Set when queueing the gate failed: the operation must not run then (the call failed).
-    abandoned: Arc<AtomicBool>,
+    pub(crate) abandoned: Arc<AtomicBool>,
     /// Set once the operation is on its stream: an operation dropped before (the runtime
     /// refused it, and the call fails) leaves the caller's values untouched.
-    queued: Arc<AtomicBool>,
+    pub(crate) queued: Arc<AtomicBool>,
     /// Whether its result was stored.
-    completed: bool,
+    pub(crate) completed: bool,
 }
 
 impl<B: Backend> Operation<B> {
     /// Runs the operation and stores its result; dropping it then opens the gate.
-    fn run(mut self) {
+    pub(crate) fn run(mut self) {
         if !self.abandoned.load(Ordering::Acquire) {
             // A fault inside the library still completes the operation.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.execute()))
@@ -261,7 +246,7 @@ impl<B: Backend> Operation<B> {
         }
     }
 
-    fn execute(&self) -> i64 {
+    pub(crate) fn execute(&self) -> i64 {
         let size = self.size.unwrap_or_else(|| self.params.size());
         if size > self.submitted {
             return -i64::from(OpError::InvalidValue.code());
@@ -290,151 +275,5 @@ impl<B> Drop for Operation<B> {
             // SAFETY: the stream's word (pinned, never freed); the gate only reads it.
             unsafe { AtomicU32::from_ptr(word as *mut u32) }.store(number, Ordering::Release);
         }
-    }
-}
-
-impl<P: Platform> Driver<P> {
-    /// `hipFileStreamRegister`: `flags` (a mask of `HIPFILE_STREAM_*`, within 0xf) say which
-    /// values of the stream's operations are read at submission. Registering a stream twice is
-    /// `hipFileInvalidValue`. Needs no open driver.
-    pub fn stream_register(&self, stream: Stream, flags: u32) -> Result<()> {
-        if flags & !STREAM_FLAGS_MASK != 0 {
-            return Err(OpError::InvalidValue.into());
-        }
-        let state = self.streams().state(stream);
-        let mut state = lock(&state);
-        if state.flags.is_some() {
-            return Err(OpError::InvalidValue.into());
-        }
-        state.flags = Some(flags);
-        if state.word == 0 {
-            // The gate's word now, so the first operation does not pay for pinning it (it
-            // tries again if this fails).
-            state.word = self.streams().word(self.platform().gpu()).unwrap_or(0);
-        }
-        Ok(())
-    }
-
-    /// `hipFileStreamDeregister`: forgets the stream's flags; a stream not registered is
-    /// `hipFileInvalidValue`. Operations already queued keep theirs.
-    pub fn stream_deregister(&self, stream: Stream) -> Result<()> {
-        let state = lock(&self.streams().states).get(&stream).cloned().ok_or(OpError::InvalidValue)?;
-        lock(&state).flags.take().map(drop).ok_or_else(|| OpError::InvalidValue.into())
-    }
-
-    /// `hipFileReadAsync`/`hipFileWriteAsync`: checks the operation as `hipFileRead` would, with
-    /// the values `params` holds now, and queues it on `stream` (any stream, the null stream
-    /// too; an unregistered one has no FIXED flags). Returns once it is queued; the result
-    /// arrives through [`AsyncParams::complete`] when the stream has run it. A size of zero
-    /// completes with 0 at once.
-    ///
-    /// # Safety
-    /// If `buffer_base` is not device memory of the runtime (host memory, where the
-    /// configuration allows it, semantics §4), the bytes the operation names from it must be
-    /// valid host memory, for writes when reading and for reads when writing, and untouched by
-    /// anything else until the stream has run the operation.
-    pub unsafe fn submit_async(
-        &self,
-        direction: Direction,
-        handle: HandleId,
-        buffer_base: usize,
-        params: Arc<dyn AsyncParams>,
-        stream: Stream,
-    ) -> Result<()> {
-        let size = params.size();
-        if size == 0 {
-            params.complete(0);
-            return Ok(());
-        }
-        let (file_offset, buffer_offset) = (params.file_offset(), params.buffer_offset());
-        if file_offset < 0 || buffer_offset < 0 {
-            return Err(OpError::InvalidValue.into()); // upstream's answer here (not `EINVAL`)
-        }
-        let deferred = self.deferred(direction, handle, buffer_base)?;
-        drop(deferred.plan(size, file_offset, buffer_offset)?); // checked as a synchronous call
-        let streams = self.streams();
-        let signal = match deferred.signal() {
-            _ if streams.no_wait_value.load(Ordering::Acquire) => StreamSignal::Inline,
-            signal => signal,
-        };
-        let state = streams.state(stream);
-        let mut state = lock(&state); // operations of one stream are queued in order
-        let flags = state.flags.unwrap_or(0);
-        let fixed = |flag: u32| flags & flag != 0;
-        let gate = match signal {
-            StreamSignal::Inline => None,
-            _ => {
-                if state.word == 0 || state.last == u32::MAX {
-                    state.word = streams.word(self.platform().gpu())?;
-                    state.last = 0;
-                }
-                state.last += 1;
-                Some((state.word, state.last))
-            }
-        };
-        let (abandoned, queued) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let op = Operation {
-            deferred: Some(deferred),
-            params,
-            size: fixed(STREAM_FIXED_FILE_SIZE).then_some(size),
-            file_offset: fixed(STREAM_FIXED_FILE_OFFSET).then_some(file_offset),
-            buffer_offset: fixed(STREAM_FIXED_BUF_OFFSET).then_some(buffer_offset),
-            submitted: size,
-            gate,
-            abandoned: Arc::clone(&abandoned),
-            queued: Arc::clone(&queued),
-            completed: false,
-        };
-        let gpu = self.platform().gpu();
-        let runner = Arc::clone(&streams.runner);
-        match signal {
-            StreamSignal::HostFn => {
-                gpu.launch_host_func(stream, Box::new(move || runner.submit(Box::new(move || op.run()))))?
-            }
-            StreamSignal::Event => {
-                let event = gpu.event_create()?;
-                if let Err(e) = gpu.event_record(event, stream) {
-                    let _ = gpu.event_destroy(event);
-                    return Err(e.into());
-                }
-                streams.poller.watch(self.platform().shared_gpu(), &runner, event, Box::new(move || op.run()));
-            }
-            StreamSignal::Inline => {
-                gpu.launch_host_func(
-                    stream,
-                    Box::new(move || {
-                        let done = Arc::new((Mutex::new(false), Condvar::new()));
-                        let d = Arc::clone(&done);
-                        runner.submit(Box::new(move || {
-                            op.run();
-                            *lock(&d.0) = true;
-                            d.1.notify_all();
-                        }));
-                        let mut finished = lock(&done.0);
-                        while !*finished {
-                            finished = wait(&done.1, finished);
-                        }
-                    }),
-                )?;
-            }
-        }
-        queued.store(true, Ordering::Release);
-        let Some((word, number)) = gate else { return Ok(()) };
-        // SAFETY: the stream's word, pinned and never freed.
-        let Err(e) = (unsafe { gpu.stream_wait_value32(stream, word, number) }) else { return Ok(()) };
-        // No stream memory operations here: this operation's gate becomes a host function
-        // that waits for the word, and later operations run inline (the same effect).
-        if !streams.no_wait_value.swap(true, Ordering::AcqRel) {
-            crate::log::log_once(&format!(
-                "{e} for a stream wait: stream-ordered I/O holds the runtime's callback thread instead"
-            ));
-        }
-        // SAFETY: `word` is the stream's gate word, pinned and never freed.
-        let waited = gpu.launch_host_func(stream, Box::new(move || unsafe { wait_for_word(word, number) }));
-        if waited.is_err() {
-            // The operation is signalled but must not run: this call fails.
-            abandoned.store(true, Ordering::Release);
-        }
-        Ok(waited?)
     }
 }

@@ -231,7 +231,7 @@ fn page_cache_rule(path: &Path, policy: &hipfile::CachePolicy) -> String {
         Err(e) => return format!("unknown: {e}"),
     };
     match hipfile::boundary::FileHandle::open(file.as_raw_fd()) {
-        Ok(handle) => handle.cache_rule(&policy, hipfile::Direction::Read, handle.size().unwrap_or(0)).to_string(),
+        Ok(handle) => handle.cache_rule(policy, hipfile::Direction::Read, handle.size().unwrap_or(0)).to_string(),
         Err(e) => format!("unknown: {e}"),
     }
 }
