@@ -16,7 +16,7 @@ use crate::args::CheckArgs;
 
 /// The report, and whether every path can be served by the backend asked for.
 pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
-    let (platform, why_mock) = crate::platform(args.backend.as_deref(), 1);
+    let (platform, why_mock) = crate::open::platform(args.backend.as_deref(), 1);
     let runtime = json!({
         "found": why_mock.is_none(),
         "description": platform.description(),
@@ -25,7 +25,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     let gpu = Arc::clone(platform.runtime());
     let count = gpu.device_count().unwrap_or(0);
     let devices: Vec<Value> = (0..count).map(|d| json!({"device": d, "pci_bus_id": gpu.pci_bus_id(d).ok()})).collect();
-    let driver = crate::driver(platform, args.backend.clone());
+    let driver = crate::open::driver(platform, args.backend.clone());
     let capabilities = driver.capabilities().map_err(|e| e.to_string())?;
     let backends: Vec<Value> = capabilities
         .iter()

@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{run, workspace_root};
+use crate::cmd::{run, workspace_root};
 
 /// The library's version: the workspace's, which is also the C API's `HIPFILE_VERSION_*`.
 const VERSION: &str = env!("CARGO_PKG_VERSION");

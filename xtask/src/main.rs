@@ -2,11 +2,13 @@
 //! on a fresh Debian 12 machine that has only Rust; `cargo xtask gpu-bench` prepares one run of
 //! the GPU benchmark (ours beside the peer baseline) on the H200 machine.
 
+mod cmd;
 mod dist;
 mod python;
 
 use std::process::{Command, ExitCode};
-use std::time::Instant;
+
+use cmd::{install_debian, run, succeeds, workspace_root};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -91,28 +93,6 @@ fn unsafe_report(rev: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs a command from the workspace root, echoing it; fails if it fails.
-fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    eprintln!("==> {program} {}", args.join(" "));
-    let start = Instant::now();
-    let status = Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(workspace_root())
-        .status()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    eprintln!("    ({:.0} s)", start.elapsed().as_secs_f64());
-    if status.success() { Ok(()) } else { Err(format!("`{program} {}` failed ({status})", args.join(" "))) }
-}
-
-fn succeeds(program: &str, args: &[&str]) -> bool {
-    Command::new(program).args(args).output().is_ok_and(|o| o.status.success())
-}
-
-fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
-}
-
 /// Debian packages the tests need, each with a file that shows it is installed: HIP headers
 /// (and Debian's libamdhip64) for the C programs and the HIP ABI check, a C++ compiler for
 /// the header check, binutils for `nm`/`readelf`.
@@ -130,22 +110,6 @@ fn install_packages() -> Result<(), String> {
     let missing: Vec<&str> =
         PACKAGES.iter().filter(|(_, probe)| !std::path::Path::new(probe).exists()).map(|(p, _)| *p).collect();
     install_debian(&missing)
-}
-
-/// Installs Debian packages (as root; otherwise says what to install).
-fn install_debian(missing: &[&str]) -> Result<(), String> {
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    if !root {
-        return Err(format!("missing packages; run as root: apt-get install -y {}", missing.join(" ")));
-    }
-    let env = [("DEBIAN_FRONTEND", "noninteractive")];
-    run("apt-get", &["update", "-q"], &env)?;
-    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-    args.extend(missing);
-    run("apt-get", &args, &env)
 }
 
 /// Installs the tools the checks use where they are missing.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{run, succeeds, workspace_root};
+use crate::cmd::{run, succeeds, workspace_root};
 
 /// What the suite installs: the build backend, the test runner, NumPy (host buffers),
 /// Hypothesis (the model test) and safetensors (the loader's reference).
@@ -16,7 +16,7 @@ fn venv() -> Result<(PathBuf, String), String> {
     let python = dir.join("bin/python");
     if !python.exists() {
         if !succeeds("python3", &["-m", "venv", "--help"]) {
-            crate::install_debian(&["python3", "python3-venv", "python3-pip"])?;
+            crate::cmd::install_debian(&["python3", "python3-venv", "python3-pip"])?;
         }
         run("python3", &["-m", "venv", dir.to_str().ok_or("a non-UTF-8 path")?], &[])?;
     }

@@ -1,0 +1,44 @@
+//! Running commands from the workspace root, and installing what they need.
+
+use std::process::Command;
+use std::time::Instant;
+
+/// Runs a command from the workspace root, echoing it; fails if it fails.
+pub(crate) fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    eprintln!("==> {program} {}", args.join(" "));
+    let start = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(workspace_root())
+        .status()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    eprintln!("    ({:.0} s)", start.elapsed().as_secs_f64());
+    if status.success() { Ok(()) } else { Err(format!("`{program} {}` failed ({status})", args.join(" "))) }
+}
+
+/// Whether a command runs and succeeds.
+pub(crate) fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program).args(args).output().is_ok_and(|o| o.status.success())
+}
+
+/// The workspace's root directory.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+/// Installs Debian packages (as root; otherwise says what to install).
+pub(crate) fn install_debian(missing: &[&str]) -> Result<(), String> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if !root {
+        return Err(format!("missing packages; run as root: apt-get install -y {}", missing.join(" ")));
+    }
+    let env = [("DEBIAN_FRONTEND", "noninteractive")];
+    run("apt-get", &["update", "-q"], &env)?;
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing);
+    run("apt-get", &args, &env)
+}
