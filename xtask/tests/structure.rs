@@ -119,10 +119,10 @@ fn graph(mods: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> 
     for line in root.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let kinds = ["struct", "enum", "fn", "const", "static", "trait", "type", "union", "macro_rules!"];
-        if let Some(i) = words.iter().position(|w| kinds.contains(w)) {
-            if let Some(name) = words.get(i + 1) {
-                defined.insert(name.trim_end_matches(|c: char| !ident_char(c)).to_owned());
-            }
+        if let Some(i) = words.iter().position(|w| kinds.contains(w))
+            && let Some(name) = words.get(i + 1)
+        {
+            defined.insert(name.trim_end_matches(|c: char| !ident_char(c)).to_owned());
         }
     }
     let mut reexported = BTreeMap::new();
@@ -152,9 +152,10 @@ fn graph(mods: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> 
             for line in code.lines().filter(|l| !l.trim_start().starts_with("mod ") && !l.contains(" mod ")) {
                 for child in &children {
                     let needle = format!("{child}::");
-                    if line.match_indices(&needle).any(|(i, _)| {
-                        !line[..i].chars().next_back().is_some_and(|c| ident_char(c) || c == ':')
-                    }) {
+                    if line
+                        .match_indices(&needle)
+                        .any(|(i, _)| !line[..i].chars().next_back().is_some_and(|c| ident_char(c) || c == ':'))
+                    {
                         add((*child).clone());
                     }
                 }
