@@ -1,0 +1,72 @@
+//! safetensors checkpoints: headers checked and turned into load plans, sharded files found,
+//! a rank's rows.
+
+use std::collections::BTreeMap;
+
+use hipfile_safetensors::Header;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// A safetensors error as Python's: `OSError` for a file that cannot be read, else a
+/// `ValueError` naming the problem.
+pub(crate) fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyErr {
+    match e {
+        hipfile_safetensors::Error::Io(io) => PyErr::from(io),
+        hipfile_safetensors::Error::Checkpoint(why) => PyValueError::new_err(why),
+        other => PyValueError::new_err(format!("{}: {other}", path.display())),
+    }
+}
+
+/// One tensor of a header: `(name, dtype, shape, begin, end, row_bytes)`, `row_bytes` the
+/// bytes of one row of the first dimension (`None` for a scalar, or a row of a packed dtype
+/// that does not end on a byte).
+pub(crate) type TensorEntry = (String, &'static str, Vec<u64>, u64, u64, Row);
+
+/// A tensor's row along its first dimension, as Python sees it: its bytes (an int), or why it
+/// has none to slice (a str, the message of the `SafetensorError` slicing it raises).
+#[derive(IntoPyObject)]
+pub(crate) enum Row {
+    Bytes(u64),
+    Refused(String),
+}
+
+/// The checked header of the safetensors file at `path` (hipfile-safetensors): `(data_start,
+/// data_len, [tensor entries], metadata or None)`, tensors in offset order.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn safetensors_header(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+) -> PyResult<(u64, u64, Vec<TensorEntry>, Option<BTreeMap<String, String>>)> {
+    let read =
+        py.detach(|| std::fs::File::open(&path).map_err(hipfile_safetensors::Error::Io).and_then(|f| Header::read(&f)));
+    let header = read.map_err(|e| safetensors_err(e, &path))?;
+    let tensors = header
+        .tensors
+        .into_iter()
+        .map(|t| {
+            // The bytes of a row, or why the tensor has none to slice.
+            let row = t.row_bytes().map_or_else(|e| Row::Refused(e.to_string()), Row::Bytes);
+            (t.name, t.dtype.name(), t.shape, t.begin, t.end, row)
+        })
+        .collect();
+    Ok((header.data_start, header.data_len, tensors, header.metadata))
+}
+
+/// The files of the checkpoint `path` names and its index's weight map
+/// (`hipfile_safetensors::checkpoint`).
+#[pyfunction]
+pub(crate) fn safetensors_checkpoint(
+    path: std::path::PathBuf,
+) -> PyResult<(Vec<std::path::PathBuf>, BTreeMap<String, String>)> {
+    let c = hipfile_safetensors::checkpoint(&path).map_err(|e| safetensors_err(e, &path))?;
+    Ok((c.files, c.weight_map))
+}
+
+/// The rows `rank` of `world` loads of a first dimension of `rows`
+/// (`hipfile_safetensors::shard_rows`): `(start, stop)`.
+#[pyfunction]
+pub(crate) fn safetensors_shard_rows(rows: u64, rank: u64, world: u64) -> (u64, u64) {
+    let r = hipfile_safetensors::shard_rows(rows, rank, world);
+    (r.start, r.end)
+}
