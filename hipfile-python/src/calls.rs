@@ -3,7 +3,7 @@
 
 use hipfile::boundary::Vendor;
 use hipfile::stats::{Counter, Path};
-use hipfile::{BoolParam, Direction, GpuRuntime, HandleId, OpError, SizeParam, StringParam};
+use hipfile::{BoolParam, Direction, HandleId, OpError, SizeParam, StringParam};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};

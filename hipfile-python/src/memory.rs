@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use hipfile::boundary::Vendor;
 use hipfile::boundary::sync::lock;
-use hipfile::{DeviceCopy, DeviceMemory, DeviceSpan, GpuRuntime, HipError, OpError};
+use hipfile::{DeviceCopy, DeviceMemory, DeviceSpan, HipError, OpError};
 use pyo3::prelude::*;
 
 use crate::common::*;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use hipfile::boundary::sync::lock;
-use hipfile::{AsyncParams, GpuRuntime, HandleId, Stream, StreamIo};
+use hipfile::{AsyncParams, HandleId, Stream, StreamIo};
 use pyo3::prelude::*;
 
 use crate::common::*;
