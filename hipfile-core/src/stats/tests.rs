@@ -1,4 +1,5 @@
 use super::*;
+use crate::stats::clock::ns_per_tick;
 use crate::error::Error;
 
 const READ: Direction = Direction::Read;
