@@ -97,10 +97,10 @@ pub enum Counter {
     BatchCompleteErr,
     BatchReadBytes,
     BatchWriteBytes,
-    /// Time spent in submit calls (clock ticks; ns in a [`Snapshot`]).
+    /// Time spent in submit calls (clock ticks; ns in a [`Snapshot`](crate::stats::Snapshot)).
     BatchSubmitTime,
     /// Time from submission to completion, summed over completed entries (clock ticks; ns in a
-    /// [`Snapshot`]).
+    /// [`Snapshot`](crate::stats::Snapshot)).
     BatchCompletionTime,
     /// Requests a p2p backend found no path for, retried on the bounce path.
     BouncedNoPath,
