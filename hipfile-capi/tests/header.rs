@@ -69,7 +69,8 @@ fn ignoring_an_error_warns_in_cpp17() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nodiscard"));
 }
 
-/// Prototypes cbindgen derives from the `extern "C"` functions of `src/lib.rs`.
+/// Prototypes cbindgen derives from the `extern "C"` functions of `src/lib.rs` and the
+/// modules that export calls.
 fn rust_prototypes() -> String {
     let config = cbindgen::Config {
         language: cbindgen::Language::C,
@@ -88,8 +89,9 @@ fn rust_prototypes() -> String {
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/params.rs"))
         .generate()
-        .expect("cbindgen reads src/lib.rs");
+        .expect("cbindgen reads the sources");
     let mut out = Vec::new();
     bindings.write(&mut out);
     String::from_utf8(out).expect("UTF-8 prototypes")

@@ -1,6 +1,6 @@
 use super::*;
-use crate::stats::clock::ns_per_tick;
 use crate::error::Error;
+use crate::stats::clock::ns_per_tick;
 
 const READ: Direction = Direction::Read;
 const WRITE: Direction = Direction::Write;
