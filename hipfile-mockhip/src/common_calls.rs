@@ -12,7 +12,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use hipfile_core::{CopyKind, GpuRuntime, HipError};
 use hipfile_runtime::{DeviceProp, DevicePropR0600};
 
-use crate::{call, copy_kind, gpu, put, stream, wait_event};
+use crate::streams::wait_event;
+use crate::{call, copy_kind, gpu, put, stream};
 
 /// The device memory the mock reports per device (`hipMemGetInfo`'s total).
 pub const DEVICE_MEMORY: usize = 64 << 30;
@@ -216,7 +217,7 @@ pub unsafe extern "C" fn hipStreamCreateWithPriority(s: *mut *mut c_void, flags:
         return call(|| Err(HipError::INVALID_VALUE));
     }
     // SAFETY: the caller's contract.
-    unsafe { crate::hipStreamCreateWithFlags(s, flags) }
+    unsafe { crate::streams::hipStreamCreateWithFlags(s, flags) }
 }
 
 /// The least (lowest) stream priority, as AMD's HIP reports it.
