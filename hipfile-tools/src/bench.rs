@@ -369,39 +369,7 @@ fn measure(
                 .flat_map(|t| calls.iter().map(move |mine| (t, mine)))
                 .map(|(&(device, _, buffer), mine)| {
                     let (done, ready, enqueued) = (&done, &ready, &enqueued);
-                    s.spawn(move || -> Result<(Instant, Instant), String> {
-                        let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
-                        // A stream of this thread's, registered (which pins its gate word)
-                        // before the clock starts, as an application sets its streams up.
-                        let stream = match (args.stream, &made_current) {
-                            (true, Ok(())) => Some(StreamOfMine::new(file.driver(), gpu)),
-                            _ => None,
-                        }
-                        .transpose();
-                        ready.wait();
-                        made_current?;
-                        let stream = stream?;
-                        let start = Instant::now();
-                        if args.batch > 0 {
-                            batched(file, mode, buffer, mine, args.batch, done)?;
-                        } else if let Some(stream) = &stream {
-                            let took = streamed(file, mode, buffer, mine, gpu, stream.0, done)?;
-                            lock(enqueued).push(took);
-                        }
-                        for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
-                            let n = if mode.is_read() {
-                                file.read(buffer, len, offset, at as u64)
-                            } else {
-                                file.write(buffer, len, offset, at as u64)
-                            }
-                            .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
-                            if n != len {
-                                return Err(format!("{} of {len} bytes at {offset} moved {n}", mode.name()));
-                            }
-                            done.fetch_add(n as u64, Ordering::Relaxed);
-                        }
-                        Ok((start, Instant::now()))
-                    })
+                    s.spawn(move || thread_calls(args, file, mode, (device, buffer), mine, gpu, ready, done, enqueued))
                 })
                 .collect();
             // Scoped threads not joined here are joined when the scope ends.
@@ -414,26 +382,7 @@ fn measure(
         let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
         rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
     }
-    let verified = if args.verify {
-        // Calls that share a file range or a buffer slot with another (random runs longer than
-        // the file has slots) race with it: only the others have a defined outcome to check.
-        // Writes from several devices go to the same file ranges: those are checked against
-        // the file whichever device wrote last, which is any of them (they hold the same bytes).
-        let all: Vec<Call> = calls.iter().flatten().copied().collect();
-        let unique = |c: &Call| all.iter().filter(|o| o.0 == c.0 || o.1 == c.1).count() == 1;
-        let reader = host_view(target)?;
-        let mut checked = 0;
-        let mut ok = true;
-        for &(_, memory, _) in targets {
-            for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
-                ok &= same(gpu, memory.part(at, len), &reader, offset)?;
-                checked += 1;
-            }
-        }
-        (checked > 0).then_some(ok)
-    } else {
-        None
-    };
+    let verified = if args.verify { verify(gpu, targets, &calls, target)? } else { None };
     Ok(Outcome {
         mode,
         devices: targets.iter().map(|t| t.0).collect(),
@@ -447,27 +396,104 @@ fn measure(
         run_gbps: rates,
         verified,
         profile: Vec::new(),
-        stream: (args.stream || args.probe).then(|| {
-            let probes = probes.into_inner().unwrap_or_default();
-            let other_stream_probes = probes.len();
-            let enqueued: Vec<Vec<f64>> = enqueued.into_inner().unwrap_or_default();
-            let queued_calls = enqueued.iter().map(Vec::len).sum();
-            let first_calls = enqueued.iter().filter_map(|t| t.first().copied()).collect();
-            let (_, enqueue_first_worst_us) = median_and_worst(first_calls);
-            let later = enqueued.iter().flat_map(|t| t.iter().skip(1).copied()).collect();
-            let (enqueue_median_us, enqueue_worst_us) = median_and_worst(later);
-            let (other_stream_median_us, other_stream_worst_us) = median_and_worst(probes);
-            StreamTimes {
-                queued_calls,
-                enqueue_first_worst_us,
-                enqueue_median_us,
-                enqueue_worst_us,
-                other_stream_median_us,
-                other_stream_worst_us,
-                other_stream_probes,
-            }
-        }),
+        stream: (args.stream || args.probe)
+            .then(|| stream_times(probes.into_inner().unwrap_or_default(), enqueued.into_inner().unwrap_or_default())),
     })
+}
+
+/// Whether each call of the run that no other call shares a file range or buffer slot with left
+/// the same bytes in device memory as in the file (`None` when there is none).
+fn verify(
+    gpu: &dyn GpuRuntime,
+    targets: &[Target<'_>],
+    calls: &[Vec<Call>],
+    target: &File,
+) -> Result<Option<bool>, String> {
+    // Calls that share a file range or a buffer slot with another (random runs longer than
+    // the file has slots) race with it: only the others have a defined outcome to check.
+    // Writes from several devices go to the same file ranges: those are checked against
+    // the file whichever device wrote last, which is any of them (they hold the same bytes).
+    let all: Vec<Call> = calls.iter().flatten().copied().collect();
+    let unique = |c: &Call| all.iter().filter(|o| o.0 == c.0 || o.1 == c.1).count() == 1;
+    let reader = host_view(target)?;
+    let mut checked = 0;
+    let mut ok = true;
+    for &(_, memory, _) in targets {
+        for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
+            ok &= same(gpu, memory.part(at, len), &reader, offset)?;
+            checked += 1;
+        }
+    }
+    Ok((checked > 0).then_some(ok))
+}
+
+/// One thread's calls of a run into or from `buffer` on `device`, timed from when every thread
+/// is ready (`ready`): a batch, stream-ordered calls, or one synchronous call after another;
+/// `done` counts the bytes moved.
+#[allow(clippy::too_many_arguments)]
+fn thread_calls(
+    args: &BenchArgs,
+    file: &RegisteredFile<'_, Sys>,
+    mode: Mode,
+    (device, buffer): (i32, &RegisteredBuffer<'_, Sys>),
+    mine: &[Call],
+    gpu: &dyn GpuRuntime,
+    ready: &Barrier,
+    done: &AtomicU64,
+    enqueued: &Mutex<Vec<Vec<f64>>>,
+) -> Result<(Instant, Instant), String> {
+    let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
+    // A stream of this thread's, registered (which pins its gate word) before the clock
+    // starts, as an application sets its streams up.
+    let stream = match (args.stream, &made_current) {
+        (true, Ok(())) => Some(StreamOfMine::new(file.driver(), gpu)),
+        _ => None,
+    }
+    .transpose();
+    ready.wait();
+    made_current?;
+    let stream = stream?;
+    let start = Instant::now();
+    if args.batch > 0 {
+        batched(file, mode, buffer, mine, args.batch, done)?;
+    } else if let Some(stream) = &stream {
+        let took = streamed(file, mode, buffer, mine, gpu, stream.0, done)?;
+        lock(enqueued).push(took);
+    }
+    for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
+        let n = if mode.is_read() {
+            file.read(buffer, len, offset, at as u64)
+        } else {
+            file.write(buffer, len, offset, at as u64)
+        }
+        .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
+        if n != len {
+            return Err(format!("{} of {len} bytes at {offset} moved {n}", mode.name()));
+        }
+        done.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok((start, Instant::now()))
+}
+
+/// What the stream-ordered runs measured: each thread's enqueue times (µs, its first call
+/// apart) and the other stream's probes.
+fn stream_times(probes: Vec<f64>, enqueued: Vec<Vec<f64>>) -> StreamTimes {
+    let other_stream_probes = probes.len();
+    let queued_calls = enqueued.iter().map(Vec::len).sum();
+    let first_calls = enqueued.iter().filter_map(|t| t.first().copied()).collect();
+    let (_, enqueue_first_worst_us) = median_and_worst(first_calls);
+    let later = enqueued.iter().flat_map(|t| t.iter().skip(1).copied()).collect();
+    let (enqueue_median_us, enqueue_worst_us) = median_and_worst(later);
+    let (other_stream_median_us, other_stream_worst_us) = median_and_worst(probes);
+    StreamTimes {
+        queued_calls,
+        enqueue_first_worst_us,
+        enqueue_median_us,
+        enqueue_worst_us,
+        other_stream_median_us,
+        other_stream_worst_us,
+        other_stream_probes,
+    }
 }
 
 /// A stream created and registered with the driver (no FIXED flags) for one thread's runs;

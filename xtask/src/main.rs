@@ -246,6 +246,19 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     for (from, name) in copies {
         std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
     }
+    build_programs(&root, &bundle)?;
+    download_peer_wheels(&root)?;
+    eprintln!(
+        "bundle ready in target/gpu-bench. On the GPU machine, from the project root, with\n\
+         `target/gpu-bench` and `.whl` carried:  bash target/gpu-bench/run.sh\n\
+         (results and the comparison in $OUT, or target/gpu-bench/out)"
+    );
+    Ok(())
+}
+
+/// The programs of the GPU bundle, built here for the GPU machine: C programs linked with
+/// `libhipfile.so.0` (found next to them), the README's C++ example, and the disk probe.
+fn build_programs(root: &std::path::Path, bundle: &std::path::Path) -> Result<(), String> {
     // C programs linked with libhipfile.so.0, found next to them: the C ABI over CUDA, and the
     // data-safety and every-device programs of the C tests with their HIP calls sent to CUDA's
     // runtime.
@@ -279,6 +292,12 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     let (probe_src, probe) = (root.join("xtask/gpu-bench/disk_probe.c"), bundle.join("disk_probe"));
     let (src, out) = (probe_src.to_string_lossy().into_owned(), probe.to_string_lossy().into_owned());
     run("cc", &["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", &src, "-lpthread", "-o", &out], &[])?;
+    Ok(())
+}
+
+/// KvikIO's wheels for the GPU machine (which reaches no registry), downloaded once into
+/// `.whl` (kept out of git).
+fn download_peer_wheels(root: &std::path::Path) -> Result<(), String> {
     let wheels = root.join(".whl");
     if !wheels.exists() {
         let exclude = root.join(".git/info/exclude");
@@ -292,10 +311,5 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         args.extend(PEER_WHEELS);
         run("python3", &args, &[])?;
     }
-    eprintln!(
-        "bundle ready in target/gpu-bench. On the GPU machine, from the project root, with\n\
-         `target/gpu-bench` and `.whl` carried:  bash target/gpu-bench/run.sh\n\
-         (results and the comparison in $OUT, or target/gpu-bench/out)"
-    );
     Ok(())
 }

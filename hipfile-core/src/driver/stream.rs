@@ -102,6 +102,16 @@ impl<P: Platform> Driver<P> {
             queued: Arc::clone(&queued),
             completed: false,
         };
+        self.queue(signal, stream, op)?;
+        queued.store(true, Ordering::Release);
+        let Some((word, number)) = gate else { return Ok(()) };
+        self.gate(stream, word, number, &abandoned)
+    }
+
+    /// Puts `op` on `stream` the way `signal` says: a host function that hands it to a library
+    /// thread, an event a library thread polls, or a host function that runs it and waits.
+    fn queue(&self, signal: StreamSignal, stream: Stream, op: Operation<P::Backend>) -> Result<()> {
+        let streams = self.streams();
         let gpu = self.platform().gpu();
         let runner = Arc::clone(&streams.runner);
         match signal {
@@ -135,8 +145,14 @@ impl<P: Platform> Driver<P> {
                 )?;
             }
         }
-        queued.store(true, Ordering::Release);
-        let Some((word, number)) = gate else { return Ok(()) };
+        Ok(())
+    }
+
+    /// Holds `stream` at the operation's gate until its `word` reaches `number` (the
+    /// operation's end): a stream memory wait, else a host function that waits (and every
+    /// later operation runs inline). A gate that cannot be queued abandons the operation.
+    fn gate(&self, stream: Stream, word: usize, number: u32, abandoned: &AtomicBool) -> Result<()> {
+        let (streams, gpu) = (self.streams(), self.platform().gpu());
         // SAFETY: the stream's word, pinned and never freed.
         let Err(e) = (unsafe { gpu.stream_wait_value32(stream, word, number) }) else { return Ok(()) };
         // No stream memory operations here: this operation's gate becomes a host function
