@@ -61,6 +61,7 @@ mod platform;
 pub mod pool;
 pub mod stats;
 pub mod stream;
+pub mod submit;
 pub mod sync;
 mod version;
 
@@ -80,4 +81,5 @@ pub use io::max_rw_count;
 pub use memory::DeviceMemory;
 pub use params::{BoolParam, SizeParam, StringParam, size_range};
 pub use stream::{AsyncParams, StreamSignal};
+pub use submit::{Completion, Submitter};
 pub use version::API_VERSION;

@@ -194,12 +194,16 @@ pub use hipfile_core::stream;
 
 /// The page-cache policy (semantics §16): its settings, the rule it applies, `MemAvailable`.
 pub use hipfile_core::cache;
+
+/// Futures for many small calls: requests gathered into batches by a thread of the library.
+pub use hipfile_core::submit;
 pub use hipfile_core::{
     API_VERSION, AsyncParams, BackendChoice, BackendKind, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
     CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceMemory, DeviceSpan, Direction,
     DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MemoryType, OpError, PageCache,
     PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };
+pub use hipfile_core::{Completion, Submitter};
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
 /// benchmark share.

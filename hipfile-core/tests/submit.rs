@@ -1,0 +1,84 @@
+//! The submitter (`hipfile_core::submit`): requests queued one by one come back through their
+//! completions with the bytes of the file, gathered into batches of the driver.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{driver, file_with, pattern};
+use hipfile_core::stats::Counter;
+use hipfile_core::{BatchEntry, Direction, DriverGuard, Submitter};
+
+#[test]
+fn a_burst_of_requests_goes_in_few_batches_and_each_gets_its_bytes() {
+    let (gpu, d) = driver(&[("HIPFILE_STATS_LEVEL", "1")]);
+    let d = Arc::new(d);
+    let guard = DriverGuard::open(Arc::clone(&d)).unwrap();
+    const N: usize = 64;
+    const SIZE: usize = 4096;
+    let data = pattern(N * SIZE, 3);
+    let (_dir, f) = file_with(&data);
+    let file = guard.register_file(&f).unwrap();
+    let memory = guard.device_alloc(N * SIZE).unwrap();
+    let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
+    let before = d.stats().snapshot().get(Counter::BatchSetupOk);
+    // Reversed, so each request lands at another place than it reads from.
+    let completions: Vec<_> = (0..N)
+        .map(|i| {
+            let entry = BatchEntry {
+                direction: Direction::Read,
+                handle: file.id(),
+                buffer_base: memory.addr(),
+                buffer_offset: (i * SIZE) as i64,
+                file_offset: ((N - 1 - i) * SIZE) as i64,
+                size: SIZE,
+                cookie: 0,
+            };
+            // SAFETY: device memory of the mock runtime, alive until the end of the test.
+            unsafe { submitter.submit(entry, Box::new(())) }
+        })
+        .collect();
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    for c in &completions {
+        submitter.hurry(c);
+        assert_eq!(c.wait(deadline).expect("ended in time").unwrap(), SIZE);
+    }
+    let batches = d.stats().snapshot().get(Counter::BatchSetupOk) - before;
+    assert!((1..N as u64).contains(&batches), "{N} requests in {batches} batches");
+    let mut host = vec![0u8; N * SIZE];
+    memory.copy_to_host(0, &mut host).unwrap();
+    for i in 0..N {
+        let from = (N - 1 - i) * SIZE;
+        assert_eq!(&host[i * SIZE..(i + 1) * SIZE], &data[from..from + SIZE], "request {i}");
+    }
+    drop(gpu);
+}
+
+#[test]
+fn a_failed_request_ends_with_its_error_and_the_others_go_on() {
+    let (_gpu, d) = driver(&[]);
+    let d = Arc::new(d);
+    let guard = DriverGuard::open(Arc::clone(&d)).unwrap();
+    let (_dir, f) = file_with(&pattern(8192, 1));
+    let file = guard.register_file(&f).unwrap();
+    let memory = guard.device_alloc(8192).unwrap();
+    let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
+    let entry = |offset: i64, size: usize| BatchEntry {
+        direction: Direction::Read,
+        handle: file.id(),
+        buffer_base: memory.addr(),
+        buffer_offset: 0,
+        file_offset: offset,
+        size,
+        cookie: 0,
+    };
+    // SAFETY: device memory of the mock runtime, alive until the end of the test.
+    let good = unsafe { submitter.submit(entry(0, 4096), Box::new(())) };
+    // SAFETY: as above (the request is refused: it runs past the buffer).
+    let bad = unsafe { submitter.submit(entry(0, 1 << 20), Box::new(())) };
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    submitter.hurry(&bad);
+    assert!(bad.wait(deadline).expect("ended in time").is_err(), "past the buffer's end");
+    assert_eq!(good.wait(deadline).expect("ended in time").unwrap(), 4096);
+}
