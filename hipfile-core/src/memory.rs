@@ -25,15 +25,6 @@ impl fmt::Debug for Allocation {
     }
 }
 
-impl Allocation {
-    fn free(&self) {
-        // SAFETY: the address came from this runtime's `device_alloc` (`DeviceMemory::alloc`),
-        // and this is its last owner: nothing reads or writes it after this. A failure to free
-        // (the runtime already torn down at exit) leaves nothing to do.
-        let _ = unsafe { self.gpu.device_free(self.addr) };
-    }
-}
-
 /// Allocations whose last owner went on a library thread, freed by the program's next
 /// allocation or free (or never, at exit).
 static DEFERRED: Mutex<Vec<Allocation>> = Mutex::new(Vec::new());
@@ -55,14 +46,13 @@ impl Drop for Allocation {
             // A stream-ordered operation was the last owner. The runtime's free waits for the
             // whole device, whose streams may wait for the library's threads (a gated
             // operation after this one): freeing here could wait forever.
-            let moved = Allocation { gpu: Arc::clone(&self.gpu), ..*self };
-            self.addr = 0;
-            lock(&DEFERRED).push(moved);
+            lock(&DEFERRED).push(Allocation { gpu: Arc::clone(&self.gpu), ..*self });
             return;
         }
-        if self.addr != 0 {
-            self.free();
-        }
+        // SAFETY: the address came from this runtime's `device_alloc` (`DeviceMemory::alloc`),
+        // and this is its last owner: nothing reads or writes it after this. A failure to free
+        // (the runtime already torn down at exit) leaves nothing to do.
+        let _ = unsafe { self.gpu.device_free(self.addr) };
         free_deferred();
     }
 }

@@ -12,7 +12,7 @@ use hipfile_core::{BatchEntry, Direction, DriverGuard, Submitter};
 
 #[test]
 fn a_burst_of_requests_goes_in_few_batches_and_each_gets_its_bytes() {
-    let (gpu, d) = driver(&[("HIPFILE_STATS_LEVEL", "1")]);
+    let (_gpu, d) = driver(&[("HIPFILE_STATS_LEVEL", "1")]);
     let d = Arc::new(d);
     let guard = DriverGuard::open(Arc::clone(&d)).unwrap();
     const N: usize = 64;
@@ -52,7 +52,6 @@ fn a_burst_of_requests_goes_in_few_batches_and_each_gets_its_bytes() {
         let from = (N - 1 - i) * SIZE;
         assert_eq!(&host[i * SIZE..(i + 1) * SIZE], &data[from..from + SIZE], "request {i}");
     }
-    drop(gpu);
 }
 
 #[test]

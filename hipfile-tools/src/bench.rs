@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use hipfile::boundary::io::{pread, transfer_loop};
 use hipfile::boundary::sync::lock;
 use hipfile::{
-    BatchEntry, Capability, Declined, DeviceCopy, DeviceMemory, DeviceSpan, Direction, Driver, DriverGuard, GpuRuntime,
-    RegisteredBuffer, RegisteredFile, Stream, SystemPlatform, max_rw_count,
+    BatchEntry, Capability, Declined, DeviceMemory, Direction, Driver, DriverGuard, GpuRuntime, RegisteredBuffer,
+    RegisteredFile, Stream, SystemPlatform, max_rw_count,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -141,20 +141,18 @@ fn measure_all(
     let devices = if args.devices.is_empty() { vec![current] } else { args.devices.clone() };
     let mut buffers = Vec::new();
     for &device in &devices {
-        gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
-        let dev = DeviceBuffer::new(gpu, size)?;
-        fill_device(&**gpu, dev.memory, &data)?;
-        buffers.push((device, dev));
+        let memory = device_memory(gpu, device, size)?;
+        fill_device(&memory, &data)?;
+        buffers.push((device, memory));
     }
-    gpu.set_device(current).map_err(|e| format!("device {current}: {e}"))?;
     // Registrations are dropped before the memory and files they name (reverse order).
     // Registered, so that the calls below use the registered-buffer path.
     let registered = buffers
         .iter()
-        .map(|(_, dev)| guard.register_memory(&dev.owned))
+        .map(|(_, memory)| guard.register_memory(memory))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("buffer registration: {e}"))?;
-    let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, dev), r)| (*d, dev.memory, r)).collect();
+    let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, memory), r)| (*d, memory, r)).collect();
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
     let verdicts = guard.driver().p2p_verdict(input.id()).map_err(|e| e.to_string())?;
@@ -186,26 +184,11 @@ fn growth(
 }
 
 /// A device of the run, its memory, and that memory's registration.
-type Target<'a> = (i32, DeviceSpan, &'a RegisteredBuffer<'a, Sys>);
+type Target<'a> = (i32, &'a DeviceMemory, &'a RegisteredBuffer<'a, Sys>);
 
-/// Device memory for the benchmark (freed when dropped), and its span for the copies that fill
-/// and check it.
-pub(crate) struct DeviceBuffer {
-    pub(crate) owned: DeviceMemory,
-    pub(crate) memory: DeviceSpan,
-}
-
-impl DeviceBuffer {
-    /// `len` bytes on the calling thread's current device.
-    pub(crate) fn new(gpu: &Arc<dyn GpuRuntime>, len: usize) -> Result<Self, String> {
-        let device = gpu.current_device().map_err(|e| format!("current device: {e}"))?;
-        let owned = DeviceMemory::alloc(gpu, device, len)
-            .map_err(|e| format!("cannot allocate {len} bytes of device memory: {e}"))?;
-        // SAFETY: the allocation is this buffer's, and the span is used only while the buffer
-        // lives (its users borrow the buffer).
-        let memory = unsafe { DeviceSpan::new(owned.addr(), len) };
-        Ok(DeviceBuffer { owned, memory })
-    }
+/// `len` bytes of device memory on `device` for the benchmark.
+pub(crate) fn device_memory(gpu: &Arc<dyn GpuRuntime>, device: i32, len: usize) -> Result<DeviceMemory, String> {
+    DeviceMemory::alloc(gpu, device, len).map_err(|e| format!("cannot allocate {len} bytes on device {device}: {e}"))
 }
 
 fn open(path: &Path, write: bool, direct: bool) -> Result<File, String> {
@@ -252,22 +235,21 @@ fn host_view(file: &File) -> Result<File, String> {
 }
 
 /// Fills `memory` with the start of `file`.
-fn fill_device(gpu: &dyn GpuRuntime, memory: DeviceSpan, file: &File) -> Result<(), String> {
+fn fill_device(memory: &DeviceMemory, file: &File) -> Result<(), String> {
     let reader = host_view(file)?;
     for at in (0..memory.len()).step_by(PIECE) {
         let host = host_read(&reader, at as u64, PIECE.min(memory.len() - at))?;
-        gpu.copy_to_device(memory.part(at, host.len()), &host).map_err(|e| format!("fill: {e}"))?;
+        memory.copy_from_host(at, &host).map_err(|e| format!("fill: {e}"))?;
     }
     Ok(())
 }
 
-/// Whether `memory` equals the file (read through `reader`) at `offset`.
-fn same(gpu: &dyn GpuRuntime, memory: DeviceSpan, reader: &File, offset: u64) -> Result<bool, String> {
-    let len = memory.len();
+/// Whether `len` bytes of `memory` at `at` equal the file (read through `reader`) at `offset`.
+fn same(memory: &DeviceMemory, at: usize, len: usize, reader: &File, offset: u64) -> Result<bool, String> {
     for piece in (0..len).step_by(PIECE) {
         let n = PIECE.min(len - piece);
         let mut host = vec![0u8; n];
-        gpu.copy_from_device(&mut host, memory.part(piece, n)).map_err(|e| format!("verify: {e}"))?;
+        memory.copy_to_host(at + piece, &mut host).map_err(|e| format!("verify: {e}"))?;
         if host_read(reader, offset + piece as u64, n)? != host {
             return Ok(false);
         }
@@ -382,7 +364,7 @@ fn measure(
         let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
         rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
     }
-    let verified = if args.verify { verify(gpu, targets, &calls, target)? } else { None };
+    let verified = if args.verify { verify(targets, &calls, target)? } else { None };
     Ok(Outcome {
         mode,
         devices: targets.iter().map(|t| t.0).collect(),
@@ -403,12 +385,7 @@ fn measure(
 
 /// Whether each call of the run that no other call shares a file range or buffer slot with left
 /// the same bytes in device memory as in the file (`None` when there is none).
-fn verify(
-    gpu: &dyn GpuRuntime,
-    targets: &[Target<'_>],
-    calls: &[Vec<Call>],
-    target: &File,
-) -> Result<Option<bool>, String> {
+fn verify(targets: &[Target<'_>], calls: &[Vec<Call>], target: &File) -> Result<Option<bool>, String> {
     // Calls that share a file range or a buffer slot with another (random runs longer than
     // the file has slots) race with it: only the others have a defined outcome to check.
     // Writes from several devices go to the same file ranges: those are checked against
@@ -420,7 +397,7 @@ fn verify(
     let mut ok = true;
     for &(_, memory, _) in targets {
         for &(offset, at, len) in all.iter().filter(|c| unique(c)) {
-            ok &= same(gpu, memory.part(at, len), &reader, offset)?;
+            ok &= same(memory, at, len, &reader, offset)?;
             checked += 1;
         }
     }

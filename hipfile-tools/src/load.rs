@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use hipfile::{DeviceCopy, DeviceSpan, DriverGuard, GpuRuntime};
+use hipfile::{DeviceMemory, DriverGuard, GpuRuntime};
 use hipfile_safetensors::Header;
 use serde_json::{Value, json};
 
 use crate::args::LoadArgs;
-use crate::bench::DeviceBuffer;
+use crate::bench::device_memory;
 
 /// Bytes per read call: the progress bar moves between them.
 const STEP: u64 = 1 << 30;
@@ -98,7 +98,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     // Allocated before the clock starts, as a loader's caller would have its memory.
     let buffers = opened
         .iter()
-        .map(|c| DeviceBuffer::new(&gpu, (pad(&c.header) + c.header.data_len).max(1) as usize))
+        .map(|c| device_memory(&gpu, device, (pad(&c.header) + c.header.data_len).max(1) as usize))
         .collect::<Result<Vec<_>, _>>()?;
     let start = Instant::now();
     let loaded = std::thread::scope(|scope| {
@@ -109,9 +109,9 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
         let workers: Vec<_> = opened
             .iter()
             .zip(&buffers)
-            .map(|(c, dev)| {
+            .map(|(c, memory)| {
                 let (guard, gpu, done) = (&guard, &gpu, &done);
-                scope.spawn(move || load_one(guard, &**gpu, device, c, dev.memory, done))
+                scope.spawn(move || load_one(guard, &**gpu, device, c, memory, done))
             })
             .collect();
         let results: Vec<Result<(), String>> =
@@ -123,8 +123,8 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     loaded?;
     let verified = if args.verify {
         let mut n = 0;
-        for (c, dev) in opened.iter().zip(&buffers) {
-            n += verify(&*gpu, c, dev.memory)?;
+        for (c, memory) in opened.iter().zip(&buffers) {
+            n += verify(c, memory)?;
         }
         Some(n)
     } else {
@@ -156,14 +156,14 @@ fn load_one(
     gpu: &dyn GpuRuntime,
     device: i32,
     checkpoint: &Checkpoint,
-    memory: DeviceSpan,
+    memory: &DeviceMemory,
     done: &AtomicU64,
 ) -> Result<(), String> {
     let Checkpoint { path, file, header, .. } = checkpoint;
     let shown = |e: hipfile::Error| format!("{}: {e}", path.display());
     gpu.set_device(device).map_err(|e| format!("device {device}: {e}"))?;
     let registered = guard.register_file(file).map_err(shown)?;
-    let buffer = guard.register_buffer(memory.addr(), memory.len()).map_err(shown)?;
+    let buffer = guard.register_memory(memory).map_err(shown)?;
     let mut at = 0u64;
     while at < header.data_len {
         let want = (header.data_len - at).min(STEP) as usize;
@@ -178,13 +178,14 @@ fn load_one(
 }
 
 /// Compares each tensor in `memory` with the file's bytes; the number compared.
-fn verify(gpu: &dyn GpuRuntime, checkpoint: &Checkpoint, memory: DeviceSpan) -> Result<usize, String> {
+fn verify(checkpoint: &Checkpoint, memory: &DeviceMemory) -> Result<usize, String> {
     let Checkpoint { path, plain, header, .. } = checkpoint;
     for t in &header.tensors {
         let len = t.len() as usize;
         let mut on_gpu = vec![0u8; len];
         if len > 0 {
-            gpu.copy_from_device(&mut on_gpu, memory.part((pad(header) + t.begin) as usize, len))
+            memory
+                .copy_to_host((pad(header) + t.begin) as usize, &mut on_gpu)
                 .map_err(|e| format!("{}: copying {:?} back: {e}", path.display(), t.name))?;
         }
         let mut in_file = vec![0u8; len];
