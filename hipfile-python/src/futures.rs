@@ -9,10 +9,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use crate::buffers::memory_of;
 use crate::common::*;
 
-/// A batch entry for `size` bytes at `buffer_offset` of the buffer at `addr` (its callers
-/// have checked the range against the buffer's extent, [`fitted`]).
+/// A batch entry for `size` bytes at `buffer_offset` of the memory at `addr` (its callers
+/// have checked the range against the memory's extent, [`fitted`]).
 pub(crate) fn batch_entry(
     write: bool,
     handle: u64,
@@ -123,25 +124,24 @@ pub(crate) fn fitted(extent: usize, size: Option<i64>, buf_offset: i64) -> PyRes
 
 /// [`transfer`] on the library's threads (through the submitter, as part of a batch): a
 /// [`Future`] at once, for `size` bytes (`None`: the rest of the buffer), in requests of at
-/// most `MAX_RW_COUNT`. `keep` (the buffer object) stays alive until the transfer has ended.
+/// most `MAX_RW_COUNT`. The buffer's memory is held until the transfer has ended.
 #[pyfunction]
-#[pyo3(signature = (write, handle, addr, extent, size, file_offset, buf_offset, keep))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (write, handle, buffer, size, file_offset, buf_offset))]
 pub(crate) fn submit(
     py: Python<'_>,
     write: bool,
     handle: u64,
-    addr: usize,
-    extent: usize,
+    buffer: &Bound<'_, PyAny>,
     size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
-    keep: Py<PyAny>,
 ) -> PyResult<Future> {
-    let size = fitted(extent, size, buf_offset)?;
+    let memory = memory_of(buffer, !write)?;
+    let (addr, size) = (memory.addr, fitted(memory.extent, size, buf_offset)?);
     if size == 0 {
         return Ok(Future { parts: vec![Completion::new(Some(Ok(0)))] });
     }
+    let keep = memory.keep(py)?;
     let cap = hipfile::max_rw_count();
     let mut parts = Vec::with_capacity(size.div_ceil(cap).max(1));
     let mut done = 0;
@@ -161,32 +161,33 @@ pub(crate) fn submit(
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
-/// `Destroy`) of entries `(write, handle, addr, extent, size, file_offset, buf_offset)` (`size`
-/// as [`fitted`] takes it), without the GIL: for each entry, the bytes moved or the exception
-/// it ended with.
+/// `Destroy`) of entries `(write, handle, buffer, size, file_offset, buf_offset)` (`size` as
+/// [`fitted`] takes it), without the GIL: for each entry, the bytes moved or the exception it
+/// ended with.
 #[pyfunction]
 #[pyo3(signature = (entries, timeout = None))]
 pub(crate) fn batch<'py>(
     py: Python<'py>,
-    entries: Vec<NativeEntry>,
+    entries: Vec<NativeEntry<'py>>,
     timeout: Option<f64>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let checked: Vec<BatchEntry> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, &(write, handle, addr, extent, size, file_offset, buf_offset))| {
-            let size = fitted(extent, size, buf_offset)?;
-            Ok(batch_entry(write, handle, addr, size, file_offset, buf_offset, i))
-        })
-        .collect::<PyResult<_>>()?;
+    let mut held = Vec::with_capacity(entries.len());
+    let mut checked = Vec::with_capacity(entries.len());
+    for (i, (write, handle, buffer, size, file_offset, buf_offset)) in entries.iter().enumerate() {
+        let memory = memory_of(buffer, !write)?;
+        let size = fitted(memory.extent, *size, *buf_offset)?;
+        checked.push(batch_entry(*write, *handle, memory.addr, size, *file_offset, *buf_offset, i));
+        held.push(memory);
+    }
     let wait = timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
     let events = detached(py, move || {
         let mut results = vec![None; checked.len()];
-        // SAFETY: every entry lies inside its buffer object's memory (checked above), which the
-        // caller keeps alive for this call, and the call waits for (or cancels) every entry.
+        // SAFETY: every entry lies inside its buffer's memory (checked above), held (`held`)
+        // until this returns, and the call waits for (or cancels) every entry.
         unsafe { hipfile::submit::run_batch(driver(), &checked, &mut results, wait) }?;
         Ok(results)
     })?;
+    drop(held);
     let out = PyList::empty(py);
     for result in events {
         match result {
@@ -198,5 +199,5 @@ pub(crate) fn batch<'py>(
     Ok(out)
 }
 
-/// A batch entry from Python: `(write, handle, addr, extent, size, file_offset, buf_offset)`.
-pub(crate) type NativeEntry = (bool, u64, usize, usize, Option<i64>, i64, i64);
+/// A batch entry from Python: `(write, handle, buffer, size, file_offset, buf_offset)`.
+pub(crate) type NativeEntry<'py> = (bool, u64, Bound<'py, PyAny>, Option<i64>, i64, i64);

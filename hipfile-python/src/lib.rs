@@ -1,8 +1,8 @@
 //! hipfile-python: the Python boundary, the native module `hipfile._hipfile`. It converts
-//! Python's values into the Rust API's and back and holds no rule of its own: the package's
-//! Python code (`python/hipfile/`) turns buffer objects (CUDA array interface, DLPack, the
-//! buffer protocol) into an address and the extent of the memory behind it, and every call
-//! here checks the request against that extent before any I/O (a buffer too small is a
+//! Python's values into the Rust API's and back and holds no rule of its own. Buffer objects
+//! (CUDA array interface, DLPack, PyTorch tensors, the buffer protocol) are resolved here, in
+//! one place ([`buffers`]), into an address and the extent of the memory behind it, and every
+//! call checks the request against that extent before any I/O (a buffer too small is a
 //! `ValueError`, never a write past its end).
 //!
 //! The driver is the C API's process-wide one (`hipfile_capi::driver`), so Python and C calls
@@ -13,6 +13,7 @@
 //! Every call that can block releases the GIL; errors are `OSError` (with `errno`) or the
 //! package's `HipFileException` (with hipFile's code and the HIP error).
 
+mod buffers;
 mod calls;
 mod common;
 mod futures;
@@ -23,6 +24,7 @@ mod streams;
 
 use pyo3::prelude::*;
 
+use buffers::register_buffer;
 use calls::*;
 use futures::*;
 use io::*;
@@ -53,8 +55,8 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;
     m.add_function(wrap_pyfunction!(buf_register, m)?)?;
     m.add_function(wrap_pyfunction!(buf_deregister, m)?)?;
+    m.add_function(wrap_pyfunction!(register_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(transfer, m)?)?;
-    m.add_function(wrap_pyfunction!(transfer_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(submit, m)?)?;
     m.add_function(wrap_pyfunction!(batch, m)?)?;
     m.add_function(wrap_pyfunction!(stream_submit, m)?)?;

@@ -1,4 +1,5 @@
-//! Device memory the package allocates, frees, copies and hands to DLPack consumers.
+//! Device memory the package allocates, frees, copies and hands to DLPack consumers; DLPack's
+//! ABI, which [`crate::buffers`] reads too.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -47,13 +48,16 @@ pub(crate) fn device_free(py: Python<'_>, addr: usize) -> PyResult<()> {
 /// could check, and is refused: `hipFileHipMemoryTypeInvalid`.
 #[pyfunction]
 pub(crate) fn device_extent(py: Python<'_>, addr: usize) -> PyResult<usize> {
-    detached(py, || {
-        let info = gpu().pointer_info(addr)?;
-        match info.memory_type {
-            hipfile::MemoryType::Device | hipfile::MemoryType::Managed if addr != 0 => Ok(info.bytes_after(addr)),
-            _ => Err(OpError::HipMemoryTypeInvalid.into()),
-        }
-    })
+    detached(py, || device_extent_of(addr))
+}
+
+/// [`device_extent`] without the GIL's release.
+pub(crate) fn device_extent_of(addr: usize) -> hipfile::Result<usize> {
+    let info = gpu().pointer_info(addr)?;
+    match info.memory_type {
+        hipfile::MemoryType::Device | hipfile::MemoryType::Managed if addr != 0 => Ok(info.bytes_after(addr)),
+        _ => Err(OpError::HipMemoryTypeInvalid.into()),
+    }
 }
 
 /// The device that owns `addr`, per the runtime.
@@ -99,27 +103,28 @@ pub(crate) mod dlpack_abi {
     use pyo3::prelude::*;
 
     #[repr(C)]
-    struct Device {
-        device_type: i32,
-        device_id: i32,
+    pub(crate) struct Device {
+        pub(crate) device_type: i32,
+        pub(crate) device_id: i32,
     }
 
     #[repr(C)]
-    struct DataType {
-        code: u8,
-        bits: u8,
-        lanes: u16,
+    pub(crate) struct DataType {
+        pub(crate) code: u8,
+        pub(crate) bits: u8,
+        pub(crate) lanes: u16,
     }
 
+    /// `DLTensor`: what a `"dltensor"` capsule's `DLManagedTensor` starts with.
     #[repr(C)]
-    struct Tensor {
-        data: *mut c_void,
-        device: Device,
-        ndim: i32,
-        dtype: DataType,
-        shape: *mut i64,
-        strides: *mut i64,
-        byte_offset: u64,
+    pub(crate) struct Tensor {
+        pub(crate) data: *mut c_void,
+        pub(crate) device: Device,
+        pub(crate) ndim: i32,
+        pub(crate) dtype: DataType,
+        pub(crate) shape: *mut i64,
+        pub(crate) strides: *mut i64,
+        pub(crate) byte_offset: u64,
     }
 
     #[repr(C)]

@@ -7,6 +7,7 @@ use hipfile::boundary::sync::lock;
 use hipfile::{AsyncParams, HandleId, Stream, StreamIo};
 use pyo3::prelude::*;
 
+use crate::buffers::resolve;
 use crate::common::*;
 use crate::futures::*;
 
@@ -58,23 +59,25 @@ impl StreamOp {
 }
 
 /// Queues a read or write on `stream` (a stream handle as an int): it runs when the stream gets
-/// there. The operation must lie inside `[addr, addr + extent)`; `keep` stays alive until it
-/// has run.
+/// there. The operation must lie inside the buffer's memory (`upstream`: named as the
+/// upstream-shaped API names it, [`crate::buffers`]), which is held until it has run.
 #[pyfunction]
+#[pyo3(signature = (write, handle, buffer, size, file_offset, buf_offset, stream, upstream = false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_submit(
     py: Python<'_>,
     write: bool,
     handle: u64,
-    addr: usize,
-    extent: usize,
+    buffer: &Bound<'_, PyAny>,
     size: Option<i64>,
     file_offset: i64,
     buf_offset: i64,
     stream: usize,
-    keep: Py<PyAny>,
+    upstream: bool,
 ) -> PyResult<StreamOp> {
-    let size = fitted(extent, size, buf_offset)?;
+    let memory = resolve(buffer, !write, upstream, size, buf_offset)?;
+    let (addr, size) = (memory.addr, fitted(memory.extent, size, buf_offset)?);
+    let keep = memory.keep(py)?;
     let values =
         Arc::new(StreamValues { io: StreamIo::new(size, file_offset, buf_offset), keep: Mutex::new(Some(keep)) });
     let shared = Arc::clone(&values) as Arc<dyn AsyncParams>;

@@ -163,7 +163,7 @@ def test_errors_and_codes(data_file, scratch):
             f.read(bytearray(16), file_offset=-1)
         assert info.value.errno == errno.EINVAL
     with pytest.raises(hipfile.HipFileException) as info:
-        hipfile._hipfile.transfer(False, 12345, hipfile.DeviceBuffer(16).ptr, 16, 16, 0, 0)
+        hipfile._hipfile.transfer(False, 12345, hipfile.DeviceBuffer(16), 16, 0, 0)
     assert info.value.hipfile_err in (hipfile.OpError.HANDLE_NOT_REGISTERED, hipfile.OpError.DRIVER_NOT_INITIALIZED)
 
 
@@ -380,3 +380,66 @@ def test_remembered_arrays_are_not_kept_alive(data_file):
         assert f.write is not None
         with pytest.raises(ValueError):
             f.read(ro, 16)  # remembered or not, a read-only array is never read into
+
+
+FAKE_TORCH = r'''
+import sys, types
+import hipfile
+
+class Tensor:
+    """What the package reads of a PyTorch device tensor, over a DeviceBuffer."""
+    def __init__(self, buf, start, stop, step=1, requires_grad=False, is_cuda=True):
+        self._buf, self._start, self._stop, self._step = buf, start, stop, step
+        self.requires_grad, self.is_cuda = requires_grad, is_cuda
+    def __getitem__(self, s):
+        return Tensor(self._buf, self._start + s.start, self._start + s.stop, s.step or 1)
+    def is_contiguous(self):
+        return self._step == 1
+    def data_ptr(self):
+        return self._buf.ptr + self._start
+    @property
+    def nbytes(self):
+        return len(range(self._start, self._stop, self._step))
+    @property
+    def __cuda_array_interface__(self):  # PyTorch's refusals; the test never reaches a dict
+        if not self.is_cuda:
+            raise AttributeError("Can't get __cuda_array_interface__ on non-CUDA tensor type")
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+sys.modules["torch"] = types.SimpleNamespace(Tensor=Tensor)
+path = sys.argv[1]
+data = open(path, "rb").read()
+buf = hipfile.DeviceBuffer(1 << 16)
+t = Tensor(buf, 0, 1 << 16)
+out = {}
+with hipfile.open(path) as f:
+    out["slice"] = f.read(t[4096:8192], file_offset=100)
+    out["slice bytes"] = buf.to_bytes(4096, 4096) == data[100:4196]
+    out["pread slice"] = f.pread(t[8192:12288], None, 0).get()
+    out["pread bytes"] = buf.to_bytes(4096, 8192) == data[:4096]
+    for name, bad in [("past the slice", lambda: f.read(t[0:4096], 4097)),
+                      ("strided", lambda: f.read(t[0:4096:2])),
+                      ("requires grad", lambda: f.read(Tensor(buf, 0, 16, requires_grad=True))),
+                      ("host", lambda: f.read(Tensor(buf, 0, 16, is_cuda=False)))]:
+        try:
+            bad()
+            out[name] = "served"
+        except Exception as e:
+            out[name] = type(e).__name__
+print(out)
+'''
+
+
+def test_pytorch_tensors_and_their_slices_without_the_array_interface(data_file):
+    """A PyTorch device tensor is read by its data_ptr and nbytes (a slice costs no CUDA array
+    interface dict), bounded by the slice; strided ones are refused; ones that require grad
+    and host ones take the general path (PyTorch's own error, and no buffer: TypeError)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FAKE_TORCH, str(data_file)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert eval(out.stdout) == {
+        "slice": 4096, "slice bytes": True, "pread slice": 4096, "pread bytes": True,
+        "past the slice": "ValueError", "strided": "ValueError", "requires grad": "RuntimeError", "host": "TypeError",
+    }

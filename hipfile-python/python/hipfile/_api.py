@@ -7,23 +7,12 @@ import os
 from typing import Any, Iterable, List, Optional, Tuple
 
 from hipfile import _hipfile
-from hipfile._buffers import memory_of
 from hipfile._open import open_driver
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
 MAX_RW_COUNT: int = _hipfile.MAX_RW_COUNT
 #: The most entries one batch holds: larger lists are split.
 MAX_BATCH_ENTRIES: int = _hipfile.MAX_BATCH_ENTRIES
-
-#: Host buffer types the native module takes directly (contiguous by construction).
-_HOST_TYPES = {bytearray, bytes}
-try:
-    import numpy as _np
-
-    _HOST_TYPES.add(_np.ndarray)
-except ImportError:
-    pass
-
 
 class _Closing:
     """``with`` blocks and collection end the object's :meth:`close`."""
@@ -248,14 +237,9 @@ class File(_Closing):
         handle = self._handle
         if handle is None:
             raise ValueError("I/O operation on a closed hipfile.File")
-        if type(buf) in _HOST_TYPES:  # host memory: held, checked and moved by the native module
-            try:
-                return _hipfile.transfer_buffer(write, handle, buf, size, file_offset, buf_offset)
-            except BufferError as exc:  # not contiguous, or read-only for a read
-                raise ValueError(f"hipfile cannot use this {type(buf).__name__}: {exc}") from None
-        addr, nbytes, _ = memory_of(buf, not write)
-        # The native module fits the size to the buffer, and splits what one call cannot move.
-        return _hipfile.transfer(write, handle, addr, nbytes, size, file_offset, buf_offset)
+        # The native module finds the buffer's memory, fits the size to it, and splits what
+        # one call cannot move.
+        return _hipfile.transfer(write, handle, buf, size, file_offset, buf_offset)
 
     def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
@@ -268,9 +252,7 @@ class File(_Closing):
         return self._transfer(True, buf, size, file_offset, buf_offset)
 
     def _submit(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> Future:
-        handle = self._check()
-        addr, nbytes, keep = memory_of(buf, not write)
-        return _hipfile.submit(write, handle, addr, nbytes, size, file_offset, buf_offset, keep)
+        return _hipfile.submit(write, self._check(), buf, size, file_offset, buf_offset)
 
     def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
         """As :meth:`read`, on the library's threads: a :class:`Future` at once."""
@@ -282,12 +264,10 @@ class File(_Closing):
 
     def _batch(self, write: bool, entries: Iterable[Tuple], timeout: Optional[float]) -> List[int]:
         handle = self._check()
-        native, held = [], []  # `held` keeps each buffer's memory for the call
+        native = []
         for entry in entries:
             buf, size, file_offset, buf_offset = (tuple(entry) + (None, 0, 0))[:4]
-            memory = memory_of(buf, not write)
-            native.append((write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset))
-            held.append(memory.keep)
+            native.append((write, handle, buf, size, file_offset, buf_offset))
         results: List[Any] = []
         for start in range(0, len(native), MAX_BATCH_ENTRIES):
             results.extend(_hipfile.batch(native[start : start + MAX_BATCH_ENTRIES], timeout))
@@ -307,11 +287,7 @@ class File(_Closing):
         return self._batch(True, entries, timeout)
 
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
-        handle = self._check()
-        memory = memory_of(buf, not write)
-        op = _hipfile.stream_submit(
-            write, handle, memory.addr, memory.nbytes, size, file_offset, buf_offset, stream_handle(stream), memory.keep
-        )
+        op = _hipfile.stream_submit(write, self._check(), buf, size, file_offset, buf_offset, stream_handle(stream))
         return StreamOp(op)
 
     def read_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:
@@ -348,11 +324,10 @@ class Registration(_Closing):
     :func:`register`)."""
 
     def __init__(self, buf) -> None:
-        memory = memory_of(buf, False)
-        self._addr, self._keep = memory.addr, memory.keep
+        self._keep = buf
         open_driver(hold=True)
         try:
-            _hipfile.buf_register(memory.addr, memory.nbytes, 0)
+            self._addr = _hipfile.register_buffer(buf)
         except BaseException:
             _hipfile.driver_close()
             raise

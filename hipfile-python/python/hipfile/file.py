@@ -10,21 +10,6 @@ from typing import Union
 from hipfile import _hipfile
 from hipfile.enums import FileHandleType
 
-def _extent(buffer, size: int, buffer_offset: int) -> int:
-    """How far from ``buffer.ptr`` a request may reach: a :class:`hipfile.buffer.Buffer`'s
-    length (a request past it is ``hipFileInvalidValue``, as hipFile answers one past a
-    registered buffer), else the rest of the device allocation the runtime reports. An object
-    with an address and no length that is not device memory (host memory, whose bounds no one
-    can check) is refused with ``hipFileHipMemoryTypeInvalid``: the library never writes past
-    what it can bound."""
-    length = getattr(buffer, "_length", None)
-    if isinstance(length, int) and not isinstance(length, bool):
-        if size >= 0 and buffer_offset >= 0 and size + buffer_offset > length:
-            raise _hipfile_error(5022)
-        return max(length, 0)
-    return _hipfile.device_extent(buffer.ptr)
-
-
 class FileHandle:
     """A file opened with ``os.open(path, flags, mode)`` and registered with
     ``hipFileHandleRegister`` by :meth:`open` or for the duration of a ``with`` block."""
@@ -125,39 +110,31 @@ class FileHandle:
     def read(self, buffer, size: int, file_offset: int, buffer_offset: int) -> int:
         """``hipFileRead`` into ``buffer.ptr``: the bytes read (fewer at end of file)."""
         handle = self._check_open()
-        extent = _extent(buffer, size, buffer_offset)
-        return _hipfile.transfer(False, handle, buffer.ptr, extent, size, file_offset, buffer_offset)
+        return _hipfile.transfer(False, handle, buffer, size, file_offset, buffer_offset, True)
 
     def write(self, buffer, size: int, file_offset: int, buffer_offset: int) -> int:
         """``hipFileWrite`` from ``buffer.ptr``: the bytes written."""
         handle = self._check_open()
-        extent = _extent(buffer, size, buffer_offset)
-        return _hipfile.transfer(True, handle, buffer.ptr, extent, size, file_offset, buffer_offset)
+        return _hipfile.transfer(True, handle, buffer, size, file_offset, buffer_offset, True)
 
     def read_async(self, buffer, size: int, file_offset: int, buffer_offset: int, stream: int):
         """``hipFileReadAsync`` on ``stream``: the operation, whose ``bytes_done`` holds the
         result once the stream has run it."""
         handle = self._check_open()
-        extent = _extent(buffer, size, buffer_offset)
-        op = _hipfile.stream_submit(False, handle, buffer.ptr, extent, size, file_offset, buffer_offset, int(stream), buffer)
+        op = _hipfile.stream_submit(False, handle, buffer, size, file_offset, buffer_offset, int(stream), True)
         return AsyncIOHandle(op, size, file_offset, buffer_offset)
 
     def write_async(self, buffer, size: int, file_offset: int, buffer_offset: int, stream: int):
         """``hipFileWriteAsync`` on ``stream``; see :meth:`read_async`."""
         handle = self._check_open()
-        extent = _extent(buffer, size, buffer_offset)
-        op = _hipfile.stream_submit(True, handle, buffer.ptr, extent, size, file_offset, buffer_offset, int(stream), buffer)
+        op = _hipfile.stream_submit(True, handle, buffer, size, file_offset, buffer_offset, int(stream), True)
         return AsyncIOHandle(op, size, file_offset, buffer_offset)
 
 
-def _hipfile_error(code: int):
+def _hipfile_invalid_value():
     from hipfile._errors import HipFileException
 
-    return HipFileException(code, 0)
-
-
-def _hipfile_invalid_value():
-    return _hipfile_error(5022)
+    return HipFileException(5022, 0)
 
 
 class AsyncIOHandle:
