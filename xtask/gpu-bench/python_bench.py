@@ -1,7 +1,9 @@
 """hipfile's Python API beside KvikIO's, in one process on one file (GB/s = 1e9 B/s, best of
 RUNS): a warm file read whole into a CuPy array and a PyTorch tensor; 128 random 1 MiB reads
-as futures from one thread, and as one batch; and, with --per-call, the time one 4 KiB read
-costs from Python against the same read from the Rust API (`hipfile bench`, its JSON).
+as futures from one thread (into one CuPy array, slices of it, slices of a tensor), and as one
+batch; and, with --per-call, the time one 4 KiB read costs from Python (into NumPy, a
+DeviceBuffer, a CuPy array, a tensor, slices of both) against the same read from the Rust API
+(`hipfile bench`, its JSON).
 
     python3 python_bench.py FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN]
 """
@@ -82,7 +84,17 @@ def main():
         def batch():
             assert f.read_batch([(dev, chunk, o, i * chunk) for i, o in enumerate(offs)]) == [chunk] * n
 
+        def futures_into(view):
+            futs = [f.pread(view(i), chunk, o) for i, o in enumerate(offs)]
+            assert all(x.get() == chunk for x in futs)
+
         res["hipfile 128 random 1MiB futures"] = best(futures, chunk * n, a.runs)
+        res["hipfile 128 random 1MiB futures, torch slices"] = best(
+            lambda: futures_into(lambda i: tensor[i * chunk : (i + 1) * chunk]), chunk * n, a.runs
+        )
+        res["hipfile 128 random 1MiB futures, cupy slices"] = best(
+            lambda: futures_into(lambda i: dev[i * chunk : (i + 1) * chunk]), chunk * n, a.runs
+        )
         res["hipfile 128 random 1MiB batch"] = best(batch, chunk * n, a.runs)
         with hipfile.register(dev):  # no pointer query per request
             res["hipfile 128 random 1MiB futures, registered"] = best(futures, chunk * n, a.runs)
@@ -128,12 +140,27 @@ def per_call(a, res):
     dev = hipfile.DeviceBuffer(4096)
     rng = random.Random(5)
     offs = [rng.randrange(0, size // 4096) * 4096 for _ in range(calls)]
+    named = [("python host", lambda: host), ("python device", lambda: dev)]
+    try:  # the buffers users name on a GPU machine: a CuPy array, and slices of tensors
+        import cupy
+        import torch
+
+        c, tt = cupy.empty(1 << 20, dtype=cupy.uint8), torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+        named += [("python cupy", lambda: c), ("python cupy slice", lambda: c[4096:8192]),
+                  ("python torch", lambda: tt), ("python torch slice", lambda: tt[4096:8192])]
+        for name, make in (("cupy slice alone", lambda: c[4096:8192]), ("torch slice alone", lambda: tt[4096:8192])):
+            start = time.perf_counter()
+            for _ in offs:
+                make()
+            res[f"{name} us"] = round((time.perf_counter() - start) / calls * 1e6, 3)
+    except ImportError:
+        pass
     with hipfile.open(a.file) as f:
-        for name, buf in (("python host", host), ("python device", dev)):
+        for name, buf in named:
             for _ in range(3):
                 t = time.perf_counter()
                 for o in offs:
-                    f.read(buf, 4096, o)
+                    f.read(buf(), 4096, o)
                 us = (time.perf_counter() - t) / calls * 1e6
                 res[f"{name} us/call"] = min(us, res.get(f"{name} us/call", us))
     out = subprocess.run(
