@@ -1,11 +1,14 @@
 //! What `libcufile.so.0` (the `hipfile-cufile` crate) needs of the process's driver beyond
 //! hipFile's API: cuFile's statistics controls and parameter ranges (docs/cufile.md). Exported
 //! under `hipfile_rs_cufile_` names, which no header declares: that library finds them here at
-//! run time, so that cuFile's calls and hipFile's share one driver.
+//! run time, so that cuFile's calls and hipFile's share one driver. The names and types are
+//! hipfile-abi's (`hooks`); each function here is checked against its type below.
 
 use std::ffi::c_int;
 
 use hipfile::{OpError, SizeParam};
+
+use hipfile_abi::hooks;
 
 use crate::driver;
 use crate::ffi::{boundary, hipFileError_t};
@@ -61,3 +64,8 @@ pub unsafe extern "C" fn hipfile_rs_cufile_parameter_range(
         _ => hipFileError_t::op(OpError::InvalidValue),
     })
 }
+
+// Each hook has the type hipfile-abi gives it, the one libcufile.so.0 looks it up with.
+const _: hooks::StatsLevel = hipfile_rs_cufile_stats_level;
+const _: hooks::StatsReset = hipfile_rs_cufile_stats_reset;
+const _: hooks::ParameterRange = hipfile_rs_cufile_parameter_range;

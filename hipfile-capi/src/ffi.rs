@@ -26,46 +26,11 @@ pub type hipFileBoolConfigParameter_t = c_int;
 /// `hipFileStringConfigParameter_t`: taken as an `int` and validated.
 pub type hipFileStringConfigParameter_t = c_int;
 
-/// The `nvfs` member of `hipFileDriverProps_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct hipFileDriverPropsNvfs {
-    /// `major_version`.
-    pub major_version: std::ffi::c_uint,
-    /// `minor_version`.
-    pub minor_version: std::ffi::c_uint,
-    /// `poll_thresh_size` (KiB).
-    pub poll_thresh_size: u64,
-    /// `max_direct_io_size` (KiB).
-    pub max_direct_io_size: u64,
-    /// `driver_status_flags`.
-    pub driver_status_flags: std::ffi::c_uint,
-    /// `driver_control_flags`.
-    pub driver_control_flags: std::ffi::c_uint,
-}
+pub use hipfile_abi::hipfile_h::{hipFileDriverProps_t, hipFileDriverPropsNvfs, hipFileError_t};
 
-/// `hipFileDriverProps_t` (sizes in KiB).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct hipFileDriverProps_t {
-    /// `nvfs`.
-    pub nvfs: hipFileDriverPropsNvfs,
-    /// `feature_flags`.
-    pub feature_flags: std::ffi::c_uint,
-    /// `max_device_cache_size`.
-    pub max_device_cache_size: u64,
-    /// `per_buffer_cache_size`.
-    pub per_buffer_cache_size: u64,
-    /// `max_device_pinned_mem_size`.
-    pub max_device_pinned_mem_size: u64,
-    /// `max_batch_io_count`.
-    pub max_batch_io_count: std::ffi::c_uint,
-    /// `max_batch_io_timeout_msecs`.
-    pub max_batch_io_timeout_msecs: std::ffi::c_uint,
-}
-
-impl From<hipfile::DriverProperties> for hipFileDriverProps_t {
-    fn from(p: hipfile::DriverProperties) -> Self {
+/// The C form of the driver's properties.
+pub fn c_properties(p: hipfile::DriverProperties) -> hipFileDriverProps_t {
+    {
         hipFileDriverProps_t {
             nvfs: hipFileDriverPropsNvfs {
                 major_version: p.version.0,
@@ -385,22 +350,14 @@ pub const HANDLE_TYPE_OPAQUE_WIN32: c_int = 2;
 /// `hipFileHandleTypeUserspaceFS`.
 pub const HANDLE_TYPE_USERSPACE_FS: c_int = 3;
 
-/// `hipFileError_t`: returned by value.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct hipFileError_t {
-    /// A `hipFileOpError_t`.
-    pub err: hipFileOpError_t,
-    /// The HIP runtime's error when `err` is `hipFileHipDriverError`, else `hipSuccess`.
-    pub hip_drv_err: hipError_t,
+/// `hipFileError_t` from a Rust result: the C form of `result`.
+pub trait FromResult {
+    /// `{hipFileSuccess, hipSuccess}` for `Ok`, else the error's pair.
+    fn from_result(result: Result<()>) -> Self;
 }
 
-impl hipFileError_t {
-    /// `{hipFileSuccess, hipSuccess}`.
-    pub const SUCCESS: hipFileError_t = hipFileError_t { err: 0, hip_drv_err: 0 };
-
-    /// The C form of `result`.
-    pub fn from_result(result: Result<()>) -> Self {
+impl FromResult for hipFileError_t {
+    fn from_result(result: Result<()>) -> Self {
         match result {
             Ok(()) => Self::SUCCESS,
             Err(e) => {
@@ -408,11 +365,6 @@ impl hipFileError_t {
                 hipFileError_t { err, hip_drv_err }
             }
         }
-    }
-
-    /// `{op, hipSuccess}`.
-    pub fn op(op: OpError) -> Self {
-        hipFileError_t { err: op.code(), hip_drv_err: 0 }
     }
 }
 

@@ -26,7 +26,9 @@ use hipfile::boundary::error::op_error_cstr;
 use hipfile::boundary::log_once_at;
 use hipfile::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError, Result, Stream};
 
-use ffi::{HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return};
+use ffi::{
+    FromResult, HANDLE_TYPE_OPAQUE_FD, HANDLE_TYPE_OPAQUE_WIN32, HANDLE_TYPE_USERSPACE_FS, boundary, ssize_return,
+};
 pub use ffi::{
     hipError_t, hipFileBatchHandle_t, hipFileDescr_t, hipFileError_t, hipFileHandle_t, hipFileIOEvents_t,
     hipFileIOParams_t, hipFileOpError_t, hipStream_t, hoff_t,

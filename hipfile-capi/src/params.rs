@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int};
 use hipfile::{BoolParam, Driver, OpError, SizeParam, StringParam, SystemPlatform};
 
 use crate::driver;
-use crate::ffi::{self, boundary, hipFileError_t};
+use crate::ffi::{self, FromResult, boundary, hipFileError_t};
 
 /// `hipFileDriverGetProperties`: the open driver's properties, or while it is closed those the
 /// next open would have (semantics §13). Does not open the driver.
@@ -22,7 +22,7 @@ pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriv
             return hipFileError_t::op(OpError::InvalidValue);
         }
         // SAFETY: non-null, and writable by the caller's contract.
-        unsafe { props.write(driver().properties().into()) };
+        unsafe { props.write(ffi::c_properties(driver().properties())) };
         hipFileError_t::SUCCESS
     })
 }

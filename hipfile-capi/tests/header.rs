@@ -153,13 +153,13 @@ fn exported(args: &[&str], lib: &Path) -> BTreeSet<String> {
 #[test]
 fn the_library_exports_exactly_what_the_header_declares() {
     let deps = deps_dir();
-    // And what libcufile.so.0 finds here (src/cufile.rs), under names no header declares.
+    // And what libcufile.so.0 finds here (src/cufile_hooks.rs), under names no header declares.
     let (for_cufile, shared): (BTreeSet<String>, BTreeSet<String>) =
         exported(&["-D", "--defined-only"], &deps.join("libhipfile_capi.so"))
             .into_iter()
             .partition(|s| s.starts_with("hipfile_rs_cufile_"));
-    let hooks = ["hipfile_rs_cufile_parameter_range", "hipfile_rs_cufile_stats_level", "hipfile_rs_cufile_stats_reset"];
-    assert_eq!(for_cufile, hooks.map(str::to_owned).into(), "libhipfile.so exports for libcufile.so.0");
+    let hooks = hipfile_abi::hooks::ALL.map(|name| name.to_str().unwrap().to_owned());
+    assert_eq!(for_cufile, hooks.into(), "libhipfile.so exports for libcufile.so.0");
     assert_eq!(shared, header_functions(), "libhipfile.so exports");
     let archive = deps.join("libhipfile_capi.a");
     let from_archive: BTreeSet<_> =

@@ -24,35 +24,23 @@ use std::sync::{OnceLock, RwLock};
 pub mod posix_pool;
 pub mod stats;
 
-/// cuFile's result: a status and the GPU runtime's error.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CUfileError_t {
-    /// A `CUfileOpError` (0, or 5001 to 5050).
-    pub err: c_int,
-    /// With `CU_FILE_CUDA_DRIVER_ERROR`, the runtime's error.
-    pub cu_err: c_int,
-}
-
-impl CUfileError_t {
-    const SUCCESS: Self = Self::op(0);
-
-    const fn op(err: c_int) -> Self {
-        CUfileError_t { err, cu_err: 0 }
-    }
-}
+pub use hipfile_abi::cufile_h::{CUfileDescr_t as CUfileDescr, CUfileError_t};
+use hipfile_abi::hipfile_h::hipFileDriverProps_t;
+use hipfile_abi::{OpError, hooks};
 
 /// The cuFile statuses this library gives itself (the rest come from `libhipfile.so.0`).
 pub mod status {
     use std::ffi::c_int;
+
+    use hipfile_abi::OpError;
     /// No direct path on this platform; here also: no `libhipfile.so.0` to serve the call.
-    pub const PLATFORM_NOT_SUPPORTED: c_int = 5007;
+    pub const PLATFORM_NOT_SUPPORTED: c_int = OpError::PlatformNotSupported.code();
     /// An argument out of range, or a null pointer.
-    pub const INVALID_VALUE: c_int = 5022;
+    pub const INVALID_VALUE: c_int = OpError::InvalidValue.code();
     /// A parameter set while the driver is open.
-    pub const DRIVER_ALREADY_OPEN: c_int = 5026;
+    pub const DRIVER_ALREADY_OPEN: c_int = OpError::DriverAlreadyOpen.code();
     /// cuFile 1.15's answer to `cuFileStatsStart` with statistics at level 0.
-    pub const INTERNAL_ERROR: c_int = 5030;
+    pub const INTERNAL_ERROR: c_int = OpError::InternalError.code();
 }
 use status::*;
 
@@ -65,7 +53,7 @@ pub const CUFILE_VERSION: c_int = 1150;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CUfileDrvProps_t {
     /// `nvfs`: the direct path's figures.
-    pub nvfs: Nvfs<usize>,
+    pub nvfs: Nvfs,
     /// `fflags`: `CUfileFeatureFlags` bits.
     pub fflags: c_uint,
     /// `max_device_cache_size`.
@@ -80,39 +68,26 @@ pub struct CUfileDrvProps_t {
     pub max_batch_io_timeout_msecs: c_uint,
 }
 
-/// The `nvfs` member of both libraries' properties (`S`: how wide its sizes are).
+/// The `nvfs` member of `CUfileDrvProps_t`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Nvfs<S> {
+pub struct Nvfs {
     /// `major_version`.
     pub major_version: c_uint,
     /// `minor_version`.
     pub minor_version: c_uint,
     /// `poll_thresh_size` (KiB).
-    pub poll_thresh_size: S,
+    pub poll_thresh_size: usize,
     /// `max_direct_io_size` (KiB).
-    pub max_direct_io_size: S,
+    pub max_direct_io_size: usize,
     /// `dstatusflags`.
     pub dstatusflags: c_uint,
     /// `dcontrolflags`.
     pub dcontrolflags: c_uint,
 }
 
-/// `hipFileDriverProps_t`: hipFile's driver properties, the same fields with 64-bit sizes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct HipFileDriverProps {
-    nvfs: Nvfs<u64>,
-    feature_flags: c_uint,
-    max_device_cache_size: u64,
-    per_buffer_cache_size: u64,
-    max_device_pinned_mem_size: u64,
-    max_batch_io_count: c_uint,
-    max_batch_io_timeout_msecs: c_uint,
-}
-
-impl From<&HipFileDriverProps> for CUfileDrvProps_t {
-    fn from(p: &HipFileDriverProps) -> Self {
+impl From<&hipFileDriverProps_t> for CUfileDrvProps_t {
+    fn from(p: &hipFileDriverProps_t) -> Self {
         let narrow = |v: u64| c_uint::try_from(v).unwrap_or(c_uint::MAX);
         CUfileDrvProps_t {
             nvfs: Nvfs {
@@ -120,8 +95,8 @@ impl From<&HipFileDriverProps> for CUfileDrvProps_t {
                 minor_version: p.nvfs.minor_version,
                 poll_thresh_size: p.nvfs.poll_thresh_size as usize,
                 max_direct_io_size: p.nvfs.max_direct_io_size as usize,
-                dstatusflags: p.nvfs.dstatusflags,
-                dcontrolflags: p.nvfs.dcontrolflags,
+                dstatusflags: p.nvfs.driver_status_flags,
+                dcontrolflags: p.nvfs.driver_control_flags,
             },
             fflags: p.feature_flags,
             max_device_cache_size: narrow(p.max_device_cache_size),
@@ -146,22 +121,26 @@ macro_rules! hipfile_api {
         passed { $( $(#[$doc:meta])* $export:ident => $field:ident = $symbol:literal
             ( $($arg:ident : $ty:ty),* ) -> $ret:ty, else $fallback:expr; )* }
         used { $( $ufield:ident = $usymbol:literal ( $($uty:ty),* ) -> $uret:ty; )* }
+        hooks { $( $hfield:ident = $hname:path : $hty:ty; )* }
     ) => {
         /// The functions of `libhipfile.so.0` this library calls.
         struct Api {
             $( $field: unsafe extern "C" fn($($ty),*) -> $ret, )*
             $( $ufield: unsafe extern "C" fn($($uty),*) -> $uret, )*
+            $( $hfield: $hty, )*
         }
 
         impl Api {
             /// Every function, from `lib`; the first missing one is the error.
             fn from(lib: &libloading::Library) -> Result<Api, libloading::Error> {
                 // SAFETY: each symbol is a function of libhipfile with exactly the declared
-                // signature (hipfile.h's, or hipfile-capi's `cufile` module's).
+                // signature (hipfile.h's, or, for the hooks, hipfile-abi's, which hipfile-capi's
+                // definitions are checked against).
                 unsafe {
                     Ok(Api {
                         $( $field: *lib.get(concat!($symbol, "\0").as_bytes())?, )*
                         $( $ufield: *lib.get(concat!($usymbol, "\0").as_bytes())?, )*
+                        $( $hfield: *lib.get($hname.to_bytes_with_nul())?, )*
                     })
                 }
             }
@@ -185,10 +164,10 @@ macro_rules! hipfile_api {
     };
 }
 
-const UNSERVED: CUfileError_t = CUfileError_t::op(PLATFORM_NOT_SUPPORTED);
+const UNSERVED: CUfileError_t = CUfileError_t::code(PLATFORM_NOT_SUPPORTED);
 const UNSERVED_IO: isize = -(PLATFORM_NOT_SUPPORTED as isize);
 /// What a call answers when this library panicked (it never unwinds into C).
-const PANICKED: CUfileError_t = CUfileError_t::op(INTERNAL_ERROR);
+const PANICKED: CUfileError_t = CUfileError_t::code(INTERNAL_ERROR);
 
 hipfile_api! {
     passed {
@@ -252,7 +231,7 @@ hipfile_api! {
             (*mut c_void, *mut c_void, *mut usize, *mut i64, *mut i64, *mut isize, *mut c_void) -> CUfileError_t;
         write_async = "hipFileWriteAsync"
             (*mut c_void, *mut c_void, *mut usize, *mut i64, *mut i64, *mut isize, *mut c_void) -> CUfileError_t;
-        properties = "hipFileDriverGetProperties" (*mut HipFileDriverProps) -> CUfileError_t;
+        properties = "hipFileDriverGetProperties" (*mut hipFileDriverProps_t) -> CUfileError_t;
         set_poll_mode = "hipFileDriverSetPollMode" (bool, usize) -> CUfileError_t;
         set_max_direct_io = "hipFileDriverSetMaxDirectIOSize" (usize) -> CUfileError_t;
         set_max_cache = "hipFileDriverSetMaxCacheSize" (usize) -> CUfileError_t;
@@ -260,9 +239,11 @@ hipfile_api! {
         stats_l1 = "hipFileGetStatsL1" (*mut c_void) -> CUfileError_t;
         stats_l2 = "hipFileGetStatsL2" (*mut c_void) -> CUfileError_t;
         stats_l3 = "hipFileGetStatsL3" (*mut c_void) -> CUfileError_t;
-        stats_level = "hipfile_rs_cufile_stats_level" (c_int) -> c_int;
-        stats_reset = "hipfile_rs_cufile_stats_reset" () -> ();
-        parameter_range = "hipfile_rs_cufile_parameter_range" (c_int, *mut usize, *mut usize) -> CUfileError_t;
+    }
+    hooks {
+        stats_level = hooks::STATS_LEVEL: hooks::StatsLevel;
+        stats_reset = hooks::STATS_RESET: hooks::StatsReset;
+        parameter_range = hooks::PARAMETER_RANGE: hooks::ParameterRange;
     }
 }
 
@@ -312,7 +293,7 @@ fn candidates() -> Vec<PathBuf> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileGetVersion(version: *mut c_int) -> CUfileError_t {
     if version.is_null() {
-        return CUfileError_t::op(INVALID_VALUE);
+        return CUfileError_t::code(INVALID_VALUE);
     }
     // SAFETY: non-null, writable by the caller's contract.
     unsafe { version.write(CUFILE_VERSION) };
@@ -329,9 +310,9 @@ pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t)
     guard(PANICKED, || {
         let Some(api) = api() else { return UNSERVED };
         if props.is_null() {
-            return CUfileError_t::op(INVALID_VALUE);
+            return CUfileError_t::code(INVALID_VALUE);
         }
-        let mut hip = HipFileDriverProps::default();
+        let mut hip = hipFileDriverProps_t::default();
         // SAFETY: a writable hipFileDriverProps_t.
         let e = unsafe { (api.properties)(&mut hip) };
         if e == CUfileError_t::SUCCESS {
@@ -342,22 +323,11 @@ pub unsafe extern "C" fn cuFileDriverGetProperties(props: *mut CUfileDrvProps_t)
     })
 }
 
-/// `CUfileDescr_t`: what `cuFileHandleRegister` registers (a descriptor, for the kinds served).
-#[repr(C)]
-pub struct CUfileDescr {
-    /// `CU_FILE_HANDLE_TYPE_*`.
-    pub r#type: c_int,
-    /// The union `handle`: `fd` in its first 4 bytes for `CU_FILE_HANDLE_TYPE_OPAQUE_FD`.
-    pub handle: usize,
-    /// `fs_ops`.
-    pub fs_ops: *const c_void,
-}
-
 /// `CU_FILE_HANDLE_TYPE_OPAQUE_FD`.
-const OPAQUE_FD: c_int = 1;
+const OPAQUE_FD: c_int = hipfile_abi::cufile_h::CU_FILE_HANDLE_TYPE_OPAQUE_FD;
 
 /// `CU_FILE_INVALID_FILE_OPEN_FLAG`.
-const INVALID_FILE_OPEN_FLAG: c_int = 5019;
+const INVALID_FILE_OPEN_FLAG: c_int = OpError::InvalidFileOpenFlag.code();
 
 /// The access mode (`O_RDONLY`, `O_WRONLY` or `O_RDWR`) of each registered handle's descriptor
 /// when it was registered: cuFile refuses a read of a file opened write-only, and a write of
@@ -381,7 +351,7 @@ fn refused(fh: *mut c_void, refusing: c_int) -> bool {
 type Outcomes<T> = (T, T, T);
 
 const IO_OUTCOMES: Outcomes<isize> = (UNSERVED_IO, -(INVALID_FILE_OPEN_FLAG as isize), -(INTERNAL_ERROR as isize));
-const STATUS_OUTCOMES: Outcomes<CUfileError_t> = (UNSERVED, CUfileError_t::op(INVALID_FILE_OPEN_FLAG), PANICKED);
+const STATUS_OUTCOMES: Outcomes<CUfileError_t> = (UNSERVED, CUfileError_t::code(INVALID_FILE_OPEN_FLAG), PANICKED);
 
 /// `call` on file `fh`, unless `fh` was registered with the access mode `refusing` rules
 /// out (then the refusal, before any I/O).
@@ -588,13 +558,15 @@ pub unsafe extern "C" fn cuFileGetParameterMinMaxValue(
 ) -> CUfileError_t {
     guard(PANICKED, || match api() {
         // SAFETY: the caller's contract, which is the hook's.
-        Some(api) => unsafe { (api.parameter_range)(param, min, max) },
+        Some(api) => unsafe { (api.parameter_range)(param, min, max) }.into(),
         None => UNSERVED,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use hipfile_abi::hipfile_h::hipFileDriverPropsNvfs;
+
     use super::*;
 
     #[test]
@@ -602,20 +574,20 @@ mod tests {
         assert_eq!(std::mem::size_of::<CUfileError_t>(), 8);
         assert_eq!(std::mem::size_of::<CUfileDrvProps_t>(), 56);
         assert_eq!(std::mem::offset_of!(CUfileDrvProps_t, fflags), 32);
-        assert_eq!(std::mem::size_of::<HipFileDriverProps>(), 72);
-        assert_eq!(std::mem::offset_of!(HipFileDriverProps, max_batch_io_count), 64);
+        assert_eq!(std::mem::size_of::<hipFileDriverProps_t>(), 72);
+        assert_eq!(std::mem::offset_of!(hipFileDriverProps_t, max_batch_io_count), 64);
     }
 
     #[test]
     fn properties_narrow_to_32_bits_saturating() {
-        let hip = HipFileDriverProps {
-            nvfs: Nvfs {
+        let hip = hipFileDriverProps_t {
+            nvfs: hipFileDriverPropsNvfs {
                 major_version: 0,
                 minor_version: 5,
                 poll_thresh_size: 4,
                 max_direct_io_size: 4096,
-                dstatusflags: 0,
-                dcontrolflags: 2,
+                driver_status_flags: 0,
+                driver_control_flags: 2,
             },
             feature_flags: 0xf,
             max_device_cache_size: 1 << 40,

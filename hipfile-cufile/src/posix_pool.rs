@@ -31,19 +31,19 @@ pub unsafe extern "C" fn cuFileSetParameterPosixPoolSlabArray(
     guard(PANICKED, || {
         let n = match usize::try_from(len) {
             Ok(n @ 1..=MAX_SLABS) if !sizes.is_null() && !counts.is_null() => n,
-            _ => return CUfileError_t::op(INVALID_VALUE),
+            _ => return CUfileError_t::code(INVALID_VALUE),
         };
         // SAFETY: non-null, `len` readable values by the caller's contract.
         let sizes = unsafe { std::slice::from_raw_parts(sizes, n) };
         // SAFETY: as above.
         let counts = unsafe { std::slice::from_raw_parts(counts, n) };
         if sizes.iter().chain(counts).any(|&v| v == 0) {
-            return CUfileError_t::op(INVALID_VALUE);
+            return CUfileError_t::code(INVALID_VALUE);
         }
         match api() {
             None => UNSERVED,
             // SAFETY: no arguments.
-            Some(api) if unsafe { (api.use_count)() } > 0 => CUfileError_t::op(DRIVER_ALREADY_OPEN),
+            Some(api) if unsafe { (api.use_count)() } > 0 => CUfileError_t::code(DRIVER_ALREADY_OPEN),
             Some(_) => {
                 *POSIX_POOL.lock().unwrap_or_else(|p| p.into_inner()) = Some((sizes.to_vec(), counts.to_vec()));
                 CUfileError_t::SUCCESS
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn cuFileGetParameterPosixPoolSlabArray(
             None => (&DEFAULT_POOL.0[..], &DEFAULT_POOL.1[..]),
         };
         if sizes.is_null() || counts.is_null() || usize::try_from(len) != Ok(have_sizes.len()) {
-            return CUfileError_t::op(INVALID_VALUE);
+            return CUfileError_t::code(INVALID_VALUE);
         }
         // SAFETY: non-null, writable for `len` values by the caller's contract.
         unsafe { std::ptr::copy_nonoverlapping(have_sizes.as_ptr(), sizes, have_sizes.len()) };

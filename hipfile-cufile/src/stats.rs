@@ -11,7 +11,7 @@ use crate::{Api, CUfileError_t, PANICKED, UNSERVED, api, guard};
 #[unsafe(no_mangle)]
 pub extern "C" fn cuFileSetStatsLevel(level: c_int) -> CUfileError_t {
     guard(PANICKED, || match api() {
-        _ if !(0..=3).contains(&level) => CUfileError_t::op(INVALID_VALUE),
+        _ if !(0..=3).contains(&level) => CUfileError_t::code(INVALID_VALUE),
         Some(api) => {
             // SAFETY: the hook takes any level (and this one is in range).
             unsafe { (api.stats_level)(level) };
@@ -29,7 +29,7 @@ pub extern "C" fn cuFileSetStatsLevel(level: c_int) -> CUfileError_t {
 pub unsafe extern "C" fn cuFileGetStatsLevel(level: *mut c_int) -> CUfileError_t {
     guard(PANICKED, || match (api(), level.is_null()) {
         (None, _) => UNSERVED,
-        (_, true) => CUfileError_t::op(INVALID_VALUE),
+        (_, true) => CUfileError_t::code(INVALID_VALUE),
         (Some(api), false) => {
             // SAFETY: a negative level only asks.
             let now = unsafe { (api.stats_level)(-1) };
@@ -53,7 +53,7 @@ pub extern "C" fn cuFileStatsStart() -> CUfileError_t {
     guard(PANICKED, || match api() {
         None => UNSERVED,
         Some(api) if level(api) > 0 => CUfileError_t::SUCCESS,
-        Some(_) => CUfileError_t::op(INTERNAL_ERROR),
+        Some(_) => CUfileError_t::code(INTERNAL_ERROR),
     })
 }
 
@@ -95,7 +95,7 @@ unsafe fn stats_at(
 ) -> CUfileError_t {
     guard(PANICKED, || match api() {
         None => UNSERVED,
-        Some(api) if out.is_null() || self::level(api) < level => CUfileError_t::op(INVALID_VALUE),
+        Some(api) if out.is_null() || self::level(api) < level => CUfileError_t::code(INVALID_VALUE),
         // SAFETY: the caller's contract: the structures are hipFile's, with the same layout.
         Some(api) => unsafe { get(api)(out) },
     })
@@ -140,7 +140,7 @@ pub unsafe extern "C" fn cuFileGetStatsL3(stats: *mut c_void) -> CUfileError_t {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuFileGetBARSizeInKB(gpu_index: c_int, bar_size: *mut usize) -> CUfileError_t {
     if gpu_index < 0 || bar_size.is_null() {
-        return CUfileError_t::op(INVALID_VALUE);
+        return CUfileError_t::code(INVALID_VALUE);
     }
-    CUfileError_t::op(PLATFORM_NOT_SUPPORTED)
+    CUfileError_t::code(PLATFORM_NOT_SUPPORTED)
 }

@@ -254,3 +254,17 @@ def test_no_request_reaches_past_what_the_library_can_bound(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:6] == ["5022", "5022", "5022", "5022", "4096 True", "5013"], out.stdout
+
+
+def test_the_stub_names_every_code_of_the_librarys_table():
+    """OpError is made from the library's one table (hipfile-abi); the stub, written by hand,
+    names exactly its codes."""
+    import pathlib
+    import re
+
+    stub = (pathlib.Path(hipfile.__file__).parent / "__init__.pyi").read_text()
+    body = stub[stub.index("class OpError(IntEnum):") :].split("\n\n", 1)[0]
+    assert re.findall(r"^    ([A-Z_0-9]+): int$", body, re.M) == [e.name for e in OpError]
+    assert [(e.name, e.value) for e in OpError][:3] == [("SUCCESS", 0), ("DRIVER_NOT_INITIALIZED", 5001),
+                                                       ("DRIVER_INVALID_PROPS", 5002)]
+

@@ -3,53 +3,19 @@
 
 use std::ffi::{c_int, c_void};
 
-use hipfile_core::{Direction, OpError};
+use hipfile_core::Direction;
 
 use crate::Library;
 
-/// `CUfileError_t`: a cuFile status (`CU_FILE_SUCCESS` = 0, else 5000 + n, as hipFile's) and
-/// a CUDA driver result.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CuFileError {
-    /// `CUfileOpError`.
-    pub err: c_int,
-    /// `CUresult`, when `err` is a CUDA driver error.
-    pub cu_err: c_int,
-}
-
-impl CuFileError {
-    /// `Ok` for `CU_FILE_SUCCESS`, else the error.
-    pub fn check(self) -> std::result::Result<(), CuFileError> {
-        if self.err == 0 { Ok(()) } else { Err(self) }
-    }
-}
-
-impl std::fmt::Display for CuFileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // cuFile's codes are hipFile's (hipFile copied them), so hipFile's texts describe them.
-        match OpError::from_code(self.err) {
-            Some(op) => write!(f, "cuFile error {} ({})", self.err, op.message())?,
-            None => write!(f, "cuFile error {}", self.err)?,
-        }
-        if self.cu_err != 0 { write!(f, ", CUDA driver error {}", self.cu_err) } else { Ok(()) }
-    }
-}
+/// `CUfileError_t`: a cuFile status and a CUDA driver result (hipfile-abi's, shared with our
+/// `libcufile.so.0`).
+pub type CuFileError = hipfile_abi::cufile_h::CUfileError_t;
 
 /// A registered cuFile handle (`CUfileHandle_t`, an opaque pointer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CuHandle(pub usize);
 
-/// `CUfileDescr_t`: `{ CUfileFileHandleType type; union { int fd; void *handle; }; const
-/// CUfileFSOps_t *fs_ops; }`.
-#[repr(C)]
-struct CuFileDescr {
-    kind: c_int,
-    handle: usize,
-    fs_ops: *const c_void,
-}
-
-const CU_FILE_HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+use hipfile_abi::cufile_h::{CU_FILE_HANDLE_TYPE_OPAQUE_FD, CUfileDescr_t as CuFileDescr};
 const CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE: c_int = 1;
 const CUFILE_PARAM_FORCE_COMPAT_MODE: c_int = 2;
 
@@ -176,7 +142,7 @@ impl CuFileApi for LibCuFile {
 
     fn handle_register(&self, fd: c_int) -> std::result::Result<CuHandle, CuFileError> {
         let mut descr =
-            CuFileDescr { kind: CU_FILE_HANDLE_TYPE_OPAQUE_FD, handle: fd as usize, fs_ops: std::ptr::null() };
+            CuFileDescr { r#type: CU_FILE_HANDLE_TYPE_OPAQUE_FD, handle: fd as usize, fs_ops: std::ptr::null() };
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: see above.
         unsafe { (self.handle_register)(&mut handle, &mut descr) }.check()?;

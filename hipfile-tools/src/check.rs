@@ -98,7 +98,7 @@ fn cufile() -> Value {
         None => json!({"path": null, "found_by": null, "hipfile_rs": false}),
         Some((path, how)) => {
             // hipfile-rs's library names the hooks it looks up in libhipfile.so.0.
-            const HOOK: &[u8] = b"hipfile_rs_cufile_stats_level";
+            const HOOK: &[u8] = hipfile_abi::hooks::STATS_LEVEL.to_bytes();
             let ours = std::fs::read(&path).is_ok_and(|bytes| bytes.windows(HOOK.len()).any(|w| w == HOOK));
             json!({"path": path, "found_by": how, "hipfile_rs": ours})
         }

@@ -26,12 +26,13 @@ class HipFileException(Exception):
 
     def __str__(self) -> str:
         from hipfile import _hipfile
+        from hipfile.enums import OpError
 
         try:
             text = _hipfile.op_error_message(int(self._hipfile_err))
         except TypeError:
             text = "unknown hipFile error"
         message = f"{int(self._hipfile_err)} - {text}"
-        if int(self._hipfile_err) == 5011:  # HIP_DRIVER_ERROR
+        if int(self._hipfile_err) == OpError.HIP_DRIVER_ERROR:
             message += f" {self._hip_err}"
         return message

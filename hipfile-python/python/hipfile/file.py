@@ -8,7 +8,7 @@ import sys
 from typing import Union
 
 from hipfile import _hipfile
-from hipfile.enums import FileHandleType
+from hipfile.enums import FileHandleType, OpError
 
 class FileHandle:
     """A file opened with ``os.open(path, flags, mode)`` and registered with
@@ -134,7 +134,7 @@ class FileHandle:
 def _hipfile_invalid_value():
     from hipfile._errors import HipFileException
 
-    return HipFileException(5022, 0)
+    return HipFileException(OpError.INVALID_VALUE, 0)
 
 
 class AsyncIOHandle:
