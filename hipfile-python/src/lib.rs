@@ -1,7 +1,7 @@
 //! hipfile-python: the Python boundary, the native module `hipfile._hipfile`. It converts
 //! Python's values into the Rust API's and back and holds no rule of its own. Buffer objects
 //! (CUDA array interface, DLPack, PyTorch tensors, the buffer protocol) are resolved here, in
-//! one place ([`buffers`]), into an address and the extent of the memory behind it, and every
+//! one place (`src/buffers.rs`), into an address and the extent of the memory behind it, and every
 //! call checks the request against that extent before any I/O (a buffer too small is a
 //! `ValueError`, never a write past its end).
 //!
