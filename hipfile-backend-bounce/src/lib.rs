@@ -133,6 +133,8 @@ impl Drop for Busy<'_> {
 #[derive(Clone, Copy, Debug)]
 struct Request {
     file: FileSide,
+    /// A write ends with the file's `fdatasync` (semantics §5).
+    durable: bool,
     device: i32,
     memory: DeviceSpan,
     file_offset: u64,
@@ -144,6 +146,7 @@ impl Request {
     fn new(req: &IoRequest<'_>, chunk: usize) -> Request {
         Request {
             file: FileSide::new(req.file(), req.cache()),
+            durable: req.durable(),
             device: req.device(),
             memory: req.memory(),
             file_offset: req.file_offset(),
@@ -630,7 +633,7 @@ mod tests {
             let file = FileSide::for_tests();
             // SAFETY: the span is only cut into chunks here, never copied to or from.
             let memory = unsafe { DeviceSpan::new(0x1000, len) };
-            let req = Request { file, device: 0, memory, file_offset, chunk: 100 };
+            let req = Request { file, durable: false, device: 0, memory, file_offset, chunk: 100 };
             let mut at = 0;
             for i in 0..req.chunk_count() {
                 let (skip, n) = req.chunk_at(i);

@@ -183,7 +183,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let started = Instant::now();
         let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
         let mut io = DirectIo { ring, state: &self.uring };
-        let written = req.file.write(&mut io, staged, offset, self.settings.durable_writes);
+        let written = req.file.write(&mut io, staged, offset, req.durable);
         charge(&self.profile.file_ns, started);
         match written {
             Ok(()) => work.done(i, len),
@@ -231,11 +231,12 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         self.work(dev, &work);
         while let Ok(()) = hipfile_core::pool::recv_soon(&rx) {}
         let mut results = work.results();
-        if self.settings.durable_writes {
-            // One fdatasync per file that was written.
+        if work.reqs.iter().any(|req| req.durable) {
+            // One fdatasync per file that was written durably.
             let started = Instant::now();
             let mut synced: HashMap<i32, Result<()>> = HashMap::new();
-            for (req, result) in work.reqs.iter().zip(results.iter_mut()).filter(|(_, r)| r.is_ok()) {
+            let durable = work.reqs.iter().zip(results.iter_mut()).filter(|(req, r)| req.durable && r.is_ok());
+            for (req, result) in durable {
                 let fd = req.file.buffered_fd();
                 if let Err(e) = synced.entry(fd).or_insert_with(|| fdatasync(fd)) {
                     *result = Err(e.clone());

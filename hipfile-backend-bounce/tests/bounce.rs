@@ -352,6 +352,31 @@ fn durable_writes_keep_or_bypass_the_page_cache() {
 }
 
 #[test]
+fn a_file_of_its_own_durability_overrides_the_drivers() {
+    // Under bypass a durable write goes O_DIRECT (nothing left in the page cache) and a write
+    // that need not be durable goes buffered (semantics §5): which one each file's writes are
+    // shows in its pages.
+    let len = 4 << 20;
+    let data = pattern(len, 47);
+    let gpu = MockGpu::new(1);
+    let dev = gpu.malloc(len).unwrap();
+    gpu.write_device(dev, &data).unwrap();
+    let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "bypass")]);
+    for (own, kept) in [(None, false), (Some(false), true), (Some(true), false)] {
+        let (_dir, file) = file_with(&[]);
+        let h = driver.handle_register(&file).unwrap();
+        driver.handle_set_durable(h, own).unwrap();
+        // SAFETY: mock device memory.
+        assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, len, 0, 0) }.unwrap(), len);
+        let n = resident(&cached_pages(&file, len));
+        assert_eq!(n * 10 >= (len / 4096) * 9, kept, "{own:?}: {n} pages cached");
+        assert!(std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap() == data, "{own:?}");
+        driver.handle_deregister(h).unwrap();
+        assert_eq!(driver.handle_set_durable(h, own), Err(OpError::HandleNotRegistered.into()));
+    }
+}
+
+#[test]
 fn reads_past_end_of_file_are_short_then_empty() {
     let data = pattern(1_000_003, 3);
     let (_dir, file) = file_with(&data);

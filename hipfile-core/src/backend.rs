@@ -80,6 +80,7 @@ pub struct IoRequest<'a> {
     file_offset: u64,
     cache: CacheUse,
     managed: bool,
+    durable: bool,
 }
 
 impl<'a> IoRequest<'a> {
@@ -90,7 +91,22 @@ impl<'a> IoRequest<'a> {
     /// When `memory` is longer than `max_rw_count()` (the driver caps every call).
     pub fn new(direction: Direction, file: &'a FileHandle, memory: DeviceSpan, device: i32, file_offset: u64) -> Self {
         assert!(memory.len() <= crate::io::max_rw_count(), "one request moves at most max_rw_count() bytes");
-        IoRequest { direction, file, memory, device, file_offset, cache: CacheUse::Bypass, managed: false }
+        IoRequest {
+            direction,
+            file,
+            memory,
+            device,
+            file_offset,
+            cache: CacheUse::Bypass,
+            managed: false,
+            durable: true,
+        }
+    }
+
+    /// The same request, a write durable when it returns or not (the dispatcher decides,
+    /// semantics §5; a request made with [`new`](Self::new) is durable).
+    pub fn with_durable(self, durable: bool) -> Self {
+        IoRequest { durable, ..self }
     }
 
     /// The same request, its memory managed memory or not (semantics §4: the bounce path
@@ -144,6 +160,10 @@ impl<'a> IoRequest<'a> {
     /// What the transfer does with the page cache (semantics §16).
     pub fn cache(&self) -> CacheUse {
         self.cache
+    }
+    /// Whether a write is to be durable when it returns (one `fdatasync` per call; semantics §5).
+    pub fn durable(&self) -> bool {
+        self.durable
     }
     /// Whether the memory is managed memory (semantics §4).
     pub fn is_managed(&self) -> bool {

@@ -144,18 +144,23 @@ pub(crate) struct Dispatcher<B> {
     pub(crate) stats: Arc<Stats>,
     /// Whether each request goes through the page cache (semantics §16).
     pub(crate) cache: CachePolicy,
+    /// Whether writes are durable when they return, for files without a setting of their own
+    /// (`HIPFILE_DURABLE_WRITES`, semantics §5).
+    durable: bool,
 }
 
 impl<B: Backend> Dispatcher<B> {
-    pub(crate) fn new(backends: Vec<B>, stats: Arc<Stats>, cache: CachePolicy) -> Self {
+    pub(crate) fn new(backends: Vec<B>, stats: Arc<Stats>, cache: CachePolicy, durable: bool) -> Self {
         let served = backends.iter().map(|_| Served::default()).collect();
-        Dispatcher { backends: backends.into(), served, stats, cache }
+        Dispatcher { backends: backends.into(), served, stats, cache, durable }
     }
 
-    /// `req` with the page-cache policy applied (semantics §16).
+    /// `req` with the page-cache policy (semantics §16) and the file's durability (§5) applied.
     fn decided<'a>(&self, req: &IoRequest<'a>) -> IoRequest<'a> {
         let end = req.file_offset() + req.size() as u64;
-        req.with_cache(req.file().decide_cache(&self.cache, req.direction(), end).cache_use())
+        let file = req.file();
+        req.with_cache(file.decide_cache(&self.cache, req.direction(), end).cache_use())
+            .with_durable(file.durable().unwrap_or(self.durable))
     }
 
     pub(crate) fn backends(&self) -> &[B] {
@@ -195,6 +200,7 @@ impl<B: Backend> Dispatcher<B> {
                 self.dispatch(&IoRequest::new(direction, file, memory, device, offset).with_managed(managed))
             }
             Target::Host { addr, len, durable } => {
+                let durable = file.durable().unwrap_or(durable);
                 let started = self.stats.start();
                 let cache = file.decide_cache(&self.cache, direction, offset + len as u64).cache_use();
                 let result = crate::hostio::transfer(direction, file, addr, len, offset, durable, cache);

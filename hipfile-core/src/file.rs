@@ -90,6 +90,8 @@ pub struct FileHandle {
     dio_offset_align: u32,
     /// Its own page-cache setting and the last rule applied (semantics §16).
     cache: crate::cache::FileCache,
+    /// Its own durability for writes: 0 the driver's, 1 not durable, 2 durable (semantics §5).
+    durable: std::sync::atomic::AtomicU8,
 }
 
 impl FileHandle {
@@ -160,6 +162,7 @@ impl FileHandle {
             dio_mem_align,
             dio_offset_align,
             cache: crate::cache::FileCache::default(),
+            durable: std::sync::atomic::AtomicU8::new(0),
         })
     }
 
@@ -229,6 +232,21 @@ impl FileHandle {
     /// Its page-cache setting and the last rule applied to it (semantics §16).
     pub fn cache(&self) -> &crate::cache::FileCache {
         &self.cache
+    }
+
+    /// Whether writes to this file are durable when they return, where the file says so itself
+    /// (`None`: the driver's `HIPFILE_DURABLE_WRITES`; semantics §5).
+    pub fn durable(&self) -> Option<bool> {
+        match self.durable.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => Some(false),
+            2 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Sets [`durable`](Self::durable) for the transfers that start after this.
+    pub fn set_durable(&self, durable: Option<bool>) {
+        self.durable.store(durable.map_or(0, |d| 1 + u8::from(d)), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The file's size now (a block device's is its capacity).

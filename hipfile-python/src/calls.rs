@@ -142,6 +142,14 @@ pub(crate) fn handle_set_page_cache(py: Python<'_>, handle: u64, setting: Option
     driver().handle_set_page_cache(HandleId(handle), setting).map_err(|e| py_err(py, e))
 }
 
+/// Gives a registered file its own durability for writes (`None`: the driver's,
+/// `HIPFILE_DURABLE_WRITES`), for its transfers from now on (semantics §5).
+#[pyfunction]
+#[pyo3(signature = (handle, durable = None))]
+pub(crate) fn handle_set_durable(py: Python<'_>, handle: u64, durable: Option<bool>) -> PyResult<()> {
+    driver().handle_set_durable(HandleId(handle), durable).map_err(|e| py_err(py, e))
+}
+
 /// The page-cache rule a read of the whole registered file would follow now, in words.
 #[pyfunction]
 pub(crate) fn page_cache_rule(py: Python<'_>, handle: u64) -> PyResult<String> {

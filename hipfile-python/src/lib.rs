@@ -50,6 +50,7 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_parameter, m)?)?;
     m.add_function(wrap_pyfunction!(handle_register, m)?)?;
     m.add_function(wrap_pyfunction!(handle_set_page_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(handle_set_durable, m)?)?;
     m.add_function(wrap_pyfunction!(device_extent, m)?)?;
     m.add_function(wrap_pyfunction!(page_cache_rule, m)?)?;
     m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;
@@ -79,5 +80,6 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(safetensors_header, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors_shard_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors_layout, m)?)?;
     Ok(())
 }

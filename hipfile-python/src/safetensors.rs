@@ -70,3 +70,26 @@ pub(crate) fn safetensors_shard_rows(rows: u64, rank: u64, world: u64) -> (u64, 
     let r = hipfile_safetensors::shard_rows(rows, rank, world);
     (r.start, r.end)
 }
+
+/// A file's first bytes, and each tensor's `(begin, end)` in its data area.
+pub(crate) type FileLayout = (Vec<u8>, Vec<(u64, u64)>);
+
+/// The layout of a file of `entries` `(name, dtype, shape)` and `metadata` (its pairs in
+/// order) that the safetensors package would write (`hipfile_safetensors::layout`): the file's
+/// first bytes, and each entry's `(begin, end)` in the data area.
+#[pyfunction]
+#[pyo3(signature = (entries, metadata = None))]
+pub(crate) fn safetensors_layout(
+    entries: Vec<(String, String, Vec<u64>)>,
+    metadata: Option<Vec<(String, String)>>,
+) -> PyResult<FileLayout> {
+    let mut checked = Vec::with_capacity(entries.len());
+    for (name, dtype, shape) in &entries {
+        let dtype = hipfile_safetensors::Dtype::from_name(dtype)
+            .ok_or_else(|| PyValueError::new_err(format!("tensor {name:?}: no safetensors dtype {dtype:?}")))?;
+        checked.push(hipfile_safetensors::Entry { name, dtype, shape });
+    }
+    let layout =
+        hipfile_safetensors::layout(&checked, metadata.as_deref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((layout.header, layout.ranges.into_iter().map(|r| (r.start, r.end)).collect()))
+}

@@ -346,3 +346,37 @@ def test_two_processes_each_load_their_shard(checkpoint):
     for rank, (code, out) in enumerate(outs):
         assert code == 0, f"rank {rank} failed:\n{out}"
         assert f"rank {rank} ok {len(tensors)}" in out
+
+
+def test_saving_gpu_tensors_gives_safetensors_bytes(scratch):
+    """hipfile.safetensors.save_file from GPU memory: the bytes safetensors.torch.save_file
+    writes for the same tensors (every dtype both know, odd shapes), CuPy arrays too; the
+    refusals are safetensors'."""
+    gen = torch.Generator().manual_seed(5)
+    tensors = {}
+    for i, name in enumerate(TORCH_DTYPES + NEWER_DTYPES):
+        dtype = getattr(torch, name, None)
+        for j, shape in enumerate(SHAPES[:-1] if name == "float4_e2m1fn_x2" else SHAPES):
+            t = make(gen, dtype, shape) if dtype is not None else None
+            if t is not None and saved_by_safetensors(t):
+                tensors[f"l{(i * 5 + j) % 7}.{name}.{j}"] = t.to(DEVICE)
+    meta = {"format": "pt"}
+    ours, theirs = scratch / "ours.safetensors", scratch / "theirs.safetensors"
+    hst.save_file(tensors, ours, meta)
+    st_torch.save_file({k: v.cpu() for k, v in tensors.items()}, str(theirs), meta)
+    assert ours.read_bytes() == theirs.read_bytes()
+    assert hst.save(tensors, meta) == theirs.read_bytes()
+    back = hst.load_file(ours, device=DEVICE)
+    assert all(raw(back[k]) == raw(v) for k, v in tensors.items())
+    whole = torch.arange(64, dtype=torch.float32, device=DEVICE)
+    with pytest.raises(ValueError):
+        hst.save_file({"t": whole.reshape(8, 8).t()}, scratch / "x.safetensors")  # not contiguous
+    with pytest.raises(RuntimeError):
+        hst.save_file({"a": whole, "b": whole[8:16]}, scratch / "x.safetensors")  # shared memory
+    hst.save_file({"a": whole[:8], "b": whole[8:16]}, scratch / "x.safetensors")  # apart: as safetensors
+    assert (scratch / "x.safetensors").read_bytes() == st_torch.save({"a": whole[:8].cpu(), "b": whole[8:16].cpu()})
+    cupy = pytest.importorskip("cupy")
+    arrays = {"c": cupy.arange(100, dtype=cupy.float32), "d": cupy.ones((3, 4), dtype=cupy.int16)}
+    hst.save_file(arrays, scratch / "cupy.safetensors")
+    host = {k: cupy.asnumpy(v) for k, v in arrays.items()}
+    assert (scratch / "cupy.safetensors").read_bytes() == st_numpy.save(host)

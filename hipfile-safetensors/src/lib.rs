@@ -18,6 +18,9 @@ use std::ops::Range;
 use serde::de::{self, Deserializer as _, MapAccess, Visitor};
 use serde_json::Value;
 
+mod layout;
+pub use layout::{Entry, Layout, layout};
+
 /// The longest header accepted (the safetensors package's own limit).
 pub const MAX_HEADER: u64 = 100_000_000;
 

@@ -218,7 +218,12 @@ impl<P: Platform> Driver<P> {
             }
             self.stats.set_level(config.stats_level as u8);
             let dispatcher = match self.build_backends(&config) {
-                Ok(backends) => Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats), config.cache_policy())),
+                Ok(backends) => Arc::new(Dispatcher::new(
+                    backends,
+                    Arc::clone(&self.stats),
+                    config.cache_policy(),
+                    config.bounce.durable_writes,
+                )),
                 Err(e) => {
                     self.restore_logging(); // the open failed: nothing of it stays
                     return Err(e);
@@ -297,7 +302,12 @@ impl<P: Platform> Driver<P> {
             return Ok(()); // another thread renewed them
         }
         let backends = self.build_backends(&open.config)?;
-        let dispatcher = Arc::new(Dispatcher::new(backends, Arc::clone(&self.stats), open.config.cache_policy()));
+        let dispatcher = Arc::new(Dispatcher::new(
+            backends,
+            Arc::clone(&self.stats),
+            open.config.cache_policy(),
+            open.config.bounce.durable_writes,
+        ));
         std::mem::forget(std::mem::replace(&mut open.dispatcher, dispatcher));
         open.generation = generation;
         Ok(())
@@ -402,6 +412,16 @@ impl<P: Platform> Driver<P> {
         let state = self.read_state();
         let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
         open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?.cache().set(setting);
+        Ok(())
+    }
+
+    /// Gives the registered file `handle` its own durability for writes (`None`: the driver's,
+    /// `HIPFILE_DURABLE_WRITES`), for the transfers that start after this (semantics §5).
+    /// `hipFileHandleNotRegistered` if unknown.
+    pub fn handle_set_durable(&self, handle: HandleId, durable: Option<bool>) -> Result<()> {
+        let state = self.read_state();
+        let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
+        open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?.set_durable(durable);
         Ok(())
     }
 

@@ -158,7 +158,14 @@ class File(_Closing):
     """A file registered with the library (see :func:`open`); a context manager."""
 
     def __init__(
-        self, path, mode: str = "r", *, direct: bool = True, file_mode: int = 0o644, cache: Optional[str] = None
+        self,
+        path,
+        mode: str = "r",
+        *,
+        direct: bool = True,
+        file_mode: int = 0o644,
+        cache: Optional[str] = None,
+        durable: Optional[bool] = None,
     ) -> None:
         flags = _MODES.get(mode.replace("b", ""))
         if flags is None:
@@ -193,6 +200,8 @@ class File(_Closing):
             raise
         if cache is not None:
             self.set_cache(cache)
+        if durable is not None:
+            self.set_durable(durable)
 
     def __repr__(self) -> str:
         return f"<hipfile.File {self._path!r}{' closed' if self.closed else ''}>"
@@ -308,6 +317,12 @@ class File(_Closing):
             raise ValueError(f"cache={cache!r}: use 'auto', 'keep', 'bypass' or None")
         _hipfile.handle_set_page_cache(self._check(), cache)
 
+    def set_durable(self, durable: Optional[bool]) -> None:
+        """Whether this file's writes are durable when they return (one ``fdatasync`` per call)
+        from now on; ``None`` for the driver's (``HIPFILE_DURABLE_WRITES``, default true). A
+        writer of many pieces that syncs once at the end (``os.fsync``) sets it false."""
+        _hipfile.handle_set_durable(self._check(), durable)
+
     def cache_rule(self) -> str:
         """The page-cache rule a read of the whole file follows now, in words (for example
         ``keep (auto: the file, 8.0 MiB, fits within 11000.0 MiB)``)."""
@@ -351,13 +366,16 @@ def register(buf) -> Registration:
     return Registration(buf)
 
 
-def open(path, mode: str = "r", *, direct: bool = True, cache: Optional[str] = None) -> File:  # noqa: A001
+def open(  # noqa: A001
+    path, mode: str = "r", *, direct: bool = True, cache: Optional[str] = None, durable: Optional[bool] = None
+) -> File:
     """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
     ``O_DIRECT`` where the file system allows it, and registers it; a context manager.
-    ``cache``: this file's page-cache policy (:meth:`File.set_cache`; ``None``: the driver's).
+    ``cache``: this file's page-cache policy (:meth:`File.set_cache`; ``None``: the driver's);
+    ``durable``: whether its writes are durable when they return (:meth:`File.set_durable`).
     The library reads and writes through descriptors of its own either way: ``direct`` only
     decides how the descriptor :meth:`File.fileno` gives is opened."""
-    return File(path, mode, direct=direct, cache=cache)
+    return File(path, mode, direct=direct, cache=cache, durable=durable)
 
 
 def runtime() -> dict:

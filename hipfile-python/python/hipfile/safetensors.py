@@ -28,8 +28,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hipfile import _hipfile
 from hipfile._api import MAX_BATCH_ENTRIES, _Closing, open as _open
+from hipfile._safetensors_format import _NUMPY, _TORCH, SafetensorError
+from hipfile._saving import save, save_file, save_model_dir
 
-__all__ = ["SafetensorError", "load_file", "load", "safe_open", "load_model_dir", "read_header"]
+__all__ = [
+    "SafetensorError", "load_file", "load", "safe_open", "load_model_dir", "read_header", "save_file", "save", "save_model_dir"
+]
 
 Progress = Callable[[int, int], None]
 
@@ -44,10 +48,6 @@ ALIGN = 4096
 
 def _pad(file_offset: int) -> int:
     return file_offset % ALIGN
-
-
-class SafetensorError(ValueError):
-    """A file that is not a safetensors file this loader will read (the message names why)."""
 
 
 class Header:
@@ -194,19 +194,7 @@ def _device_index(device) -> int:
 
 
 _NAMES = {"pt": "PyTorch", "cupy": "CuPy", "np": "NumPy"}
-_TORCH = {
-    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "I16": ("int16", 1), "U16": ("uint16", 1),
-    "F16": ("float16", 1), "BF16": ("bfloat16", 1), "I32": ("int32", 1), "U32": ("uint32", 1),
-    "F32": ("float32", 1), "C64": ("complex64", 1), "F64": ("float64", 1), "I64": ("int64", 1),
-    "U64": ("uint64", 1), "F8_E4M3": ("float8_e4m3fn", 1), "F8_E5M2": ("float8_e5m2", 1),
-    "F8_E4M3FNUZ": ("float8_e4m3fnuz", 1), "F8_E5M2FNUZ": ("float8_e5m2fnuz", 1),
-    "F8_E8M0": ("float8_e8m0fnu", 1), "F4": ("float4_e2m1fn_x2", 2),
-}
-_NUMPY = {
-    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16", "F16": "float16",
-    "I32": "int32", "U32": "uint32", "F32": "float32", "C64": "complex64", "F64": "float64",
-    "I64": "int64", "U64": "uint64",
-}
+
 
 
 class _Tally:
