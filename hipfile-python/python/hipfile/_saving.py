@@ -198,7 +198,14 @@ def save_file(
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with File(tmp, "x", file_mode=0o666, cache=cache, durable=False) as f:
+        # Durable: each write call's data durable when it returns (the bounce path starts each
+        # chunk's writeback as it goes, or writes O_DIRECT), so the disk works while the rest is
+        # written; else no fdatasync at all.
+        with File(tmp, "x", file_mode=0o666, cache=cache, durable=durable) as f:
+            # The file's size at once, and no one else knows its name: writes that keep the page
+            # cache may store through a mapping of it (semantics §5), many threads at once.
+            os.ftruncate(f.fileno(), len(header) + max((end for _, end in ranges), default=0))
+            _hipfile.handle_set_mapped_writes(f._check(), True)
             if f.write(header) != len(header):
                 raise OSError(f"{tmp}: the header was written short")
             start = len(header)
@@ -213,7 +220,7 @@ def save_file(
                     if done != n:
                         raise OSError(f"{tmp}: {done} of {n} bytes written at {offset}")
             if durable:
-                os.fsync(f.fileno())
+                os.fsync(f.fileno())  # the size and what the calls above did not sync
         os.replace(tmp, path)
     except BaseException:
         try:
