@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use crate::{Dtype, Error};
+use crate::format::{Dtype, Error};
 
 /// One tensor to save: its name, dtype and shape as the header gives them.
 #[derive(Clone, Copy, Debug)]

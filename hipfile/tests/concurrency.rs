@@ -344,10 +344,11 @@ fn threads_against_models_then_everything_is_released() {
                 // threads: the test's, the workers, a thread per stream (the mock GPU's);
                 // descriptors: the test's files, two per registration, a ring per lane.
                 // After a close to zero the retiring generation frees its staging once its I/O
-                // has ended, while a new open may already be setting up its own: one
-                // generation's worth more.
+                // has ended, while a new open may already be setting up its own; on a loaded
+                // machine (CI's two cores, other tests beside) the I/O of two closed generations
+                // can outlast the next open (seen: 58 stages where two generations allow 56).
                 let pinned = gpu.pinned_allocations().into_values().max().unwrap_or(0);
-                let generations = if racing_close { 2 } else { 1 };
+                let generations = if racing_close { 3 } else { 1 };
                 assert!(pinned <= generations * 2 * lanes_per_device, "{pinned} pinned stages on one device");
                 let lanes = devices * lanes_per_device;
                 // A joined thread may linger a moment in the kernel's list (it is still
