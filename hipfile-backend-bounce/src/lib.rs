@@ -39,7 +39,6 @@ mod demote;
 mod device;
 mod fileio;
 mod lanes;
-mod mapped;
 mod profile;
 mod read;
 mod streaming;
@@ -136,9 +135,6 @@ struct Request {
     file: FileSide,
     /// A write ends with the file's `fdatasync` (semantics §5).
     durable: bool,
-    /// A write that keeps the page cache, not durable, to a file its writer says no one else
-    /// resizes: stored through a mapping ([`mapped`]).
-    mapped: bool,
     device: i32,
     memory: DeviceSpan,
     file_offset: u64,
@@ -151,7 +147,6 @@ impl Request {
         Request {
             file: FileSide::new(req.file(), req.cache()),
             durable: req.durable(),
-            mapped: req.file().mapped_writes() && !req.durable() && req.cache() == hipfile_core::CacheUse::Keep,
             device: req.device(),
             memory: req.memory(),
             file_offset: req.file_offset(),
@@ -638,7 +633,7 @@ mod tests {
             let file = FileSide::for_tests();
             // SAFETY: the span is only cut into chunks here, never copied to or from.
             let memory = unsafe { DeviceSpan::new(0x1000, len) };
-            let req = Request { file, durable: false, mapped: false, device: 0, memory, file_offset, chunk: 100 };
+            let req = Request { file, durable: false, device: 0, memory, file_offset, chunk: 100 };
             let mut at = 0;
             for i in 0..req.chunk_count() {
                 let (skip, n) = req.chunk_at(i);

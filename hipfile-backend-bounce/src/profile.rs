@@ -11,8 +11,6 @@ use crate::fileio::ReadPolicy;
 pub(crate) struct Profile {
     /// Stripes read and chunks written.
     pub(crate) chunks: AtomicU64,
-    /// Chunks written through a mapping of the file ([`crate::mapped`]).
-    pub(crate) mapped_chunks: AtomicU64,
     /// In file reads and writes (page cache copies, or waiting for the disk).
     pub(crate) file_ns: AtomicU64,
     /// Waiting for copies, the GPU side of the pipeline: a read's at its end, a lane's last
@@ -49,7 +47,6 @@ impl Profile {
             ("chunks", get(&self.chunks)),
             ("chunks_read_cached", get(&reads.cached_chunks)),
             ("chunks_read_direct", get(&reads.direct_chunks)),
-            ("chunks_written_mapped", get(&self.mapped_chunks)),
             ("io_uring_ops", io_uring_ops),
             ("file_ns", get(&self.file_ns)),
             ("copy_wait_ns", get(&self.copy_wait_ns)),

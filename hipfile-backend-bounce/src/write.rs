@@ -12,7 +12,6 @@ use hipfile_core::{Error, GpuRuntime, IoRequest, OpError, Result};
 use crate::device::Device;
 use crate::fileio::DirectIo;
 use crate::lanes::Lane;
-use crate::mapped::FileMap;
 use crate::profile::charge;
 use crate::{Inner, Request, outcomes};
 
@@ -40,23 +39,13 @@ pub(crate) struct Work {
     moved: Vec<AtomicUsize>,
     finished: AtomicUsize,
     errors: Vec<OnceLock<Error>>,
-    /// Per request, its file's range mapped for its stores (`Request::mapped`), where it could be.
-    maps: Vec<Option<FileMap>>,
 }
 
 impl Work {
     pub(crate) fn new(reqs: Vec<Request>) -> Work {
         let pieces: Vec<(usize, usize)> =
             reqs.iter().enumerate().flat_map(|(r, req)| (0..req.chunk_count()).map(move |c| (r, c))).collect();
-        let maps = reqs
-            .iter()
-            .map(|r| {
-                r.mapped.then(|| FileMap::new(r.file.buffered_fd(), r.file_offset, r.file_offset + r.len() as u64))
-            })
-            .map(Option::flatten)
-            .collect();
         Work {
-            maps,
             next: AtomicUsize::new(0),
             moved: pieces.iter().map(|_| AtomicUsize::new(0)).collect(),
             finished: AtomicUsize::new(0),
@@ -193,14 +182,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let offset = req.file_offset + skip as u64;
         let started = Instant::now();
         let (staged, ring) = lane.host_side(&*self.gpu, k, offset, len)?;
-        let written = match &work.maps[r] {
-            Some(map) => {
-                map.write(offset, staged);
-                self.profile.mapped_chunks.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            None => req.file.write(&mut DirectIo { ring, state: &self.uring }, staged, offset, req.durable),
-        };
+        let mut io = DirectIo { ring, state: &self.uring };
+        let written = req.file.write(&mut io, staged, offset, req.durable);
         charge(&self.profile.file_ns, started);
         match written {
             Ok(()) => work.done(i, len),

@@ -377,40 +377,6 @@ fn a_file_of_its_own_durability_overrides_the_drivers() {
 }
 
 #[test]
-fn mapped_writes_store_inside_the_file_and_extend_it_by_pwrite() {
-    // A file its writer says no one else resizes: page-cache writes that need not be durable
-    // store through a mapping of the range the file has; past its end they extend it as pwrite.
-    let len = 3 << 20;
-    let data = pattern(len, 48);
-    let gpu = MockGpu::new(1);
-    let dev = gpu.malloc(len).unwrap();
-    gpu.write_device(dev, &data).unwrap();
-    let driver = driver_env(&gpu, settings(4, 64 << 20), &[("HIPFILE_PAGE_CACHE", "keep")]);
-    let (_dir, file) = file_with(&vec![7u8; 2 << 20]);
-    let h = driver.handle_register(&file).unwrap();
-    driver.handle_set_durable(h, Some(false)).unwrap();
-    driver.handle_set_mapped_writes(h, true).unwrap();
-    // Inside the file, at an unaligned offset: mapped.
-    // SAFETY: mock device memory.
-    assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 1 << 20, 1000, 0) }.unwrap(), 1 << 20);
-    let mapped = counter(&driver, "chunks_written_mapped");
-    assert!(mapped > 0, "stored through the mapping");
-    // Past its end: pwrite, which extends it.
-    // SAFETY: mock device memory.
-    assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, len, 1 << 20, 0) }.unwrap(), len);
-    assert_eq!(counter(&driver, "chunks_written_mapped"), mapped, "nothing past the end is mapped");
-    let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
-    assert_eq!(on_disk.len(), (1 << 20) + len);
-    assert!(on_disk[..1000].iter().all(|&b| b == 7));
-    assert!(on_disk[1000..(1 << 20)] == data[..(1 << 20) - 1000] && on_disk[1 << 20..] == data[..]);
-    // Durable writes never go through a mapping.
-    driver.handle_set_durable(h, Some(true)).unwrap();
-    // SAFETY: mock device memory.
-    assert_eq!(unsafe { driver.transfer(Direction::Write, h, dev, 1 << 20, 0, 0) }.unwrap(), 1 << 20);
-    assert_eq!(counter(&driver, "chunks_written_mapped"), mapped);
-}
-
-#[test]
 fn reads_past_end_of_file_are_short_then_empty() {
     let data = pattern(1_000_003, 3);
     let (_dir, file) = file_with(&data);

@@ -92,8 +92,6 @@ pub struct FileHandle {
     cache: crate::cache::FileCache,
     /// Its own durability for writes: 0 the driver's, 1 not durable, 2 durable (semantics §5).
     durable: std::sync::atomic::AtomicU8,
-    /// Its writer says no one else resizes it while it writes (semantics §5, mapped writes).
-    mapped_writes: std::sync::atomic::AtomicBool,
 }
 
 impl FileHandle {
@@ -165,7 +163,6 @@ impl FileHandle {
             dio_offset_align,
             cache: crate::cache::FileCache::default(),
             durable: std::sync::atomic::AtomicU8::new(0),
-            mapped_writes: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -245,17 +242,6 @@ impl FileHandle {
             2 => Some(true),
             _ => None,
         }
-    }
-
-    /// Whether its writer said that no one else changes the file's size while it writes, so
-    /// that page-cache writes inside the file may go through a shared mapping (semantics §5).
-    pub fn mapped_writes(&self) -> bool {
-        self.mapped_writes.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Sets [`mapped_writes`](Self::mapped_writes) for the transfers that start after this.
-    pub fn set_mapped_writes(&self, mapped: bool) {
-        self.mapped_writes.store(mapped, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Sets [`durable`](Self::durable) for the transfers that start after this.

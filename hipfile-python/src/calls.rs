@@ -150,13 +150,6 @@ pub(crate) fn handle_set_durable(py: Python<'_>, handle: u64, durable: Option<bo
     driver().handle_set_durable(HandleId(handle), durable).map_err(|e| py_err(py, e))
 }
 
-/// Says that no one else resizes a registered file while this process writes it
-/// (`Driver::handle_set_mapped_writes`; semantics §5): for files the package alone knows.
-#[pyfunction]
-pub(crate) fn handle_set_mapped_writes(py: Python<'_>, handle: u64, mapped: bool) -> PyResult<()> {
-    driver().handle_set_mapped_writes(HandleId(handle), mapped).map_err(|e| py_err(py, e))
-}
-
 /// The page-cache rule a read of the whole registered file would follow now, in words.
 #[pyfunction]
 pub(crate) fn page_cache_rule(py: Python<'_>, handle: u64) -> PyResult<String> {

@@ -51,7 +51,6 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(handle_register, m)?)?;
     m.add_function(wrap_pyfunction!(handle_set_page_cache, m)?)?;
     m.add_function(wrap_pyfunction!(handle_set_durable, m)?)?;
-    m.add_function(wrap_pyfunction!(handle_set_mapped_writes, m)?)?;
     m.add_function(wrap_pyfunction!(device_extent, m)?)?;
     m.add_function(wrap_pyfunction!(page_cache_rule, m)?)?;
     m.add_function(wrap_pyfunction!(handle_deregister, m)?)?;

@@ -425,19 +425,6 @@ impl<P: Platform> Driver<P> {
         Ok(())
     }
 
-    /// Says that no one else changes the size of the registered file `handle` while this
-    /// process writes it (or no longer says so): its writes that keep the page cache and need
-    /// not be durable may then store through a shared mapping of the range the file already has
-    /// (semantics §5). A file cut short while so written ends the process with `SIGBUS`: say it
-    /// only of a file this process alone knows, such as one it just created under a private name.
-    /// `hipFileHandleNotRegistered` if unknown.
-    pub fn handle_set_mapped_writes(&self, handle: HandleId, mapped: bool) -> Result<()> {
-        let state = self.read_state();
-        let open = state.open.as_ref().ok_or(OpError::HandleNotRegistered)?;
-        open.files.get(&handle).ok_or(OpError::HandleNotRegistered)?.set_mapped_writes(mapped);
-        Ok(())
-    }
-
     /// The page-cache rule a read of the whole registered file `handle` would follow now
     /// (semantics §16). `hipFileHandleNotRegistered` if unknown.
     pub fn page_cache_rule(&self, handle: HandleId) -> Result<crate::cache::CacheRule> {

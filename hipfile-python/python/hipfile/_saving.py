@@ -202,10 +202,6 @@ def save_file(
         # chunk's writeback as it goes, or writes O_DIRECT), so the disk works while the rest is
         # written; else no fdatasync at all.
         with File(tmp, "x", file_mode=0o666, cache=cache, durable=durable) as f:
-            # The file's size at once, and no one else knows its name: writes that keep the page
-            # cache may store through a mapping of it (semantics §5), many threads at once.
-            os.ftruncate(f.fileno(), len(header) + max((end for _, end in ranges), default=0))
-            _hipfile.handle_set_mapped_writes(f._check(), True)
             if f.write(header) != len(header):
                 raise OSError(f"{tmp}: the header was written short")
             start = len(header)
