@@ -3,8 +3,7 @@
 
 use crate::cache::{CachePolicy, PageCache};
 use crate::error::{ConfigError, Error, OpError, Result};
-use crate::params::SizeParam::{MaxDevicePinnedMemSizeKb, MaxDirectIoSizeKb, MaxIoQueueDepth, MaxIoThreads};
-use crate::params::{BoolParam, Setting, SizeParam, StringParam, size_accepted};
+use crate::params::{BoolParam, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted};
 
 /// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
 /// batch-size parameter (`hipFileParamPropertiesIOBatchsize`) changes it.
@@ -243,20 +242,13 @@ impl Config {
                 .map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted)))
                 .transpose()
         };
+        for v in SIZE_VARIABLES {
+            if let Some(text) = get(v.name) {
+                let value = v.parse(&text).ok_or_else(|| invalid(v.name, text, v.accepted()))?;
+                config.set_size_parameter(v.param, value)?;
+            }
+        }
         let b = &mut config.bounce;
-        if let Some(n) = number("HIPFILE_BOUNCE_THREADS", "0 (automatic) to 256", |n| size_accepted(MaxIoThreads, n))? {
-            b.threads = n;
-        }
-        if let Some(kib) = number("HIPFILE_BOUNCE_CHUNK_KIB", "a multiple of 4 from 64 to 262144", |k| {
-            size_accepted(MaxDirectIoSizeKb, k)
-        })? {
-            b.chunk = kib << 10;
-        }
-        if let Some(mib) = number("HIPFILE_BOUNCE_MEMORY_MIB", "1 to 1048576", |m| {
-            m.checked_mul(1024).is_some_and(|kib| size_accepted(MaxDevicePinnedMemSizeKb, kib))
-        })? {
-            b.memory_limit = mib << 20;
-        }
         if let Some(value) = get("HIPFILE_STREAM_SIGNAL") {
             config.stream_signal = match value.trim().to_ascii_lowercase().as_str() {
                 "hostfn" => StreamSignal::HostFn,
@@ -292,9 +284,6 @@ impl Config {
         })? {
             config.page_cache_limit = (mib as u64) << 20;
         }
-        if let Some(n) = number("HIPFILE_BOUNCE_DIRECT_STREAMS", "1 to 1024", |n| size_accepted(MaxIoQueueDepth, n))? {
-            b.direct_streams = n;
-        }
         Ok(config)
     }
 
@@ -315,8 +304,8 @@ impl Config {
     }
 }
 
-fn invalid(var: &'static str, value: String, accepted: &'static str) -> Error {
-    Error::Config(ConfigError { var, value, accepted })
+fn invalid(var: &'static str, value: String, accepted: impl Into<String>) -> Error {
+    Error::Config(ConfigError { var, value, accepted: accepted.into() })
 }
 
 /// Upstream accepts `true`/`false` (any case); we also take `1/0/yes/no/on/off`.

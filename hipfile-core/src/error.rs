@@ -64,7 +64,7 @@ pub struct ConfigError {
     /// The value it had.
     pub value: String,
     /// The values it accepts, in words.
-    pub accepted: &'static str,
+    pub accepted: String,
 }
 
 /// Every way a hipFile operation can fail.

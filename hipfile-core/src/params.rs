@@ -172,6 +172,61 @@ pub fn size_range(p: SizeParam) -> std::ops::RangeInclusive<usize> {
     }
 }
 
+/// A `HIPFILE_*` variable that sets a size parameter, in a unit of its own: the parameter's
+/// value is the variable's times `scale` (semantics §9, §13). Its range is the parameter's, its
+/// default the configuration's; [`SIZE_VARIABLES`] is the one list of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeVariable {
+    /// The variable's name.
+    pub name: &'static str,
+    /// The parameter it sets.
+    pub param: SizeParam,
+    /// The parameter's units in one of the variable's (1024: the variable counts MiB where the
+    /// parameter counts KiB).
+    pub scale: usize,
+    /// What a special value means, where one has a meaning of its own.
+    pub special: Option<(usize, &'static str)>,
+}
+
+/// The size parameters' variables.
+pub const SIZE_VARIABLES: [SizeVariable; 4] = [
+    SizeVariable {
+        name: "HIPFILE_BOUNCE_THREADS",
+        param: SizeParam::MaxIoThreads,
+        scale: 1,
+        special: Some((0, "automatic")),
+    },
+    SizeVariable { name: "HIPFILE_BOUNCE_CHUNK_KIB", param: SizeParam::MaxDirectIoSizeKb, scale: 1, special: None },
+    SizeVariable {
+        name: "HIPFILE_BOUNCE_MEMORY_MIB",
+        param: SizeParam::MaxDevicePinnedMemSizeKb,
+        scale: 1024,
+        special: None,
+    },
+    SizeVariable { name: "HIPFILE_BOUNCE_DIRECT_STREAMS", param: SizeParam::MaxIoQueueDepth, scale: 1, special: None },
+];
+
+impl SizeVariable {
+    /// The values the variable takes, in words, from the parameter's range (`a multiple of 4
+    /// from 64 to 262144`).
+    pub fn accepted(&self) -> String {
+        let range = size_range(self.param);
+        let (low, high) = (range.start().div_ceil(self.scale), range.end() / self.scale);
+        let low = match self.special {
+            Some((value, meaning)) if value == low => format!("{low} ({meaning})"),
+            _ => low.to_string(),
+        };
+        let multiple = if self.param == SizeParam::MaxDirectIoSizeKb { "a multiple of 4 from " } else { "" };
+        format!("{multiple}{low} to {high}")
+    }
+
+    /// The parameter's value for the variable's `text`, if the parameter takes it.
+    pub fn parse(&self, text: &str) -> Option<usize> {
+        let value = text.trim().parse::<usize>().ok()?.checked_mul(self.scale)?;
+        size_accepted(self.param, value).then_some(value)
+    }
+}
+
 /// Whether size parameter `p` takes `v`: inside its [`size_range`], and for
 /// `MaxDirectIOSizeKB` a multiple of 4 (the bounce chunk is whole pages). The `HIPFILE_*`
 /// variables that set the same things take the same values.
