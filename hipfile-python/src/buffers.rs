@@ -53,8 +53,29 @@ impl Memory<'_> {
     }
 }
 
+/// A request from Python: `(buffer, size, file_offset, buf_offset)`, `size` `None` for the rest
+/// of the buffer past `buf_offset`.
+pub(crate) type Req<'py> = (Bound<'py, PyAny>, Option<i64>, i64, i64);
+
+/// A request whose memory is resolved and whose size lies inside it.
+pub(crate) struct Fitted<'py> {
+    pub(crate) memory: Memory<'py>,
+    pub(crate) size: usize,
+    pub(crate) file_offset: i64,
+    pub(crate) buf_offset: i64,
+}
+
+/// `req`'s memory (read into where not `write`; `upstream`: named as the upstream-shaped API
+/// names it) and its size, checked to lie inside it ([`fitted`]).
+pub(crate) fn fit<'py>(req: &Req<'py>, write: bool, upstream: bool) -> PyResult<Fitted<'py>> {
+    let (buffer, size, file_offset, buf_offset) = req;
+    let memory = resolve(buffer, !write, upstream, *size, *buf_offset)?;
+    let size = fitted(memory.extent, *size, *buf_offset)?;
+    Ok(Fitted { memory, size, file_offset: *file_offset, buf_offset: *buf_offset })
+}
+
 /// [`memory_of`], or [`upstream_memory`] for the upstream-shaped API.
-pub(crate) fn resolve<'py>(
+fn resolve<'py>(
     buffer: &Bound<'py, PyAny>,
     writable: bool,
     upstream: bool,

@@ -64,3 +64,14 @@ pub(crate) fn check_extent(extent: usize, size: usize, offset: i64) -> PyResult<
 pub(crate) fn direction(write: bool) -> Direction {
     if write { Direction::Write } else { Direction::Read }
 }
+
+/// The size of a request (`None`: what the buffer holds past `buf_offset`), checked to lie
+/// inside a buffer of `extent` bytes.
+pub(crate) fn fitted(extent: usize, size: Option<i64>, buf_offset: i64) -> PyResult<usize> {
+    let size = size.unwrap_or_else(|| (extent as i64).saturating_sub(buf_offset).max(0));
+    let (Ok(size), true) = (usize::try_from(size), buf_offset >= 0) else {
+        return Err(PyValueError::new_err("size and offsets must not be negative"));
+    };
+    check_extent(extent, size, buf_offset)?;
+    Ok(size)
+}

@@ -5,11 +5,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use hipfile::{BatchEntry, Completion, Driver, HandleId, Submitter, SystemPlatform};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::buffers::memory_of;
+use crate::buffers::{Fitted, Req, fit};
 use crate::common::*;
 
 /// A batch entry for `size` bytes at `buffer_offset` of the memory at `addr` (its callers
@@ -111,33 +110,13 @@ impl Future {
     }
 }
 
-/// The size of a request (`None`: what the buffer holds past `buf_offset`), checked to lie
-/// inside a buffer of `extent` bytes.
-pub(crate) fn fitted(extent: usize, size: Option<i64>, buf_offset: i64) -> PyResult<usize> {
-    let size = size.unwrap_or_else(|| (extent as i64).saturating_sub(buf_offset).max(0));
-    let (Ok(size), true) = (usize::try_from(size), buf_offset >= 0) else {
-        return Err(PyValueError::new_err("size and offsets must not be negative"));
-    };
-    check_extent(extent, size, buf_offset)?;
-    Ok(size)
-}
-
 /// [`transfer`] on the library's threads (through the submitter, as part of a batch): a
-/// [`Future`] at once, for `size` bytes (`None`: the rest of the buffer), in requests of at
-/// most `MAX_RW_COUNT`. The buffer's memory is held until the transfer has ended.
+/// [`Future`] at once, for the request `(buffer, size, file_offset, buf_offset)` ([`Req`]), in
+/// requests of at most `MAX_RW_COUNT`. The buffer's memory is held until the transfer has ended.
 #[pyfunction]
-#[pyo3(signature = (write, handle, buffer, size, file_offset, buf_offset))]
-pub(crate) fn submit(
-    py: Python<'_>,
-    write: bool,
-    handle: u64,
-    buffer: &Bound<'_, PyAny>,
-    size: Option<i64>,
-    file_offset: i64,
-    buf_offset: i64,
-) -> PyResult<Future> {
-    let memory = memory_of(buffer, !write)?;
-    let (addr, size) = (memory.addr, fitted(memory.extent, size, buf_offset)?);
+pub(crate) fn submit(py: Python<'_>, write: bool, handle: u64, req: Req<'_>) -> PyResult<Future> {
+    let Fitted { memory, size, file_offset, buf_offset } = fit(&req, write, false)?;
+    let addr = memory.addr;
     if size == 0 {
         return Ok(Future { parts: vec![Completion::new(Some(Ok(0)))] });
     }
@@ -161,23 +140,21 @@ pub(crate) fn submit(
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
-/// `Destroy`) of entries `(write, handle, buffer, size, file_offset, buf_offset)` (`size` as
-/// [`fitted`] takes it), without the GIL: for each entry, the bytes moved or the exception it
-/// ended with.
+/// `Destroy`) of entries `(write, handle, request)` ([`Req`]), without the GIL: for each entry,
+/// the bytes moved or the exception it ended with.
 #[pyfunction]
 #[pyo3(signature = (entries, timeout = None))]
 pub(crate) fn batch<'py>(
     py: Python<'py>,
-    entries: Vec<NativeEntry<'py>>,
+    entries: Vec<(bool, u64, Req<'py>)>,
     timeout: Option<f64>,
 ) -> PyResult<Bound<'py, PyList>> {
     let mut held = Vec::with_capacity(entries.len());
     let mut checked = Vec::with_capacity(entries.len());
-    for (i, (write, handle, buffer, size, file_offset, buf_offset)) in entries.iter().enumerate() {
-        let memory = memory_of(buffer, !write)?;
-        let size = fitted(memory.extent, *size, *buf_offset)?;
-        checked.push(batch_entry(*write, *handle, memory.addr, size, *file_offset, *buf_offset, i));
-        held.push(memory);
+    for (i, (write, handle, req)) in entries.iter().enumerate() {
+        let f = fit(req, *write, false)?;
+        checked.push(batch_entry(*write, *handle, f.memory.addr, f.size, f.file_offset, f.buf_offset, i));
+        held.push(f.memory);
     }
     let wait = timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
     let events = detached(py, move || {
@@ -198,6 +175,3 @@ pub(crate) fn batch<'py>(
     }
     Ok(out)
 }
-
-/// A batch entry from Python: `(write, handle, buffer, size, file_offset, buf_offset)`.
-pub(crate) type NativeEntry<'py> = (bool, u64, Bound<'py, PyAny>, Option<i64>, i64, i64);

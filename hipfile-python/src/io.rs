@@ -3,34 +3,22 @@
 use hipfile::HandleId;
 use pyo3::prelude::*;
 
-use crate::buffers::resolve;
+use crate::buffers::{Req, fit};
 use crate::common::*;
-use crate::futures::*;
 
-/// `hipFileRead` (`write` false) or `hipFileWrite` of `size` bytes (`None`: the rest of the
-/// buffer) at `file_offset`, into or from `buffer` at `buf_offset`: the request must lie inside
-/// the memory the object holds ([`crate::buffers`]; `upstream`: named as the upstream-shaped API
-/// names it), [`fitted`]. The bytes moved (fewer only at end of file): a transfer longer than
-/// one call may move ([`hipfile::max_rw_count`]) runs as several calls.
+/// `hipFileRead` (`write` false) or `hipFileWrite` of the request `(buffer, size, file_offset,
+/// buf_offset)` ([`Req`]; `size` `None`: the rest of the buffer): it must lie inside the memory
+/// the object holds ([`crate::buffers`]; `upstream`: named as the upstream-shaped API names
+/// it). The bytes moved (fewer only at end of file): a transfer longer than one call may move
+/// ([`hipfile::max_rw_count`]) runs as several calls.
 #[pyfunction]
-#[pyo3(signature = (write, handle, buffer, size, file_offset, buf_offset, upstream = false))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn transfer(
-    py: Python<'_>,
-    write: bool,
-    handle: u64,
-    buffer: &Bound<'_, PyAny>,
-    size: Option<i64>,
-    file_offset: i64,
-    buf_offset: i64,
-    upstream: bool,
-) -> PyResult<usize> {
-    let memory = resolve(buffer, !write, upstream, size, buf_offset)?;
-    let size = fitted(memory.extent, size, buf_offset)?;
-    // SAFETY: the range lies inside the memory the buffer object holds (checked above), held
-    // (`memory`) until this returns; device memory is also checked by the driver.
-    let done = unsafe { transfer_all(py, write, handle, memory.addr, size, file_offset, buf_offset) };
-    drop(memory);
+#[pyo3(signature = (write, handle, req, upstream = false))]
+pub(crate) fn transfer(py: Python<'_>, write: bool, handle: u64, req: Req<'_>, upstream: bool) -> PyResult<usize> {
+    let f = fit(&req, write, upstream)?;
+    // SAFETY: the range lies inside the memory the buffer object holds (checked by `fit`), held
+    // (`f.memory`) until this returns; device memory is also checked by the driver.
+    let done = unsafe { transfer_all(py, write, handle, f.memory.addr, f.size, f.file_offset, f.buf_offset) };
+    drop(f);
     done
 }
 

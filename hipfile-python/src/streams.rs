@@ -7,9 +7,8 @@ use hipfile::boundary::sync::lock;
 use hipfile::{AsyncParams, HandleId, Stream, StreamIo};
 use pyo3::prelude::*;
 
-use crate::buffers::resolve;
+use crate::buffers::{Fitted, Req, fit};
 use crate::common::*;
-use crate::futures::*;
 
 /// A stream-ordered operation's values and result (core's [`StreamIo`]), with the buffer
 /// object held until the stream has run it, whatever becomes of the Python object returned.
@@ -58,25 +57,22 @@ impl StreamOp {
     }
 }
 
-/// Queues a read or write on `stream` (a stream handle as an int): it runs when the stream gets
-/// there. The operation must lie inside the buffer's memory (`upstream`: named as the
-/// upstream-shaped API names it, [`crate::buffers`]), which is held until it has run.
+/// Queues a read or write of the request `(buffer, size, file_offset, buf_offset)` ([`Req`]) on
+/// `stream` (a stream handle as an int): it runs when the stream gets there. It must lie inside
+/// the buffer's memory (`upstream`: named as the upstream-shaped API names it,
+/// [`crate::buffers`]), which is held until it has run.
 #[pyfunction]
-#[pyo3(signature = (write, handle, buffer, size, file_offset, buf_offset, stream, upstream = false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (write, handle, req, stream, upstream = false))]
 pub(crate) fn stream_submit(
     py: Python<'_>,
     write: bool,
     handle: u64,
-    buffer: &Bound<'_, PyAny>,
-    size: Option<i64>,
-    file_offset: i64,
-    buf_offset: i64,
+    req: Req<'_>,
     stream: usize,
     upstream: bool,
 ) -> PyResult<StreamOp> {
-    let memory = resolve(buffer, !write, upstream, size, buf_offset)?;
-    let (addr, size) = (memory.addr, fitted(memory.extent, size, buf_offset)?);
+    let Fitted { memory, size, file_offset, buf_offset } = fit(&req, write, upstream)?;
+    let addr = memory.addr;
     let keep = memory.keep(py)?;
     let values =
         Arc::new(StreamValues { io: StreamIo::new(size, file_offset, buf_offset), keep: Mutex::new(Some(keep)) });

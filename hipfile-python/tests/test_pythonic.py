@@ -163,7 +163,7 @@ def test_errors_and_codes(data_file, scratch):
             f.read(bytearray(16), file_offset=-1)
         assert info.value.errno == errno.EINVAL
     with pytest.raises(hipfile.HipFileException) as info:
-        hipfile._hipfile.transfer(False, 12345, hipfile.DeviceBuffer(16), 16, 0, 0)
+        hipfile._hipfile.transfer(False, 12345, (hipfile.DeviceBuffer(16), 16, 0, 0))
     assert info.value.hipfile_err in (hipfile.OpError.HANDLE_NOT_REGISTERED, hipfile.OpError.DRIVER_NOT_INITIALIZED)
 
 

@@ -248,7 +248,7 @@ class File(_Closing):
             raise ValueError("I/O operation on a closed hipfile.File")
         # The native module finds the buffer's memory, fits the size to it, and splits what
         # one call cannot move.
-        return _hipfile.transfer(write, handle, buf, size, file_offset, buf_offset)
+        return _hipfile.transfer(write, handle, (buf, size, file_offset, buf_offset))
 
     def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
@@ -261,7 +261,7 @@ class File(_Closing):
         return self._transfer(True, buf, size, file_offset, buf_offset)
 
     def _submit(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> Future:
-        return _hipfile.submit(write, self._check(), buf, size, file_offset, buf_offset)
+        return _hipfile.submit(write, self._check(), (buf, size, file_offset, buf_offset))
 
     def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
         """As :meth:`read`, on the library's threads: a :class:`Future` at once."""
@@ -276,7 +276,7 @@ class File(_Closing):
         native = []
         for entry in entries:
             buf, size, file_offset, buf_offset = (tuple(entry) + (None, 0, 0))[:4]
-            native.append((write, handle, buf, size, file_offset, buf_offset))
+            native.append((write, handle, (buf, size, file_offset, buf_offset)))
         results: List[Any] = []
         for start in range(0, len(native), MAX_BATCH_ENTRIES):
             results.extend(_hipfile.batch(native[start : start + MAX_BATCH_ENTRIES], timeout))
@@ -296,7 +296,7 @@ class File(_Closing):
         return self._batch(True, entries, timeout)
 
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
-        op = _hipfile.stream_submit(write, self._check(), buf, size, file_offset, buf_offset, stream_handle(stream))
+        op = _hipfile.stream_submit(write, self._check(), (buf, size, file_offset, buf_offset), stream_handle(stream))
         return StreamOp(op)
 
     def read_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:

@@ -110,24 +110,24 @@ class FileHandle:
     def read(self, buffer, size: int, file_offset: int, buffer_offset: int) -> int:
         """``hipFileRead`` into ``buffer.ptr``: the bytes read (fewer at end of file)."""
         handle = self._check_open()
-        return _hipfile.transfer(False, handle, buffer, size, file_offset, buffer_offset, True)
+        return _hipfile.transfer(False, handle, (buffer, size, file_offset, buffer_offset), True)
 
     def write(self, buffer, size: int, file_offset: int, buffer_offset: int) -> int:
         """``hipFileWrite`` from ``buffer.ptr``: the bytes written."""
         handle = self._check_open()
-        return _hipfile.transfer(True, handle, buffer, size, file_offset, buffer_offset, True)
+        return _hipfile.transfer(True, handle, (buffer, size, file_offset, buffer_offset), True)
 
     def read_async(self, buffer, size: int, file_offset: int, buffer_offset: int, stream: int):
         """``hipFileReadAsync`` on ``stream``: the operation, whose ``bytes_done`` holds the
         result once the stream has run it."""
         handle = self._check_open()
-        op = _hipfile.stream_submit(False, handle, buffer, size, file_offset, buffer_offset, int(stream), True)
+        op = _hipfile.stream_submit(False, handle, (buffer, size, file_offset, buffer_offset), int(stream), True)
         return AsyncIOHandle(op, size, file_offset, buffer_offset)
 
     def write_async(self, buffer, size: int, file_offset: int, buffer_offset: int, stream: int):
         """``hipFileWriteAsync`` on ``stream``; see :meth:`read_async`."""
         handle = self._check_open()
-        op = _hipfile.stream_submit(True, handle, buffer, size, file_offset, buffer_offset, int(stream), True)
+        op = _hipfile.stream_submit(True, handle, (buffer, size, file_offset, buffer_offset), int(stream), True)
         return AsyncIOHandle(op, size, file_offset, buffer_offset)
 
 
