@@ -8,6 +8,8 @@
  *   owns the descriptor); deregistered (and the descriptor closed) by the destructor.
  * - hipfile::Buffer: registered device memory, deregistered by the destructor.
  * - hipfile::Batch: a batch, destroyed (its entries canceled and waited for) by the destructor.
+ * - hipfile::Future: a read or write on the library's threads (File::pread, File::pwrite); the
+ *   requests of many callers are gathered into the driver's batches (docs/semantics.md, §11).
  * - Objects move and never copy; a moved-from object holds nothing and destroys nothing.
  * - Every failure throws hipfile::Error: hipFile's code (code()), the errno of a system error
  *   (sys_errno(), else 0), the HIP runtime's error (hip_error(), else 0), and a message that
@@ -18,6 +20,7 @@
 
 #include <hipfile.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -151,6 +154,30 @@ private:
     rust::Box<bridge::Buffer> buffer_;
 };
 
+/* A read or write running on the library's threads (File::pread, File::pwrite). Its memory
+ * must stay valid until the result is in; destroying the Future does not cancel it. */
+class Future {
+public:
+    explicit Future(rust::Box<bridge::Pending> pending) : pending_(std::move(pending)) {}
+    Future(Future &&) noexcept = default;
+    Future &operator=(Future &&) noexcept = default;
+
+    /* Whether the transfer has ended (asking starts its round if it is still gathering). */
+    bool done() const { return pending_->done(); }
+    /* Waits for the transfer: the bytes moved (fewer at the end of the file), or its failure
+     * thrown as hipfile::Error. */
+    std::size_t get() const { return static_cast<std::size_t>(detail::call([&] { return pending_->wait(-1); })); }
+    /* Waits at most `timeout`: false when the time ran out (a failure is thrown). */
+    bool wait_for(std::chrono::nanoseconds timeout) const
+    {
+        const auto ns = static_cast<std::int64_t>(timeout.count() < 0 ? 0 : timeout.count());
+        return detail::call([&] { return pending_->wait(ns); }) >= 0;
+    }
+
+private:
+    rust::Box<bridge::Pending> pending_;
+};
+
 /* A registered file (hipFileHandleRegister), deregistered when destroyed. */
 class File {
 public:
@@ -184,6 +211,17 @@ public:
     {
         return transfer(true, const_cast<void *>(buffer), size, file_offset, buffer_offset);
     }
+    /* hipFileRead on the library's threads: a Future at once. `buffer` must stay valid until its
+     * result is in. */
+    Future pread(void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
+    {
+        return submit(false, buffer, size, file_offset, buffer_offset);
+    }
+    /* hipFileWrite on the library's threads, as pread. */
+    Future pwrite(const void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset = 0) const
+    {
+        return submit(true, const_cast<void *>(buffer), size, file_offset, buffer_offset);
+    }
     /* hipFileReadAsync: queued on `stream`; the pointed-to values are read when the stream gets
      * there and must live until then; *bytes_read receives the result. */
     void read_async(void *buffer, std::size_t *size, off_t *file_offset, off_t *buffer_offset, ssize_t *bytes_read,
@@ -199,6 +237,12 @@ public:
     }
 
 private:
+    Future submit(bool write, void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset) const
+    {
+        return Future(detail::call([&] {
+            return file_->submit(write, static_cast<std::uint8_t *>(buffer), size, file_offset, buffer_offset);
+        }));
+    }
     std::size_t transfer(bool write, void *buffer, std::size_t size, off_t file_offset, off_t buffer_offset) const
     {
         return detail::call([&] {

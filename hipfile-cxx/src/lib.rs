@@ -15,9 +15,12 @@
 
 use std::cell::RefCell;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use hipfile::{BatchEntry, BatchId, Direction, Error, HandleId, OpError};
+use hipfile::{
+    BatchEntry, BatchId, Completion, Direction, Driver, Error, HandleId, OpError, Submitter, SystemPlatform,
+};
 // The process-wide driver the C ABI uses, so C and C++ calls share it.
 use hipfile_capi::driver;
 
@@ -89,6 +92,7 @@ mod ffi {
         type File;
         type Buffer;
         type Batch;
+        type Pending;
 
         fn last_failure() -> Failure;
         fn open_driver() -> Result<Box<DriverUse>>;
@@ -121,6 +125,17 @@ mod ffi {
             bytes: *mut isize,
             stream: usize,
         ) -> Result<()>;
+
+        unsafe fn submit(
+            self: &File,
+            write: bool,
+            buffer: *mut u8,
+            size: usize,
+            file_offset: i64,
+            buffer_offset: i64,
+        ) -> Result<Box<Pending>>;
+        fn done(self: &Pending) -> bool;
+        fn wait(self: &Pending, timeout_ns: i64) -> Result<i64>;
 
         unsafe fn register_buffer(base: *mut u8, len: usize, flags: i32) -> Result<Box<Buffer>>;
         fn base(self: &Buffer) -> usize;
@@ -331,6 +346,87 @@ impl File {
         // SAFETY: the caller keeps hipFileReadAsync's contract, which `stream_io` requires.
         guarded(|| unsafe {
             hipfile_capi::stream_io(dir, self.id, buffer.cast(), size, file_offset, buffer_offset, bytes, stream)
+        })
+    }
+}
+
+/// The submitter of the C++ futures (`File::pread`/`pwrite`): requests of a burst gathered into
+/// one batch of the process-wide driver (the policy: `hipfile::submit`), as Python's futures.
+fn submitter() -> &'static Submitter<SystemPlatform, &'static Driver<SystemPlatform>> {
+    static SUBMITTER: OnceLock<Submitter<SystemPlatform, &'static Driver<SystemPlatform>>> = OnceLock::new();
+    SUBMITTER.get_or_init(|| Submitter::new(driver()))
+}
+
+impl File {
+    /// A read (`write` false) or write on the library's threads, through the submitter, in
+    /// requests of at most `max_rw_count()` bytes: its result later ([`Pending`]).
+    ///
+    /// # Safety
+    /// As `hipFileRead`, and the memory stays valid until the result is in: `buffer` is device
+    /// memory the driver checks against its allocation (or host memory where it is allowed).
+    unsafe fn submit(
+        &self,
+        write: bool,
+        buffer: *mut u8,
+        size: usize,
+        file_offset: i64,
+        buffer_offset: i64,
+    ) -> Result<Box<Pending>> {
+        guarded(|| {
+            if size == 0 {
+                return Ok(Box::new(Pending(vec![Completion::new(Some(Ok(0)))])));
+            }
+            let cap = hipfile::max_rw_count();
+            let mut parts = Vec::with_capacity(size.div_ceil(cap));
+            let mut done = 0;
+            while done < size {
+                let n = (size - done).min(cap);
+                let entry = BatchEntry {
+                    direction: direction(write),
+                    handle: self.id,
+                    buffer_base: buffer as usize,
+                    buffer_offset: buffer_offset.saturating_add(done as i64),
+                    file_offset: file_offset.saturating_add(done as i64),
+                    size: n,
+                    cookie: 0,
+                };
+                // SAFETY: the caller's contract: the memory stays valid until the result is in.
+                parts.push(unsafe { submitter().submit(entry, Box::new(())) });
+                done += n;
+            }
+            Ok(Box::new(Pending(parts)))
+        })
+    }
+}
+
+/// A read or write running on the library's threads: its parts' results once they are in.
+pub struct Pending(Vec<Arc<Completion>>);
+
+impl Pending {
+    /// Whether every part has ended (asking starts a round still gathering).
+    fn done(&self) -> bool {
+        let mut done = true;
+        for part in self.0.iter().filter(|p| p.result().is_none()) {
+            submitter().hurry(part);
+            done = false;
+        }
+        done
+    }
+
+    /// The bytes moved, waiting up to `timeout_ns` (negative: as long as it takes); -1 when the
+    /// time ran out; the first part's error, as the C++ exception.
+    fn wait(&self, timeout_ns: i64) -> Result<i64> {
+        let deadline = u64::try_from(timeout_ns).ok().map(|ns| Instant::now() + Duration::from_nanos(ns));
+        guarded(|| {
+            let mut total = 0i64;
+            for part in &self.0 {
+                submitter().hurry(part);
+                match part.wait(deadline) {
+                    None => return Ok(-1),
+                    Some(result) => total += result? as i64,
+                }
+            }
+            Ok(total)
         })
     }
 }

@@ -333,6 +333,34 @@ static void batches_and_streams(void *dev)
     unlink(p.c_str());
 }
 
+static void futures(void *dev)
+{
+    hipfile::Driver driver;
+    const std::string p = path("futures");
+    make_file(p);
+    hipfile::File file(p, O_RDONLY);
+    CHECK(hipMemset(dev, 0, LEN) == hipSuccess);
+    std::vector<hipfile::Future> pending;
+    for (std::size_t i = 0; i < 16; i++) {
+        const off_t at = static_cast<off_t>(i * (LEN / 16));
+        pending.push_back(file.pread(dev, LEN / 16, at, at));
+    }
+    std::size_t total = 0;
+    for (const hipfile::Future &f : pending) {
+        CHECK(f.wait_for(std::chrono::seconds(10)));
+        CHECK(f.done());
+        total += f.get();
+    }
+    CHECK(total == LEN && device_matches(dev, LEN, 0));
+    CHECK(file.pread(dev, 4096, LEN - 100).get() == 100); // end of file: short
+    CHECK(file.pread(dev, 0, 0).get() == 0);
+    // A write to a file opened read-only: the failure comes out of get().
+    hipfile::Future w = file.pwrite(dev, 4096, 0);
+    hipfile::Error e = thrown([&] { w.get(); });
+    CHECK(e.sys_errno() == EBADF);
+    unlink(p.c_str());
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2);
@@ -346,6 +374,7 @@ int main(int argc, char **argv)
     moves(dev);
     threads(dev);
     batches_and_streams(dev);
+    futures(dev);
     CHECK(hipfile::Driver::use_count() == 0);
     CHECK(hipFree(dev) == hipSuccess);
     std::printf("ok: %d checks\n", checks);
