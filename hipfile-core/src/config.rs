@@ -3,7 +3,9 @@
 
 use crate::cache::{CachePolicy, PageCache};
 use crate::error::{ConfigError, Error, OpError, Result};
-use crate::params::{BoolParam, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted};
+use crate::params::{
+    BOOL_VARIABLES, BoolParam, BoolTarget, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted,
+};
 
 /// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
 /// batch-size parameter (`hipFileParamPropertiesIOBatchsize`) changes it.
@@ -230,13 +232,12 @@ impl Config {
                 _ => return Err(invalid("HIPFILE_BACKEND", value, "auto, p2p, bounce, mock")),
             };
         }
-        let flag = |name: &'static str, default: bool| -> Result<bool> {
-            get(name).map_or(Ok(default), |v| parse_bool(&v).ok_or_else(|| invalid(name, v, BOOL_WORDS)))
-        };
-        config.allow_compat_mode = flag("HIPFILE_ALLOW_COMPAT_MODE", true)?;
-        config.force_compat_mode = flag("HIPFILE_FORCE_COMPAT_MODE", false)?;
-        config.unsupported_file_systems = flag("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", false)?;
-        config.allow_system_memory = flag("HIPFILE_ALLOW_SYSTEM_MEMORY", false)?;
+        for (name, target) in BOOL_VARIABLES {
+            if let Some(text) = get(name) {
+                let value = parse_bool(&text).ok_or_else(|| invalid(name, text, BOOL_WORDS))?;
+                config.set_bool_variable(target, value);
+            }
+        }
         let number = |name: &'static str, accepted: &'static str, ok: fn(usize) -> bool| -> Result<Option<usize>> {
             get(name)
                 .map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted)))
@@ -257,8 +258,6 @@ impl Config {
                 _ => return Err(invalid("HIPFILE_STREAM_SIGNAL", value, "hostfn, event, inline")),
             };
         }
-        b.durable_writes = flag("HIPFILE_DURABLE_WRITES", true)?;
-        b.io_uring = flag("HIPFILE_BOUNCE_IO_URING", true)?;
         if let Some(value) = get("HIPFILE_BOUNCE_DEMOTE") {
             b.demote = match (parse_bool(&value), value.trim().to_ascii_lowercase().as_str()) {
                 (Some(true), _) => Demote::Auto,
@@ -377,6 +376,24 @@ impl Config {
             StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
             ForceOdirectMode => self.page_cache == PageCache::Bypass,
             other => self.kept.bools[other as usize],
+        }
+    }
+
+    /// The value of what a boolean variable sets.
+    pub fn bool_variable(&self, target: BoolTarget) -> bool {
+        match target {
+            BoolTarget::Param(p) => self.bool_parameter(p),
+            BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems,
+            BoolTarget::DurableWrites => self.bounce.durable_writes,
+        }
+    }
+
+    /// Sets what a boolean variable sets.
+    pub fn set_bool_variable(&mut self, target: BoolTarget, v: bool) {
+        match target {
+            BoolTarget::Param(p) => self.set_bool_parameter(p, v),
+            BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems = v,
+            BoolTarget::DurableWrites => self.bounce.durable_writes = v,
         }
     }
 

@@ -79,7 +79,9 @@ pub use gpu::MockGpuRuntime;
 pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, Event, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
 pub use io::max_rw_count;
 pub use memory::DeviceMemory;
-pub use params::{BoolParam, SIZE_VARIABLES, SizeParam, SizeVariable, StringParam, size_range};
+pub use params::{
+    BOOL_VARIABLES, BoolParam, BoolTarget, SIZE_VARIABLES, SizeParam, SizeVariable, StringParam, size_range,
+};
 pub use stream::{AsyncParams, StreamSignal};
 pub use submit::{Completion, Submitter};
 pub use version::API_VERSION;

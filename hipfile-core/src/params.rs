@@ -227,6 +227,30 @@ impl SizeVariable {
     }
 }
 
+/// What a boolean `HIPFILE_*` variable sets: a parameter, or a setting of ours that no parameter
+/// names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoolTarget {
+    /// The parameter (the variable and the parameter set the same thing).
+    Param(BoolParam),
+    /// `HIPFILE_UNSUPPORTED_FILE_SYSTEMS`: the p2p path may serve regular files on any file
+    /// system.
+    UnsupportedFileSystems,
+    /// `HIPFILE_DURABLE_WRITES`: writes are durable when they return (semantics §5).
+    DurableWrites,
+}
+
+/// The boolean `HIPFILE_*` variables and what each sets (its default is the configuration's):
+/// one list, read by the configuration and held to docs/configuration.md by a test.
+pub const BOOL_VARIABLES: [(&str, BoolTarget); 6] = [
+    ("HIPFILE_ALLOW_COMPAT_MODE", BoolTarget::Param(BoolParam::AllowCompatMode)),
+    ("HIPFILE_FORCE_COMPAT_MODE", BoolTarget::Param(BoolParam::ForceCompatMode)),
+    ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", BoolTarget::UnsupportedFileSystems),
+    ("HIPFILE_ALLOW_SYSTEM_MEMORY", BoolTarget::Param(BoolParam::AllowSystemMemory)),
+    ("HIPFILE_DURABLE_WRITES", BoolTarget::DurableWrites),
+    ("HIPFILE_BOUNCE_IO_URING", BoolTarget::Param(BoolParam::PreferIoUring)),
+];
+
 /// Whether size parameter `p` takes `v`: inside its [`size_range`], and for
 /// `MaxDirectIOSizeKB` a multiple of 4 (the bounce chunk is whole pages). The `HIPFILE_*`
 /// variables that set the same things take the same values.

@@ -1,19 +1,39 @@
-//! docs/configuration.md's rows for the size parameters' variables say what the one table
-//! (`SIZE_VARIABLES`: the parameter's range, the configuration's default) says.
+//! docs/configuration.md's rows for the size and boolean variables say what the tables say
+//! (`SIZE_VARIABLES`: the parameter's range; `BOOL_VARIABLES`), with the configuration's
+//! defaults.
 
-use hipfile_core::SIZE_VARIABLES;
 use hipfile_core::config::Config;
+use hipfile_core::{BOOL_VARIABLES, SIZE_VARIABLES};
+
+/// The cells of `name`'s row, backticks removed.
+fn row(docs: &str, name: &str) -> Vec<String> {
+    let row = docs.lines().find(|l| l.starts_with(&format!("| `{name}` |")));
+    let row = row.unwrap_or_else(|| panic!("{name} has no row in docs/configuration.md"));
+    row.split('|').map(|c| c.trim().replace('`', "")).collect()
+}
 
 #[test]
 fn the_documented_ranges_and_defaults_are_the_tables() {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md")).unwrap();
     let defaults = Config::default();
     for v in SIZE_VARIABLES {
-        let row = docs.lines().find(|l| l.starts_with(&format!("| `{}` |", v.name)));
-        let row = row.unwrap_or_else(|| panic!("{} has no row in docs/configuration.md", v.name));
-        let cells: Vec<String> = row.split('|').map(|c| c.trim().replace('`', "")).collect();
+        let cells = row(&docs, v.name);
         assert_eq!(cells[2], v.accepted(), "{}: the values", v.name);
         let default = (defaults.size_parameter(v.param) / v.scale).to_string();
         assert_eq!(cells[3].split(':').next().unwrap(), default, "{}: the default", v.name);
+    }
+}
+
+#[test]
+fn the_documented_booleans_and_their_defaults_are_the_tables() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md")).unwrap();
+    let defaults = Config::default();
+    for (name, target) in BOOL_VARIABLES {
+        let cells = row(&docs, name);
+        assert_eq!(cells[2], "boolean", "{name}: the values");
+        assert_eq!(cells[3], defaults.bool_variable(target).to_string(), "{name}: the default");
+        // The variable and what it sets are one: set through the environment, read back.
+        let set = Config::from_lookup(|n| (n == name).then(|| (!defaults.bool_variable(target)).to_string())).unwrap();
+        assert_eq!(set.bool_variable(target), !defaults.bool_variable(target), "{name}");
     }
 }
