@@ -20,6 +20,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::words::Words;
+
 /// How transfers use the page cache (`HIPFILE_PAGE_CACHE`, the `PageCache` parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PageCache {
@@ -32,29 +34,13 @@ pub enum PageCache {
     Bypass,
 }
 
+/// As `HIPFILE_PAGE_CACHE` and `hipFileParamPageCache` spell it.
+impl Words for PageCache {
+    const WORDS: &'static [(&'static str, PageCache)] =
+        &[("auto", PageCache::Auto), ("keep", PageCache::Keep), ("bypass", PageCache::Bypass)];
+}
+
 impl PageCache {
-    /// Every value, as the parameter spells it.
-    pub const NAMES: &'static str = "auto, keep, bypass";
-
-    /// The name as `HIPFILE_PAGE_CACHE` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageCache::Auto => "auto",
-            PageCache::Keep => "keep",
-            PageCache::Bypass => "bypass",
-        }
-    }
-
-    /// The value named `word` (any case, blanks around it ignored).
-    pub fn parse(word: &str) -> Option<PageCache> {
-        match word.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(PageCache::Auto),
-            "keep" => Some(PageCache::Keep),
-            "bypass" => Some(PageCache::Bypass),
-            _ => None,
-        }
-    }
-
     fn to_raw(setting: Option<PageCache>) -> u8 {
         match setting {
             None => 0,
@@ -76,7 +62,7 @@ impl PageCache {
 
 impl fmt::Display for PageCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.word())
     }
 }
 
@@ -266,7 +252,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for mode in [PageCache::Auto, PageCache::Keep, PageCache::Bypass] {
-            assert_eq!(PageCache::parse(&format!(" {} ", mode.name().to_uppercase())), Some(mode));
+            assert_eq!(PageCache::parse(&format!(" {} ", mode.word().to_uppercase())), Some(mode));
             assert_eq!(PageCache::from_raw(PageCache::to_raw(Some(mode))), Some(mode));
         }
         assert_eq!(PageCache::parse("sometimes"), None);

@@ -6,6 +6,7 @@ use crate::error::{ConfigError, Error, OpError, Result};
 use crate::params::{
     BOOL_VARIABLES, BoolParam, BoolTarget, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted,
 };
+use crate::words::Words;
 
 /// The most entries a batch holds by default (upstream's `IBatchContext::MAX_SIZE`); the
 /// batch-size parameter (`hipFileParamPropertiesIOBatchsize`) changes it.
@@ -27,6 +28,12 @@ pub enum StreamSignal {
     Inline,
 }
 
+/// As `HIPFILE_STREAM_SIGNAL` spells it.
+impl Words for StreamSignal {
+    const WORDS: &'static [(&'static str, StreamSignal)] =
+        &[("hostfn", StreamSignal::HostFn), ("event", StreamSignal::Event), ("inline", StreamSignal::Inline)];
+}
+
 /// Which family of backends the driver uses (`HIPFILE_BACKEND`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
@@ -42,16 +49,14 @@ pub enum BackendChoice {
     Mock,
 }
 
-impl BackendChoice {
-    /// The name as `HIPFILE_BACKEND` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendChoice::Auto => "auto",
-            BackendChoice::P2p => "p2p",
-            BackendChoice::Bounce => "bounce",
-            BackendChoice::Mock => "mock",
-        }
-    }
+/// As `HIPFILE_BACKEND` spells it.
+impl Words for BackendChoice {
+    const WORDS: &'static [(&'static str, BackendChoice)] = &[
+        ("auto", BackendChoice::Auto),
+        ("p2p", BackendChoice::P2p),
+        ("bounce", BackendChoice::Bounce),
+        ("mock", BackendChoice::Mock),
+    ];
 }
 
 /// The driver's configuration.
@@ -223,14 +228,16 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut config = Config::default();
-        if let Some(value) = get("HIPFILE_BACKEND") {
-            config.backend = match value.trim().to_ascii_lowercase().as_str() {
-                "auto" => BackendChoice::Auto,
-                "p2p" => BackendChoice::P2p,
-                "bounce" => BackendChoice::Bounce,
-                "mock" => BackendChoice::Mock,
-                _ => return Err(invalid("HIPFILE_BACKEND", value, "auto, p2p, bounce, mock")),
-            };
+        // A variable whose values are words: its type's table (`Words`) parses it.
+        let word = |name: &'static str| -> Result<Option<_>> { Ok(get(name).map(|v| (name, v))) };
+        if let Some(v) = parse_word(word("HIPFILE_BACKEND")?)? {
+            config.backend = v;
+        }
+        if let Some(v) = parse_word(word("HIPFILE_STREAM_SIGNAL")?)? {
+            config.stream_signal = v;
+        }
+        if let Some(v) = parse_word(word("HIPFILE_PAGE_CACHE")?)? {
+            config.page_cache = v;
         }
         for (name, target) in BOOL_VARIABLES {
             if let Some(text) = get(name) {
@@ -250,14 +257,6 @@ impl Config {
             }
         }
         let b = &mut config.bounce;
-        if let Some(value) = get("HIPFILE_STREAM_SIGNAL") {
-            config.stream_signal = match value.trim().to_ascii_lowercase().as_str() {
-                "hostfn" => StreamSignal::HostFn,
-                "event" => StreamSignal::Event,
-                "inline" => StreamSignal::Inline,
-                _ => return Err(invalid("HIPFILE_STREAM_SIGNAL", value, "hostfn, event, inline")),
-            };
-        }
         if let Some(value) = get("HIPFILE_BOUNCE_DEMOTE") {
             b.demote = match (parse_bool(&value), value.trim().to_ascii_lowercase().as_str()) {
                 (Some(true), _) => Demote::Auto,
@@ -273,10 +272,6 @@ impl Config {
                 return Err(invalid("HIPFILE_STATS_LEVEL", value, "0 (off) to 3; larger numbers mean 3"));
             }
             config.stats_level = digits.parse::<u64>().map_or(3, |n| n.min(3) as usize);
-        }
-        if let Some(value) = get("HIPFILE_PAGE_CACHE") {
-            config.page_cache =
-                PageCache::parse(&value).ok_or_else(|| invalid("HIPFILE_PAGE_CACHE", value, PageCache::NAMES))?;
         }
         if let Some(mib) = number("HIPFILE_PAGE_CACHE_LIMIT_MIB", "0 (half of MemAvailable) or more MiB", |m| {
             m.checked_mul(1 << 20).is_some()
@@ -301,6 +296,11 @@ impl Config {
     pub fn bounce_enabled(&self) -> bool {
         self.allow_compat_mode || self.force_compat_mode
     }
+}
+
+/// The value a word-valued variable `(name, text)` names, or an error listing its words.
+fn parse_word<T: Words>(var: Option<(&'static str, String)>) -> Result<Option<T>> {
+    var.map(|(name, text)| T::parse(&text).ok_or_else(|| invalid(name, text, T::words()))).transpose()
 }
 
 fn invalid(var: &'static str, value: String, accepted: impl Into<String>) -> Error {
@@ -431,7 +431,7 @@ impl Config {
             StringParam::LoggingLevel => logging_level,
             StringParam::EnvLogfilePath => log_file,
             StringParam::LogDir => log_dir,
-            StringParam::PageCache => self.page_cache.name(),
+            StringParam::PageCache => self.page_cache.word(),
         }
     }
 

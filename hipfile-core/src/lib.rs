@@ -64,6 +64,7 @@ pub mod stream;
 pub mod submit;
 pub mod sync;
 mod version;
+pub mod words;
 
 pub use api::{Batch, DriverGuard, RegisteredBuffer, RegisteredFile, StreamIo};
 pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoRequest, Score};
@@ -85,3 +86,4 @@ pub use params::{
 pub use stream::{AsyncParams, StreamSignal};
 pub use submit::{Completion, Submitter};
 pub use version::API_VERSION;
+pub use words::Words;

@@ -6,6 +6,7 @@ use crate::backend::{Backend, BackendKind, Capability};
 use crate::config::Config;
 use crate::error::Result;
 use crate::gpu::GpuRuntime;
+use crate::words::Words;
 
 /// What a driver runs on: a GPU runtime and the closed set of backends it can build.
 pub trait Platform: Send + Sync {
@@ -27,7 +28,7 @@ pub trait Platform: Send + Sync {
     fn capabilities(&self, config: &Config) -> Vec<Capability> {
         match self.backends(config) {
             Ok(backends) => backends.iter().map(|b| Capability::new(b.name(), b.kind(), Ok(()))).collect(),
-            Err(e) => vec![Capability::new(config.backend.name(), BackendKind::Bounce, Err(e.to_string()))],
+            Err(e) => vec![Capability::new(config.backend.word(), BackendKind::Bounce, Err(e.to_string()))],
         }
     }
 }

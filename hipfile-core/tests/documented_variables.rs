@@ -37,3 +37,20 @@ fn the_documented_booleans_and_their_defaults_are_the_tables() {
         assert_eq!(set.bool_variable(target), !defaults.bool_variable(target), "{name}");
     }
 }
+
+#[test]
+fn the_documented_words_and_their_defaults_are_the_types() {
+    use hipfile_core::Words;
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md")).unwrap();
+    let d = Config::default();
+    for (name, words, default) in [
+        ("HIPFILE_BACKEND", hipfile_core::BackendChoice::words(), d.backend.word()),
+        ("HIPFILE_STREAM_SIGNAL", hipfile_core::StreamSignal::words(), d.stream_signal.word()),
+        ("HIPFILE_PAGE_CACHE", hipfile_core::PageCache::words(), d.page_cache.word()),
+    ] {
+        let cells = row(&docs, name);
+        assert_eq!((cells[2].as_str(), cells[3].as_str()), (words.as_str(), default), "{name}");
+        let err = Config::from_lookup(|n| (n == name).then(|| "nonsense".to_owned())).unwrap_err().to_string();
+        assert!(err.contains(name) && err.contains(&words), "{err}");
+    }
+}

@@ -3,7 +3,7 @@
 
 use hipfile::boundary::Vendor;
 use hipfile::stats::{Counter, Path};
-use hipfile::{BoolParam, Direction, HandleId, OpError, SizeParam, StringParam};
+use hipfile::{BoolParam, Direction, HandleId, OpError, SizeParam, StringParam, Words};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -136,7 +136,7 @@ pub(crate) fn handle_set_page_cache(py: Python<'_>, handle: u64, setting: Option
     let setting = match setting {
         None => None,
         Some(word) => Some(hipfile::PageCache::parse(word).ok_or_else(|| {
-            PyValueError::new_err(format!("cache={word:?}: use one of {} (or None)", hipfile::PageCache::NAMES))
+            PyValueError::new_err(format!("cache={word:?}: use one of {} (or None)", hipfile::PageCache::words()))
         })?),
     };
     driver().handle_set_page_cache(HandleId(handle), setting).map_err(|e| py_err(py, e))

@@ -9,6 +9,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hipfile::Words;
 use hipfile::{BackendKind, DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
@@ -52,7 +53,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     // The page-cache policy (semantics §16) as the library's next open would apply it.
     let policy = hipfile::Config::from_env().unwrap_or_default().cache_policy();
     let page_cache = json!({
-        "setting": policy.mode().name(),
+        "setting": policy.mode().word(),
         "auto_limit_bytes": policy.limit(),
         "mem_available_bytes": hipfile::cache::mem_available(),
     });

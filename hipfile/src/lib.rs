@@ -203,7 +203,7 @@ pub use hipfile_core::{
     DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MemoryType, OpError, PageCache,
     PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };
-pub use hipfile_core::{Completion, Submitter};
+pub use hipfile_core::{Completion, Submitter, Words};
 
 /// The mock GPU (a GPU emulated in host memory) and the test-data pattern the tests and the
 /// benchmark share.
