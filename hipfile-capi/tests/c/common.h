@@ -10,13 +10,7 @@
 
 #include <hipfile.h>
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "check.h"
 
 /* A hipFileError_t call that must give exactly {expected, hipSuccess}. */
 #define EXPECT_ERR(call, expected)                                                     \

@@ -14,13 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 #define EXPECT_ERR(call, expected)                                                            \
     do {                                                                                      \
