@@ -142,6 +142,62 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         completion
     }
 
+    /// Queues a transfer of `entry.size` bytes as requests of at most
+    /// [`max_rw_count`](crate::max_rw_count) bytes (the most one call moves), each keeping what
+    /// `keep` gives until it ends; their completions, in order (one that has ended for 0 bytes).
+    ///
+    /// # Safety
+    /// As [`submit`](Self::submit), for the whole range of `entry`.
+    pub unsafe fn submit_all(
+        &'static self,
+        entry: BatchEntry,
+        keep: impl Fn() -> Box<dyn Any + Send>,
+    ) -> Vec<Arc<Completion>> {
+        if entry.size == 0 {
+            return vec![Completion::new(Some(Ok(0)))];
+        }
+        let cap = crate::io::max_rw_count();
+        (0..entry.size)
+            .step_by(cap)
+            .map(|done| {
+                let part = BatchEntry {
+                    size: (entry.size - done).min(cap),
+                    file_offset: entry.file_offset.saturating_add(done as i64),
+                    buffer_offset: entry.buffer_offset.saturating_add(done as i64),
+                    ..entry
+                };
+                // SAFETY: a part of `entry`, under the caller's contract.
+                unsafe { self.submit(part, keep()) }
+            })
+            .collect()
+    }
+
+    /// Whether every one of `parts` has ended; asking starts the rounds of those still queued.
+    pub fn ended(&self, parts: &[Arc<Completion>]) -> bool {
+        let mut ended = true;
+        for part in parts.iter().filter(|p| p.result().is_none()) {
+            self.hurry(part);
+            ended = false;
+        }
+        ended
+    }
+
+    /// Waits for every one of `parts` until `deadline` (`None`: as long as it takes): the bytes
+    /// they moved together, or the first error in order, once all have ended (so that memory
+    /// the caller frees on an error is no longer in use); `None` when the time ran out first.
+    pub fn wait_all(&self, parts: &[Arc<Completion>], deadline: Option<Instant>) -> Option<Result<usize>> {
+        parts.iter().for_each(|part| self.hurry(part));
+        let mut total = Ok(0);
+        for part in parts {
+            match (part.wait(deadline)?, &mut total) {
+                (Ok(n), Ok(sum)) => *sum += n,
+                (Err(e), Ok(_)) => total = Err(e),
+                (_, Err(_)) => {}
+            }
+        }
+        Some(total)
+    }
+
     /// Someone waits for `completion`: if it is still queued, its round starts now.
     pub fn hurry(&self, completion: &Completion) {
         if completion.queued.load(Ordering::Acquire) {

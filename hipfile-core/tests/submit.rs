@@ -81,3 +81,41 @@ fn a_failed_request_ends_with_its_error_and_the_others_go_on() {
     assert!(bad.wait(deadline).expect("ended in time").is_err(), "past the buffer's end");
     assert_eq!(good.wait(deadline).expect("ended in time").unwrap(), 4096);
 }
+
+#[test]
+fn a_transfer_submitted_whole_ends_together_with_its_first_error() {
+    let (_gpu, d) = driver(&[]);
+    let d = Arc::new(d);
+    let guard = DriverGuard::open(Arc::clone(&d)).unwrap();
+    let data = pattern(1 << 20, 5);
+    let (_dir, f) = file_with(&data);
+    let file = guard.register_file(&f).unwrap();
+    let memory = guard.device_alloc(1 << 20).unwrap();
+    let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
+    let entry = |size, file_offset| BatchEntry {
+        direction: Direction::Read,
+        handle: file.id(),
+        buffer_base: memory.addr(),
+        buffer_offset: 0,
+        file_offset,
+        size,
+        cookie: 0,
+    };
+    let deadline = Some(Instant::now() + Duration::from_secs(20));
+    // SAFETY: device memory of the mock runtime, alive until the end of the test.
+    let whole = unsafe { submitter.submit_all(entry(1 << 20, 0), || Box::new(())) };
+    assert_eq!(submitter.wait_all(&whole, deadline).unwrap().unwrap(), 1 << 20);
+    assert!(submitter.ended(&whole));
+    // Nothing to move: one part, ended at once.
+    // SAFETY: as above.
+    let none = unsafe { submitter.submit_all(entry(0, 0), || Box::new(())) };
+    assert_eq!(none.len(), 1);
+    assert!(submitter.ended(&none) && submitter.wait_all(&none, None).unwrap().unwrap() == 0);
+    // Together with a part that fails: the error, once both have ended.
+    // SAFETY: as above.
+    let mut both = unsafe { submitter.submit_all(entry(4096, 0), || Box::new(())) };
+    // SAFETY: as above; a negative file offset is refused.
+    both.extend(unsafe { submitter.submit_all(entry(4096, -1), || Box::new(())) });
+    assert!(submitter.wait_all(&both, deadline).unwrap().is_err());
+    assert!(both.iter().all(|p| p.result().is_some()));
+}

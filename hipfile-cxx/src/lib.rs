@@ -372,30 +372,17 @@ impl File {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<Box<Pending>> {
-        guarded(|| {
-            if size == 0 {
-                return Ok(Box::new(Pending(vec![Completion::new(Some(Ok(0)))])));
-            }
-            let cap = hipfile::max_rw_count();
-            let mut parts = Vec::with_capacity(size.div_ceil(cap));
-            let mut done = 0;
-            while done < size {
-                let n = (size - done).min(cap);
-                let entry = BatchEntry {
-                    direction: direction(write),
-                    handle: self.id,
-                    buffer_base: buffer as usize,
-                    buffer_offset: buffer_offset.saturating_add(done as i64),
-                    file_offset: file_offset.saturating_add(done as i64),
-                    size: n,
-                    cookie: 0,
-                };
-                // SAFETY: the caller's contract: the memory stays valid until the result is in.
-                parts.push(unsafe { submitter().submit(entry, Box::new(())) });
-                done += n;
-            }
-            Ok(Box::new(Pending(parts)))
-        })
+        let entry = BatchEntry {
+            direction: direction(write),
+            handle: self.id,
+            buffer_base: buffer as usize,
+            buffer_offset,
+            file_offset,
+            size,
+            cookie: 0,
+        };
+        // SAFETY: the caller's contract: the memory stays valid until the result is in.
+        guarded(|| Ok(Box::new(Pending(unsafe { submitter().submit_all(entry, || Box::new(())) }))))
     }
 }
 
@@ -405,29 +392,14 @@ pub struct Pending(Vec<Arc<Completion>>);
 impl Pending {
     /// Whether every part has ended (asking starts a round still gathering).
     fn done(&self) -> bool {
-        let mut done = true;
-        for part in self.0.iter().filter(|p| p.result().is_none()) {
-            submitter().hurry(part);
-            done = false;
-        }
-        done
+        submitter().ended(&self.0)
     }
 
     /// The bytes moved, waiting up to `timeout_ns` (negative: as long as it takes); -1 when the
     /// time ran out; the first part's error, as the C++ exception.
     fn wait(&self, timeout_ns: i64) -> Result<i64> {
         let deadline = u64::try_from(timeout_ns).ok().map(|ns| Instant::now() + Duration::from_nanos(ns));
-        guarded(|| {
-            let mut total = 0i64;
-            for part in &self.0 {
-                submitter().hurry(part);
-                match part.wait(deadline) {
-                    None => return Ok(-1),
-                    Some(result) => total += result? as i64,
-                }
-            }
-            Ok(total)
-        })
+        guarded(|| submitter().wait_all(&self.0, deadline).map_or(Ok(-1), |r| r.map(|n| n as i64)))
     }
 }
 

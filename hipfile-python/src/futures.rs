@@ -48,39 +48,11 @@ pub(crate) struct Future {
     pub(crate) parts: Vec<Arc<Completion>>,
 }
 
-impl Future {
-    /// Waits (the GIL released) for every part up to `deadline`; `None` when time ran out.
-    fn wait(&self, py: Python<'_>, deadline: Option<Instant>) -> Option<Vec<hipfile::Result<usize>>> {
-        let mut ended: Vec<hipfile::Result<usize>> = Vec::with_capacity(self.parts.len());
-        for part in &self.parts {
-            match part.result() {
-                Some(result) => ended.push(result),
-                None => break,
-            }
-        }
-        if ended.len() == self.parts.len() {
-            return Some(ended); // without releasing the GIL
-        }
-        self.parts[ended.len()..].iter().for_each(|p| submitter().hurry(p));
-        let rest: Vec<Arc<Completion>> = self.parts[ended.len()..].to_vec();
-        let rest = py.detach(move || rest.iter().map(|c| c.wait(deadline)).collect::<Option<Vec<_>>>())?;
-        ended.extend(rest);
-        Some(ended)
-    }
-}
-
 #[pymethods]
 impl Future {
     /// Whether the transfer has ended. Asking starts its round if it is still gathering.
     fn done(&self) -> bool {
-        let mut done = true;
-        for part in &self.parts {
-            if part.result().is_none() {
-                submitter().hurry(part);
-                done = false;
-            }
-        }
-        done
+        submitter().ended(&self.parts)
     }
 
     /// Waits (without the GIL) for the transfer, up to `timeout` seconds (`None`: as long as it
@@ -88,14 +60,17 @@ impl Future {
     #[pyo3(signature = (timeout = None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<usize> {
         let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
-        let Some(results) = self.wait(py, deadline) else {
+        let parts = &self.parts;
+        // Ended already: without releasing the GIL.
+        let result = if parts.iter().all(|p| p.result().is_some()) {
+            submitter().wait_all(parts, deadline)
+        } else {
+            py.detach(|| submitter().wait_all(parts, deadline))
+        };
+        let Some(result) = result else {
             return Err(pyo3::exceptions::PyTimeoutError::new_err("the transfer has not ended yet"));
         };
-        let mut total = 0;
-        for result in results {
-            total += result.map_err(|e| py_err(py, e))?;
-        }
-        Ok(total)
+        result.map_err(|e| py_err(py, e))
     }
 
     /// `await future`: `get()` on the running loop's default executor.
@@ -117,26 +92,13 @@ impl Future {
 pub(crate) fn submit(py: Python<'_>, write: bool, handle: u64, req: Req<'_>) -> PyResult<Future> {
     let Fitted { memory, size, file_offset, buf_offset } = fit(&req, write, false)?;
     let addr = memory.addr;
-    if size == 0 {
-        return Ok(Future { parts: vec![Completion::new(Some(Ok(0)))] });
-    }
     let keep = memory.keep(py)?;
-    let cap = hipfile::max_rw_count();
-    let mut parts = Vec::with_capacity(size.div_ceil(cap).max(1));
-    let mut done = 0;
-    loop {
-        let n = (size - done).min(cap);
-        let (at, buf_at) = (file_offset.saturating_add(done as i64), buf_offset + done as i64);
-        let entry = batch_entry(write, handle, addr, n, at, buf_at, 0);
-        // SAFETY: the entry lies inside the buffer object's memory (`fitted`), which the
-        // submitter keeps (`keep`) until the request has ended. (The object goes without the
-        // GIL: PyO3 queues the reference and drops it at the module's next call.)
-        parts.push(unsafe { submitter().submit(entry, Box::new(keep.clone_ref(py))) });
-        done += n;
-        if done >= size {
-            return Ok(Future { parts });
-        }
-    }
+    let entry = batch_entry(write, handle, addr, size, file_offset, buf_offset, 0);
+    // SAFETY: the entry lies inside the buffer object's memory (`fit`), which the submitter
+    // keeps (`keep`, one reference per request) until each request has ended. (The object goes
+    // without the GIL: PyO3 queues the reference and drops it at the module's next call.)
+    let parts = unsafe { submitter().submit_all(entry, || Box::new(keep.clone_ref(py))) };
+    Ok(Future { parts })
 }
 
 /// One batch (`hipFileBatchIOSetUp`, `Submit`, `GetStatus` until every entry has ended,
