@@ -413,6 +413,26 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 mod tests {
     use super::*;
     use crate::write::alone_chunk;
+    use std::os::fd::AsRawFd;
+
+    /// A file holding `data` in a fresh directory, open and opened as a `FileHandle` (the
+    /// directory and the descriptor live as long as the handle).
+    struct TestFile {
+        handle: hipfile_core::FileHandle,
+        file: std::fs::File,
+        _dir: tempfile::TempDir,
+    }
+
+    impl TestFile {
+        fn new(data: &[u8]) -> TestFile {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f");
+            std::fs::write(&path, data).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+            TestFile { handle, file, _dir: dir }
+        }
+    }
 
     #[test]
     fn a_request_alone_is_cut_into_two_chunks_per_thread_within_bounds() {
@@ -428,21 +448,17 @@ mod tests {
     #[test]
     fn a_request_counts_its_device_busy_before_choosing_its_chunk() {
         use hipfile_backend_mock::MockGpu;
-        use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(2);
         let settings = BounceSettings { threads: 2, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, vec![7u8; 32 << 20]).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let file = TestFile::new(&vec![7u8; 32 << 20]);
+        let handle = &file.handle;
         gpu.set_device(1).unwrap();
         let dev = gpu.malloc(32 << 20).unwrap();
         gpu.set_device(0).unwrap();
         // SAFETY: the allocation above.
         let memory = unsafe { DeviceSpan::new(dev, 32 << 20) };
-        let req = IoRequest::new(Direction::Read, &handle, memory, 1, 0);
+        let req = IoRequest::new(Direction::Read, handle, memory, 1, 0);
         let chunks = || bounce.inner.profile.chunks.load(Ordering::Relaxed);
         assert_eq!(bounce.transfer(&req), Ok(32 << 20));
         assert_eq!(chunks(), 8, "alone: 4 MiB chunks");
@@ -456,20 +472,16 @@ mod tests {
     #[test]
     fn a_read_through_stripes_copies_once_per_stripe() {
         use hipfile_backend_mock::MockGpu;
-        use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(1);
         let settings = BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, ..BounceSettings::default() };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 251) as u8).collect();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, &data).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let file = TestFile::new(&data);
+        let handle = &file.handle;
         let dev = gpu.malloc(8 << 20).unwrap();
         // SAFETY: the allocation above.
         let memory = unsafe { DeviceSpan::new(dev, 8 << 20) };
-        let req = IoRequest::new(Direction::Read, &handle, memory, 0, 0);
+        let req = IoRequest::new(Direction::Read, handle, memory, 0, 0);
         bounce.wait_warm();
         let copies = gpu.faults().copy_count();
         assert_eq!(bounce.transfer(&req), Ok(8 << 20));
@@ -482,7 +494,7 @@ mod tests {
         assert!(back == data);
         // An empty request (the driver answers those itself; the backend too, at once).
         // SAFETY: the allocation above.
-        let empty = IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
+        let empty = IoRequest::new(Direction::Read, handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
         assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
     }
 
@@ -499,23 +511,19 @@ mod tests {
 
     fn a_reads_tail_is_demoted_by(mode: hipfile_core::Demote) {
         use hipfile_backend_mock::MockGpu;
-        use std::os::fd::AsRawFd;
         let gpu = MockGpu::new(1);
         let settings =
             BounceSettings { threads: 4, chunk: 4 << 20, io_uring: false, demote: mode, ..BounceSettings::default() };
         let can = |_: &std::path::Path, mode| Demoter::with_cache(mode, 1 << 20);
         let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, PathBuf::from("/sys"), can);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i % 241) as u8).collect();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, &data).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let file = TestFile::new(&data);
+        let handle = &file.handle;
         let dev = gpu.malloc(8 << 20).unwrap();
         let demoted = || bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed);
         // SAFETY: the allocation above.
         let read =
-            |len: usize, at: u64| IoRequest::new(Direction::Read, &handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
+            |len: usize, at: u64| IoRequest::new(Direction::Read, handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
         // Eight stripes of 1 MiB read by 4 threads: what their caches hold (4 x 1 MiB) is the
         // last four stripes.
         assert_eq!(bounce.transfer(&read(8 << 20, 0)), Ok(8 << 20));
@@ -541,18 +549,14 @@ mod tests {
     #[test]
     fn a_batch_of_small_reads_shares_stripes_and_copies() {
         use hipfile_backend_mock::MockGpu;
-        use std::os::fd::AsRawFd;
         const BLOCK: usize = 64 << 10;
         let gpu = MockGpu::new(1);
         let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
         let len = 64 * BLOCK + 1000;
         let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        std::fs::write(&path, &data).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
+        let file = TestFile::new(&data);
+        let handle = &file.handle;
         let (one, other) = (gpu.malloc(33 * BLOCK).unwrap(), gpu.malloc(16 * BLOCK).unwrap());
         // SAFETY: the allocations above, alive until `gpu` goes.
         let one_span = unsafe { DeviceSpan::within(one, 33 * BLOCK, one + 33 * BLOCK) };
@@ -561,15 +565,15 @@ mod tests {
         let block = |i: usize| (i * 37 + 5) % 64; // a file block for each request
         let mut reqs: Vec<IoRequest<'_>> = (0..32)
             .map(|i| {
-                IoRequest::new(Direction::Read, &handle, one_span.part(i * BLOCK, BLOCK), 0, (block(i) * BLOCK) as u64)
+                IoRequest::new(Direction::Read, handle, one_span.part(i * BLOCK, BLOCK), 0, (block(i) * BLOCK) as u64)
             })
             .collect();
         reqs.extend((0..8).map(|i| {
             let memory = other_span.part(2 * i * BLOCK, BLOCK);
-            IoRequest::new(Direction::Read, &handle, memory, 0, (block(40 + i) * BLOCK) as u64)
+            IoRequest::new(Direction::Read, handle, memory, 0, (block(40 + i) * BLOCK) as u64)
         }));
         // The last block of the file and its 1000 bytes past the blocks: 1000 bytes moved.
-        reqs.push(IoRequest::new(Direction::Read, &handle, one_span.part(32 * BLOCK, BLOCK), 0, (64 * BLOCK) as u64));
+        reqs.push(IoRequest::new(Direction::Read, handle, one_span.part(32 * BLOCK, BLOCK), 0, (64 * BLOCK) as u64));
         bounce.wait_warm();
         let refs: Vec<&IoRequest<'_>> = reqs.iter().collect();
         let mut expected = vec![Ok(BLOCK); 40];
@@ -578,9 +582,9 @@ mod tests {
         // system allows it: each lies in its slot congruent to its file offset).
         for cold in [false, true] {
             if cold {
-                file.sync_all().unwrap();
+                file.file.sync_all().unwrap();
                 // SAFETY: a plain advice call on an open descriptor.
-                assert_eq!(unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+                assert_eq!(unsafe { libc::posix_fadvise(file.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
             }
             gpu.memset(one, 0, 33 * BLOCK).unwrap();
             gpu.memset(other, 0, 16 * BLOCK).unwrap();

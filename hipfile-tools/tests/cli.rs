@@ -9,31 +9,21 @@ fn hipfile(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
+/// `hipfile bench` with the options written as one line (words split at spaces).
+fn bench(options: &str) -> (bool, String, String) {
+    hipfile(&std::iter::once("bench").chain(options.split_whitespace()).collect::<Vec<_>>())
+}
+
 #[test]
 fn every_mode_runs_verified_on_each_backend() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bench.dat");
     for backend in ["bounce", "mock", "auto"] {
-        let (ok, out, err) = hipfile(&[
-            "bench",
-            "--file",
-            file.to_str().unwrap(),
-            "--size",
-            "8M",
-            "--io-size",
-            "1M",
-            "--threads",
-            "3",
-            "--mode",
-            "read,write,randread,randwrite",
-            "--count",
-            "6",
-            "--runs",
-            "2",
-            "--backend",
-            backend,
-            "--json",
-        ]);
+        let f = file.to_str().unwrap();
+        let (ok, out, err) = bench(&format!(
+            "--file {f} --size 8M --io-size 1M --threads 3 --mode read,write,randread,randwrite --count 6 --runs 2 \
+             --backend {backend} --json"
+        ));
         assert!(ok, "{backend}: {err}");
         let report: Value = serde_json::from_str(&out).expect("valid JSON");
         let results = report["results"].as_array().unwrap();
@@ -52,28 +42,10 @@ fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
     let file = dir.path().join("bench.dat");
     for backend in ["bounce", "mock"] {
         let f = file.to_str().unwrap();
-        let (ok, out, err) = hipfile(&[
-            "bench",
-            "--file",
-            f,
-            "--size",
-            "8M",
-            "--devices",
-            "0,2",
-            "--threads",
-            "2",
-            "--mode",
-            "read,write,randread",
-            "--io-size",
-            "1M",
-            "--count",
-            "8",
-            "--runs",
-            "2",
-            "--backend",
-            backend,
-            "--json",
-        ]);
+        let (ok, out, err) = bench(&format!(
+            "--file {f} --size 8M --devices 0,2 --threads 2 --mode read,write,randread --io-size 1M --count 8 \
+             --runs 2 --backend {backend} --json"
+        ));
         assert!(ok, "{backend}: {err}");
         let report: Value = serde_json::from_str(&out).expect("valid JSON");
         for r in report["results"].as_array().unwrap() {
@@ -95,30 +67,10 @@ fn every_mode_runs_verified_as_batches() {
     let file = dir.path().join("bench.dat");
     let f = file.to_str().unwrap();
     for backend in ["bounce", "mock"] {
-        let args = [
-            "bench",
-            "--file",
-            f,
-            "--size",
-            "8M",
-            "--io-size",
-            "256K",
-            "--threads",
-            "2",
-            "--batch",
-            "8",
-            "--mode",
-            "read,write,randread,randwrite",
-            "--count",
-            "24",
-            "--runs",
-            "2",
-            "--backend",
-            backend,
-            "--json",
-            "--profile",
-        ];
-        let (ok, out, err) = hipfile(&args);
+        let (ok, out, err) = bench(&format!(
+            "--file {f} --size 8M --io-size 256K --threads 2 --batch 8 --mode read,write,randread,randwrite \
+             --count 24 --runs 2 --backend {backend} --json --profile"
+        ));
         assert!(ok, "{backend}: {err}");
         let report: Value = serde_json::from_str(&out).expect("valid JSON");
         let results = report["results"].as_array().unwrap();

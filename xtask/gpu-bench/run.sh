@@ -3,11 +3,7 @@
 # target/gpu-bench, the peer's wheels in .whl): the peer baseline (KvikIO) and `hipfile bench`
 # on the same 4 GiB file, then prints the comparison. Results land in $OUT (or target/gpu-bench/out).
 set -euo pipefail
-B=target/gpu-bench
-OUT=${OUT:-$B/out}
-DATA=${HIPFILE_BENCH_DIR:-/root/hf-bench}/data.bin
-mkdir -p "$OUT" "$(dirname "$DATA")"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/env.sh"
 
 { nvidia-smi -L; uname -r; nproc; } > "$OUT/machine.txt" 2>&1 || true
 cat "$OUT/machine.txt"

@@ -6,11 +6,7 @@
 # stream runs report the time each call took to queue and how long a host function on another
 # stream waited meanwhile. Results land in $OUT (or target/gpu-bench/out).
 set -euo pipefail
-B=target/gpu-bench
-OUT=${OUT:-$B/out}
-DATA=${HIPFILE_BENCH_DIR:-/root/hf-bench}/data.bin
-mkdir -p "$OUT" "$(dirname "$DATA")"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/env.sh"
 D=$(dirname "$DATA")/async
 mkdir -p "$D"
 for signal in hostfn event inline; do

@@ -226,6 +226,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     let copies = [
         (root.join("target/release/hipfile"), "hipfile"),
         (root.join("target/release/libhipfile_capi.so"), "libhipfile.so.0"),
+        (root.join("xtask/gpu-bench/env.sh"), "env.sh"),
         (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
         (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
         (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),

@@ -53,18 +53,61 @@ pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
     run(&python, &build, &[])
 }
 
-/// Builds the package into the virtual environment and runs its suite; the line pytest ends
-/// with (the counts).
+/// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint), run again in a
+/// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
+/// libraries (it imports without a GPU) and cuFile 1.17 with them, which would replace the 1.15
+/// header the cuFile check reads in `target/python`.
+const TORCH_TESTS: [&str; 1] = ["hipfile-python/tests/test_dcp.py"];
+const TORCH_PACKAGES: [&str; 5] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors"];
+
+/// Builds the package into the virtual environment and runs its suite, then the tests that need
+/// PyTorch with PyTorch installed; the lines pytest ends with (the counts).
 pub(crate) fn tests() -> Result<String, String> {
     let (dir, python) = venv()?;
     let bin = dir.join("bin");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let env = [("VIRTUAL_ENV", dir.to_str().ok_or("a non-UTF-8 path")?), ("PATH", path.as_str())];
     run(&python, &["-m", "maturin", "develop", "--locked", "-q", "-m", "hipfile-python/Cargo.toml"], &env)?;
-    eprintln!("==> pytest hipfile-python/tests");
-    let out = Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "hipfile-python/tests"])
-        .envs(env)
+    let all = pytest(&python, &["hipfile-python/tests"])?;
+    let torch = torch_venv().and_then(|python| pytest(&python, &TORCH_TESTS))?;
+    Ok(format!("{all}; with PyTorch: {torch}"))
+}
+
+/// `target/python-torch`, made and filled where missing, with the package built into
+/// `target/python` on its path (the same sources and extension module); its `python`.
+fn torch_venv() -> Result<String, String> {
+    let dir = workspace_root().join("target/python-torch");
+    let python = dir.join("bin/python");
+    let python = python.to_str().ok_or("a non-UTF-8 path")?.to_owned();
+    if !dir.join("bin/python").exists() {
+        run("python3", &["-m", "venv", dir.to_str().ok_or("a non-UTF-8 path")?], &[])?;
+    }
+    let mut args = vec!["-m", "pip", "install", "-q", "--no-cache-dir"];
+    args.extend(TORCH_PACKAGES);
+    run(&python, &args, &[])?;
+    let purelib = Command::new(&python)
+        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .output()
+        .map_err(|e| format!("cannot run {python}: {e}"))?;
+    let purelib = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim());
+    let package = workspace_root().join("hipfile-python/python");
+    std::fs::write(purelib.join("hipfile.pth"), format!("{}\n", package.display()))
+        .map_err(|e| format!("{}: {e}", purelib.display()))?;
+    Ok(python)
+}
+
+/// pytest over `paths` with `python`; the line it ends with, or why it failed.
+fn pytest(python: &str, paths: &[&str]) -> Result<String, String> {
+    eprintln!("==> pytest {} ({python})", paths.join(" "));
+    // As if the environment were activated: its directory and its `bin` first on the path.
+    let bin = std::path::Path::new(python).parent().ok_or("python has no directory")?;
+    let venv = bin.parent().ok_or("python's directory has no parent")?;
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .args(paths)
+        .env("VIRTUAL_ENV", venv)
+        .env("PATH", path)
         .current_dir(workspace_root())
         .output()
         .map_err(|e| format!("cannot run pytest: {e}"))?;

@@ -295,6 +295,20 @@ class File(_Closing):
         :meth:`read_batch`."""
         return self._batch(True, entries, timeout)
 
+    def _move_all(self, write: bool, spans: Iterable[Tuple]) -> None:
+        """Moves each ``(buf, size, file_offset, buf_offset)`` whole: cut into entries of at most
+        ``MAX_RW_COUNT`` bytes (what one call moves), run as batches. Raises ``OSError`` where a
+        read or write comes short (a file that ends early, a full disk)."""
+        todo = []
+        for buf, size, file_offset, buf_offset in spans:
+            for at in range(0, size, MAX_RW_COUNT):
+                todo.append((buf, min(MAX_RW_COUNT, size - at), file_offset + at, buf_offset + at))
+        moved = self.write_batch(todo) if write else self.read_batch(todo)
+        for (_, n, offset, _), done in zip(todo, moved):
+            if done != n:
+                verb = "written" if write else "read"
+                raise OSError(f"{self._path}: {done} of {n} bytes {verb} at {offset}")
+
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
         op = _hipfile.stream_submit(write, self._check(), (buf, size, file_offset, buf_offset), stream_handle(stream))
         return StreamOp(op)

@@ -19,7 +19,7 @@ import secrets
 from typing import Any, Dict, List, Optional, Tuple
 
 from hipfile import _hipfile
-from hipfile._api import MAX_BATCH_ENTRIES, MAX_RW_COUNT, File
+from hipfile._api import File
 from hipfile._safetensors_format import _NUMPY, _TORCH, SafetensorError
 
 _FROM_TORCH = {attr: (code, pack) for code, (attr, pack) in _TORCH.items()}
@@ -205,16 +205,7 @@ def save_file(
             if f.write(header) != len(header):
                 raise OSError(f"{tmp}: the header was written short")
             start = len(header)
-            todo = []
-            for p, (begin, end) in zip(planned, ranges):
-                for at in range(begin, end, MAX_RW_COUNT):  # one call moves at most MAX_RW_COUNT
-                    n = min(MAX_RW_COUNT, end - at)
-                    todo.append((p.memory, n, start + at, at - begin))
-            for first in range(0, len(todo), MAX_BATCH_ENTRIES):
-                part = todo[first : first + MAX_BATCH_ENTRIES]
-                for (_, n, offset, _), done in zip(part, f.write_batch(part)):
-                    if done != n:
-                        raise OSError(f"{tmp}: {done} of {n} bytes written at {offset}")
+            f._move_all(True, [(p.memory, end - begin, start + begin, 0) for p, (begin, end) in zip(planned, ranges)])
             if durable:
                 os.fsync(f.fileno())  # the size and what the calls above did not sync
         os.replace(tmp, path)

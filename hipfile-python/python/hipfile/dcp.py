@@ -1,0 +1,228 @@
+"""PyTorch's distributed checkpoint (``torch.distributed.checkpoint``, DCP) over hipfile-rs.
+
+``StorageWriter`` and ``StorageReader`` implement DCP's storage interfaces, so that
+``dcp.save``, ``dcp.load`` and ``dcp.async_save`` move every rank's tensors between their
+memory (GPU memory, or host memory for CPU tensors) and the files through the library, with no
+host copy of tensor data in the caller's path::
+
+    import torch.distributed.checkpoint as dcp
+    import hipfile.dcp
+
+    dcp.save(state_dict, storage_writer=hipfile.dcp.StorageWriter("ckpt"))
+    dcp.load(state_dict, storage_reader=hipfile.dcp.StorageReader("ckpt"))
+
+The layout is ``FileSystemWriter``'s (one ``__<rank>_0.distcp`` file per rank, the pickled
+``.metadata`` written last, by the coordinator, under a temporary name renamed into place), with
+one difference: each tensor is stored as its raw bytes (row-major, at a 4 KiB-aligned offset)
+rather than as a ``torch.save`` record, so that it moves between the GPU and the file without a
+host copy and without serialization. Its records carry the transform ``hipfile-raw/1``:
+PyTorch's ``FileSystemReader`` refuses them with a ``ValueError`` naming it (it cannot load this
+format); ``StorageReader`` loads both its own checkpoints and ``FileSystemWriter``'s (those
+records through ``torch.load``, as PyTorch reads them). Non-tensor values (``BytesIO`` records)
+are stored as ``FileSystemWriter`` stores them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint.filesystem import _StorageInfo
+from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPlanner, SavePlan, SavePlanner, WriteItemType
+from torch.distributed.checkpoint.storage import WriteResult
+from torch.futures import Future
+
+from hipfile._api import File
+
+__all__ = ["StorageWriter", "StorageReader", "RAW"]
+
+RAW = "hipfile-raw/1"
+"""The transform descriptor of a tensor record stored as raw bytes."""
+
+_ALIGN = 4096  # tensors start on a page: the bounce path's O_DIRECT interior, the p2p path's blocks
+_STAGING = ("auto", "device", "host")
+
+if "transform_descriptors" not in {f.name for f in dataclasses.fields(_StorageInfo)}:  # pragma: no cover
+    raise ImportError(f"hipfile.dcp needs PyTorch 2.7 or later (records with transforms); this is {torch.__version__}")
+
+
+def _done(value) -> Future:
+    fut: Future = Future()
+    fut.set_result(value)
+    return fut
+
+
+def _bytes_of(t: torch.Tensor):
+    """The memory of a contiguous tensor as the library takes it: a flat byte view (a NumPy
+    view of host memory for CPU tensors)."""
+    flat = t.reshape(-1).view(torch.uint8)
+    return flat.numpy() if flat.device.type == "cpu" else flat
+
+
+class StorageWriter(FileSystemWriter):
+    """DCP's storage writer over hipfile-rs: ``dcp.save(sd, storage_writer=StorageWriter(path))``.
+
+    ``durable`` (default ``True``, as ``FileSystemWriter``'s ``sync_files``): each rank's file on
+    stable storage before the save completes. ``cache``: the page-cache policy of the writes
+    (``hipfile.open``'s; ``None``: the driver's, ``HIPFILE_PAGE_CACHE``). ``staging``: how
+    ``dcp.async_save`` snapshots the tensors before it returns: ``"device"`` clones each
+    tensor in its own memory (GPU to GPU, no host copy; needs that much free GPU memory),
+    ``"host"`` copies them to host memory as PyTorch's ``FileSystemWriter`` does, ``"auto"``
+    (default) clones on the GPU when the device has twice the snapshot free, else copies to the
+    host. ``overwrite`` as ``FileSystemWriter``'s."""
+
+    def __init__(
+        self,
+        path,
+        *,
+        durable: bool = True,
+        cache: Optional[str] = None,
+        staging: str = "auto",
+        overwrite: bool = True,
+    ) -> None:
+        if staging not in _STAGING:
+            raise ValueError(f"staging={staging!r}: use 'auto', 'device' or 'host'")
+        super().__init__(path, single_file_per_rank=True, sync_files=durable, thread_count=1, overwrite=overwrite)
+        self.durable = durable
+        self.cache = cache
+        self.staging = staging
+
+    def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future:
+        name = f"{plan.storage_data.prefix}0.distcp"
+        path = self.fs.concat_path(self.path, name)
+        results: List[WriteResult] = []
+        spans: List[Tuple[Any, int, int, int]] = []
+        at = 0
+        for item in plan.items:
+            if item.type == WriteItemType.BYTE_IO:
+                memory = planner.resolve_data(item).getvalue()
+                offset, length, transforms = at, len(memory), None
+            else:
+                tensor = planner.resolve_data(item).detach()
+                if not tensor.is_contiguous():
+                    tensor = tensor.contiguous()
+                offset = -(-at // _ALIGN) * _ALIGN
+                length, transforms = tensor.numel() * tensor.element_size(), [RAW]
+                memory = _bytes_of(tensor) if length else None
+            if length:
+                spans.append((memory, length, offset, 0))
+            at = offset + length
+            info = _StorageInfo(name, offset, length, transform_descriptors=transforms)
+            results.append(WriteResult(index=item.index, size_in_bytes=length, storage_data=info))
+        with File(path, "w", cache=self.cache, durable=self.durable) as f:
+            f._move_all(True, spans)
+            if self.durable:
+                os.fsync(f.fileno())  # the size, and what the writes themselves did not sync
+        return _done(results)
+
+    def stage(self, state_dict: Dict[str, Any]) -> Dict[str, Any]:
+        """``dcp.async_save``'s snapshot (see ``staging``): the state dict with every tensor
+        copied, complete when this returns, so that the caller may change the originals."""
+        from torch.utils._pytree import tree_flatten, tree_map_only
+
+        tensors = [v for v in tree_flatten(state_dict)[0] if isinstance(v, torch.Tensor)]
+        on_device = [t for t in tensors if t.device.type not in ("cpu", "meta")]
+        if self.staging == "host" or (self.staging == "auto" and not _room_for(on_device)):
+            return super().stage(state_dict)
+        staged = tree_map_only(torch.Tensor, lambda t: t.detach().clone(), state_dict)
+        for device in {t.device for t in on_device}:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the clones are complete: the caller may go on
+        return staged
+
+
+def _room_for(tensors: List[torch.Tensor]) -> bool:
+    """Whether each CUDA device holding some of ``tensors`` has twice their bytes free."""
+    need: Dict[torch.device, int] = {}
+    for t in tensors:
+        if t.device.type != "cuda":
+            return False
+        need[t.device] = need.get(t.device, 0) + t.numel() * t.element_size()
+    return all(torch.cuda.mem_get_info(device)[0] >= 2 * n for device, n in need.items())
+
+
+class StorageReader(FileSystemReader):
+    """DCP's storage reader over hipfile-rs: ``dcp.load(sd, storage_reader=StorageReader(path))``.
+
+    Loads checkpoints of :class:`StorageWriter` (each tensor's bytes read by the library straight
+    into the tensor it loads into, or into one buffer on that tensor's device and copied from
+    there where DCP asks for part of a stored chunk) and of PyTorch's ``FileSystemWriter`` (its
+    records through ``torch.load``, as ``FileSystemReader`` reads them). ``cache``: the
+    page-cache policy of the reads (``hipfile.open``'s)."""
+
+    def __init__(self, path, *, cache: Optional[str] = None) -> None:
+        super().__init__(path)
+        self.cache = cache
+        self._chunks: Dict[Tuple[str, Tuple[int, ...]], Tuple[Tuple[int, ...], torch.dtype]] = {}
+
+    def set_up_storage_reader(self, metadata, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        super().set_up_storage_reader(metadata, is_coordinator, *args, **kwargs)
+        self._chunks = {}
+        for fqn, md in metadata.state_dict_metadata.items():
+            for chunk in getattr(md, "chunks", ()):
+                self._chunks[(fqn, tuple(chunk.offsets))] = (tuple(chunk.sizes), md.properties.dtype)
+
+    def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future:
+        ours: Dict[str, List[Any]] = {}
+        theirs = []
+        for item in plan.items:
+            info = self.storage_data[item.storage_index]
+            if item.type != LoadItemType.BYTE_IO and RAW in (info.transform_descriptors or ()):
+                ours.setdefault(info.relative_path, []).append(item)
+            else:
+                theirs.append(item)
+        if theirs:
+            super().read_data(dataclasses.replace(plan, items=theirs), planner).wait()
+        for relative_path, items in ours.items():
+            self._read_file(self.fs.concat_path(self.path, relative_path), items, planner)
+        return _done(None)
+
+    def _read_file(self, path, items, planner: LoadPlanner) -> None:
+        spans, after = [], []
+        for item in items:
+            info = self.storage_data[item.storage_index]
+            index = item.storage_index
+            sizes, dtype = self._chunks[(index.fqn, tuple(index.offset))]
+            target = planner.resolve_tensor(item).detach()
+            begin, length, whole = _rows(sizes, item.storage_offsets, item.lengths, dtype.itemsize)
+            if length and whole and target.is_contiguous():
+                spans.append((_bytes_of(target), length, info.offset + begin, 0))
+                after.append((item, target, None))
+            elif length:
+                staging = torch.empty(length, dtype=torch.uint8, device=target.device)
+                spans.append((_bytes_of(staging), length, info.offset + begin, 0))
+                after.append((item, target, staging))
+            else:
+                after.append((item, target, None))
+        with File(path, "r", cache=self.cache) as f:
+            f._move_all(False, spans)
+        for item, target, staging in after:
+            if staging is not None:
+                sizes = self._chunks[(item.storage_index.fqn, tuple(item.storage_index.offset))][0]
+                target.copy_(_region(staging, sizes, item.storage_offsets, item.lengths, target.dtype))
+            planner.commit_tensor(item, target)
+
+
+def _rows(sizes, offsets, lengths, itemsize: int) -> Tuple[int, int, bool]:
+    """The bytes of a stored chunk of ``sizes`` (row-major) to read for the box ``offsets`` +
+    ``lengths`` of it: ``(begin, length, whole)``, the rows of the first dimension that the box
+    spans, and whether the box is exactly those rows (no narrowing of the other dimensions)."""
+    if not sizes:
+        return 0, itemsize, True
+    row = math.prod(sizes[1:]) * itemsize
+    whole = all(o == 0 and n == s for o, n, s in zip(offsets[1:], lengths[1:], sizes[1:]))
+    return offsets[0] * row, lengths[0] * row, whole
+
+
+def _region(rows: torch.Tensor, sizes, offsets, lengths, dtype: torch.dtype) -> torch.Tensor:
+    """The box ``offsets`` + ``lengths`` of a chunk, from the bytes of the rows it spans."""
+    if not sizes:
+        return rows.view(dtype).reshape(())
+    view = rows.view(dtype).reshape([lengths[0], *sizes[1:]])
+    for dim in range(1, len(sizes)):
+        view = view.narrow(dim, offsets[dim], lengths[dim])
+    return view
