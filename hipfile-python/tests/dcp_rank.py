@@ -1,25 +1,33 @@
-"""One rank of the DCP tests' process groups (gloo, host memory), run by test_dcp.py:
-``python dcp_rank.py save|load PATH PLACEMENT`` with torch.distributed's environment variables.
+"""One rank of a DCP process group over gloo, run by test_dcp.py (host memory) and by the GPU
+bench under ``torchrun`` (GPU memory):
 
-Every rank builds the same full state dict; ``save`` saves it sharded (``PLACEMENT`` ``rows``:
-each tensor split by its first dimension, ``cols``: by its last) with hipfile.dcp's writer;
-``load`` loads a checkpoint into the sharding ``PLACEMENT`` names and checks every element of
-every tensor, on every rank, against the full state dict."""
+    python dcp_rank.py save|load PATH rows|cols [cpu|cuda] [SCALE]
 
+with torch.distributed's environment variables (``torchrun`` sets them). Every rank makes the
+same full state dict (``SCALE`` > 0 adds a float32 tensor of ``SCALE`` x 16 MiB) and holds its
+part as DTensors made from local shards (no collective moves tensor data: gloo has none for GPU
+tensors): ``rows`` splits each tensor by its first dimension, ``cols`` by its last, as
+``torch.chunk`` does. ``save`` saves with hipfile.dcp's writer; ``load`` loads into zeroed
+DTensors of the placement given (which may differ from the saved one: resharding) and checks
+every element of the rank's part against the full state dict. On ``cuda`` each rank works on its
+own CUDA stream. Prints one JSON line per rank: its bytes and seconds."""
+
+import json
 import sys
+import time
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Replicate, Shard
 
 import hipfile.dcp
 
 
-def full_state() -> dict:
+def full_state(device: str = "cpu", scale: int = 0) -> dict:
     g = torch.Generator().manual_seed(11)
-    return {
+    state = {
         "w": torch.randn(37, 19, generator=g),
         "b": torch.randint(-1000, 1000, (23,), generator=g, dtype=torch.int32),
         "h": torch.randn(8, 6, generator=g).to(torch.bfloat16),
@@ -27,6 +35,15 @@ def full_state() -> dict:
         "nested": {"m": torch.arange(60, dtype=torch.int64).reshape(3, 4, 5)},
         "step": 7,
     }
+    if scale:
+        state["big"] = torch.randn(scale * 1024 + 3, 4096, generator=g)
+    return {k: to(v, device) for k, v in state.items()}
+
+
+def to(value, device):
+    if isinstance(value, dict):
+        return {k: to(v, device) for k, v in value.items()}
+    return value.to(device) if torch.is_tensor(value) else value
 
 
 def zeroed(state):
@@ -36,39 +53,62 @@ def zeroed(state):
     return torch.zeros_like(state) if torch.is_tensor(state) else 0
 
 
+def part(t: torch.Tensor, placement: str, rank: int, world: int) -> torch.Tensor:
+    """The rank's part of ``t`` under ``placement``, as DTensor's ``Shard`` cuts it."""
+    dim = 0 if placement == "rows" else t.dim() - 1
+    pieces = torch.chunk(t, world, dim)
+    if rank < len(pieces):
+        return pieces[rank].contiguous()
+    shape = list(t.shape)
+    shape[dim] = 0
+    return t.new_empty(shape)
+
+
 def sharded(full: dict, mesh, placement: str) -> dict:
+    rank, world = dist.get_rank(), dist.get_world_size()
+
     def shard(t):
         dim = 0 if placement == "rows" else t.dim() - 1
-        return distribute_tensor(t, mesh, [Shard(dim)])
+        local = part(t, placement, rank, world)
+        return DTensor.from_local(local, mesh, [Shard(dim)], run_check=False, shape=t.shape, stride=t.stride())
 
-    return {
-        "w": shard(full["w"]),
-        "b": shard(full["b"]),
-        "h": shard(full["h"]),
-        "r": distribute_tensor(full["r"], mesh, [Replicate()]),
-        "nested": {"m": shard(full["nested"]["m"])},
-        "step": full["step"],
-    }
+    out = {k: shard(v) if torch.is_tensor(v) and k != "r" else v for k, v in full.items()}
+    out["r"] = DTensor.from_local(full["r"], mesh, [Replicate()], run_check=False)
+    out["nested"] = {"m": shard(full["nested"]["m"])}
+    return out
 
 
-def main(op: str, path: str, placement: str) -> None:
+def main(op: str, path: str, placement: str, device: str = "cpu", scale: str = "0") -> None:
     dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
     try:
-        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-        full = full_state()
+        if device == "cuda":
+            torch.cuda.set_device(0)
+            torch.cuda.set_stream(torch.cuda.Stream())  # each rank its own stream
+        mesh = init_device_mesh(device, (world,))
+        full = full_state(device, int(scale))
+        state = sharded(full if op == "save" else zeroed(full), mesh, placement)
+        local = sum(v.to_local().nbytes for v in state.values() if isinstance(v, DTensor))
+        dist.barrier()
+        start = time.perf_counter()
         if op == "save":
-            dcp.save(sharded(full, mesh, placement), storage_writer=hipfile.dcp.StorageWriter(path))
-            return
-        state = sharded(zeroed(full), mesh, placement)
-        dcp.load(state, storage_reader=hipfile.dcp.StorageReader(path))
-        for name in ("w", "b", "h", "r"):
-            got = state[name].full_tensor()
-            assert torch.equal(got, full[name]), f"rank {dist.get_rank()}: {name} differs"
-        assert torch.equal(state["nested"]["m"].full_tensor(), full["nested"]["m"]), "nested.m differs"
-        assert state["step"] == 7, state["step"]
+            dcp.save(state, storage_writer=hipfile.dcp.StorageWriter(path))
+        else:
+            dcp.load(state, storage_reader=hipfile.dcp.StorageReader(path))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        if op == "load":
+            for name in [k for k in full if k not in ("nested", "step")]:
+                want = full[name] if name == "r" else part(full[name], placement, rank, world)
+                assert torch.equal(state[name].to_local(), want), f"rank {rank}: {name} differs"
+            assert torch.equal(state["nested"]["m"].to_local(), part(full["nested"]["m"], placement, rank, world))
+            assert state["step"] == 7, state["step"]
+        print(json.dumps({"rank": rank, "world": world, "op": op, "placement": placement, "device": device,
+                          "local_bytes": local, "seconds": round(seconds, 3)}), flush=True)
     finally:
         dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:6])

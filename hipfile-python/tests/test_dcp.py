@@ -97,6 +97,24 @@ def test_tensors_are_stored_raw_at_page_offsets(tmp_path):
         assert data[info.offset : info.offset + info.length] == sd[index.fqn].numpy().tobytes()
 
 
+def test_a_ranks_tensors_spread_over_files_by_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(hipfile.dcp, "_FILE_BYTES", 1 << 20)  # files of at least 1 MiB, not 256
+    g = torch.Generator().manual_seed(5)
+    sd = {f"t{i}": torch.randn(n, 1024, generator=g) for i, n in enumerate([512, 256, 256, 128, 64, 64, 3])}
+    sd["step"] = 9
+    dcp.save(sd, storage_writer=hipfile.dcp.StorageWriter(tmp_path, files=3))
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [".metadata", "__0_0.distcp", "__0_1.distcp", "__0_2.distcp"]
+    sizes = [(tmp_path / name).stat().st_size for name in files[1:]]
+    # 2, 1, 1, 0.5, 0.25, 0.25 MiB largest first to the emptiest file: 2 | 1 + 0.5 | 1 + 0.25 + 0.25.
+    assert sizes[0] < (2 << 20) + 8192 and min(sizes) >= 1.5 * (1 << 20), sizes
+    out = zeroed(sd)
+    dcp.load(out, storage_reader=hipfile.dcp.StorageReader(tmp_path))
+    assert_same(out, sd)
+    with pytest.raises(ValueError, match="files"):
+        hipfile.dcp.StorageWriter(tmp_path, files=0)
+
+
 def test_a_filesystemwriter_checkpoint_loads_with_ours(tmp_path):
     sd = state_dict()
     dcp.save(sd, storage_writer=dcp.FileSystemWriter(tmp_path))
@@ -191,6 +209,7 @@ def test_two_ranks_save_and_load_resharded(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     ranks(2, "load", tmp_path, "rows")  # as saved
     ranks(2, "load", tmp_path, "cols")  # each rank's part cut across both ranks' files
+    ranks(3, "load", tmp_path, "rows")  # 2 -> 3
     # 2 -> 1: one process, plain tensors.
     full = dcp_rank.full_state()
     out = zeroed(full)

@@ -45,6 +45,21 @@ RAW = "hipfile-raw/1"
 
 _ALIGN = 4096  # tensors start on a page: the bounce path's O_DIRECT interior, the p2p path's blocks
 _STAGING = ("auto", "device", "host")
+_FILE_BYTES = 256 << 20  # a rank's tensors spread over files of at least this much
+
+
+def _move_files(write: bool, work: List[Tuple[File, List[Tuple[Any, int, int, int]]]]) -> None:
+    """Each file's spans moved whole (``File._move_all``), the files at once: a thread per file,
+    each waiting in the library with the GIL released."""
+    if len(work) <= 1:
+        for f, spans in work:
+            f._move_all(write, spans)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(work)) as pool:
+        for done in [pool.submit(f._move_all, write, spans) for f, spans in work]:
+            done.result()
 
 if "transform_descriptors" not in {f.name for f in dataclasses.fields(_StorageInfo)}:  # pragma: no cover
     raise ImportError(f"hipfile.dcp needs PyTorch 2.7 or later (records with transforms); this is {torch.__version__}")
@@ -73,7 +88,10 @@ class StorageWriter(FileSystemWriter):
     tensor in its own memory (GPU to GPU, no host copy; needs that much free GPU memory),
     ``"host"`` copies them to host memory as PyTorch's ``FileSystemWriter`` does, ``"auto"``
     (default) clones on the GPU when the device has twice the snapshot free, else copies to the
-    host. ``overwrite`` as ``FileSystemWriter``'s."""
+    host. ``files``: the most files each rank writes (``__<rank>_<k>.distcp``; its tensors
+    spread over them by size, at least 256 MiB a file), written at once: buffered writes to one
+    file take its inode's lock one at a time, to several files they proceed together.
+    ``overwrite`` as ``FileSystemWriter``'s."""
 
     def __init__(
         self,
@@ -82,22 +100,55 @@ class StorageWriter(FileSystemWriter):
         durable: bool = True,
         cache: Optional[str] = None,
         staging: str = "auto",
+        files: int = 8,
         overwrite: bool = True,
     ) -> None:
         if staging not in _STAGING:
             raise ValueError(f"staging={staging!r}: use 'auto', 'device' or 'host'")
+        if not (isinstance(files, int) and files >= 1):
+            raise ValueError(f"files={files!r}: give a number of files per rank, 1 or more")
         super().__init__(path, single_file_per_rank=True, sync_files=durable, thread_count=1, overwrite=overwrite)
         self.durable = durable
         self.cache = cache
         self.staging = staging
+        self.files = files
 
     def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future:
-        name = f"{plan.storage_data.prefix}0.distcp"
-        path = self.fs.concat_path(self.path, name)
+        tensors = [i for i in plan.items if i.type != WriteItemType.BYTE_IO]
+        # The bytes of each item: its chunk's (a shard's, of a DTensor), not the whole tensor's.
+        sizes = {id(i): math.prod(i.tensor_data.chunk.sizes) * i.tensor_data.properties.dtype.itemsize for i in tensors}
+        count = max(1, min(self.files, len(tensors), -(-sum(sizes.values()) // _FILE_BYTES)))
+        buckets: List[List[Any]] = [[] for _ in range(count)]
+        filled = [0] * count
+        for item in sorted(tensors, key=lambda i: -sizes[id(i)]):  # largest first, to the emptiest
+            k = filled.index(min(filled))
+            buckets[k].append(item)
+            filled[k] += sizes[id(item)]
+        buckets[0] = [i for i in plan.items if i.type == WriteItemType.BYTE_IO] + buckets[0]
         results: List[WriteResult] = []
-        spans: List[Tuple[Any, int, int, int]] = []
+        work = []
+        try:
+            for k, items in enumerate(buckets):
+                name = f"{plan.storage_data.prefix}{k}.distcp"
+                spans = self._place(name, items, planner, results)
+                path = self.fs.concat_path(self.path, name)
+                work.append((File(path, "w", cache=self.cache, durable=self.durable), spans))
+            _move_files(True, work)
+            if self.durable:
+                for f, _ in work:
+                    os.fsync(f.fileno())  # the size, and what the writes themselves did not sync
+        finally:
+            for f, _ in work:
+                f.close()
+        return _done(results)
+
+    @staticmethod
+    def _place(name: str, items, planner: SavePlanner, results: List[WriteResult]) -> List[Tuple[Any, int, int, int]]:
+        """Where each item goes in the file ``name`` (its result appended to ``results``): the
+        spans to write."""
+        spans = []
         at = 0
-        for item in plan.items:
+        for item in items:
             if item.type == WriteItemType.BYTE_IO:
                 memory = planner.resolve_data(item).getvalue()
                 offset, length, transforms = at, len(memory), None
@@ -113,11 +164,7 @@ class StorageWriter(FileSystemWriter):
             at = offset + length
             info = _StorageInfo(name, offset, length, transform_descriptors=transforms)
             results.append(WriteResult(index=item.index, size_in_bytes=length, storage_data=info))
-        with File(path, "w", cache=self.cache, durable=self.durable) as f:
-            f._move_all(True, spans)
-            if self.durable:
-                os.fsync(f.fileno())  # the size, and what the writes themselves did not sync
-        return _done(results)
+        return spans
 
     def stage(self, state_dict: Dict[str, Any]) -> Dict[str, Any]:
         """``dcp.async_save``'s snapshot (see ``staging``): the state dict with every tensor
@@ -177,34 +224,42 @@ class StorageReader(FileSystemReader):
                 theirs.append(item)
         if theirs:
             super().read_data(dataclasses.replace(plan, items=theirs), planner).wait()
-        for relative_path, items in ours.items():
-            self._read_file(self.fs.concat_path(self.path, relative_path), items, planner)
+        work, after = [], []
+        try:
+            for relative_path, items in ours.items():
+                spans: List[Tuple[Any, int, int, int]] = []
+                work.append((File(self.fs.concat_path(self.path, relative_path), "r", cache=self.cache), spans))
+                spans.extend(self._plan_reads(items, planner, after))
+            _move_files(False, work)
+        finally:
+            for f, _ in work:
+                f.close()
+        for item, target, staging in after:
+            if staging is not None:
+                sizes = self._chunks[(item.storage_index.fqn, tuple(item.storage_index.offset))][0]
+                target.copy_(_region(staging, sizes, item.storage_offsets, item.lengths, target.dtype))
+            planner.commit_tensor(item, target)
         return _done(None)
 
-    def _read_file(self, path, items, planner: LoadPlanner) -> None:
-        spans, after = [], []
+    def _plan_reads(self, items, planner: LoadPlanner, after: List[Tuple]) -> List[Tuple[Any, int, int, int]]:
+        """The reads of one file's items: straight into each target where the box is whole rows
+        of the stored chunk and the target contiguous, else into a buffer on the target's device
+        (``after`` gets what to copy and commit once the reads are done)."""
+        spans = []
         for item in items:
             info = self.storage_data[item.storage_index]
             index = item.storage_index
             sizes, dtype = self._chunks[(index.fqn, tuple(index.offset))]
             target = planner.resolve_tensor(item).detach()
             begin, length, whole = _rows(sizes, item.storage_offsets, item.lengths, dtype.itemsize)
+            staging = None
             if length and whole and target.is_contiguous():
                 spans.append((_bytes_of(target), length, info.offset + begin, 0))
-                after.append((item, target, None))
             elif length:
                 staging = torch.empty(length, dtype=torch.uint8, device=target.device)
                 spans.append((_bytes_of(staging), length, info.offset + begin, 0))
-                after.append((item, target, staging))
-            else:
-                after.append((item, target, None))
-        with File(path, "r", cache=self.cache) as f:
-            f._move_all(False, spans)
-        for item, target, staging in after:
-            if staging is not None:
-                sizes = self._chunks[(item.storage_index.fqn, tuple(item.storage_index.offset))][0]
-                target.copy_(_region(staging, sizes, item.storage_offsets, item.lengths, target.dtype))
-            planner.commit_tensor(item, target)
+            after.append((item, target, staging))
+        return spans
 
 
 def _rows(sizes, offsets, lengths, itemsize: int) -> Tuple[int, int, bool]:
