@@ -5,8 +5,6 @@ memory) here; the same code on the GPU in the GPU machine's bench."""
 
 import os
 import pickle
-import socket
-import subprocess
 import sys
 import warnings
 
@@ -17,6 +15,7 @@ dcp = pytest.importorskip("torch.distributed.checkpoint")
 hypothesis = pytest.importorskip("hypothesis")
 
 import hipfile.dcp  # noqa: E402  (after the skips: it needs PyTorch)
+from ranks import run  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -175,30 +174,9 @@ def test_bad_staging_is_refused(tmp_path):
         hipfile.dcp.StorageWriter(tmp_path, staging="gpu")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def ranks(world, op, path, placement):
-    """``dcp_rank.py`` in ``world`` processes of one gloo group; fails with their output."""
-    port = free_port()
-    procs = []
-    for rank in range(world):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(world), LOCAL_RANK=str(rank), PYTHONWARNINGS="ignore")
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "dcp_rank.py"), op, str(path), placement],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=240)[0].decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
-    assert all(p.returncode == 0 for p in procs), "\n".join(outs)
+    """``dcp_rank.py`` in ``world`` processes of one gloo group."""
+    run("dcp_rank.py", world, op, path, placement)
 
 
 def test_two_ranks_save_and_load_resharded(tmp_path):

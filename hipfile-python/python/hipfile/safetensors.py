@@ -313,6 +313,7 @@ def load_file(
     shard: Optional[Tuple[int, int]] = None,
     progress: Optional[Progress] = None,
     cache: Optional[str] = None,
+    process_group=None,
 ) -> Dict[str, Any]:
     """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
     (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
@@ -326,13 +327,69 @@ def load_file(
     way tensor-parallel ranks load. ``progress(done_bytes, total_bytes)`` is called as the
     data arrives. ``cache``: the page-cache policy of this load (``'keep'``: the file stays in
     memory for the next load; ``'bypass'``: ``O_DIRECT``, nothing else is evicted; ``'auto'``:
-    keep while it fits comfortably; ``None``: the driver's, ``HIPFILE_PAGE_CACHE``)."""
+    keep while it fits comfortably; ``None``: the driver's, ``HIPFILE_PAGE_CACHE``).
+    ``process_group``: a ``torch.distributed`` group whose every rank calls this with the same
+    file (PyTorch only): each byte is read from the file by one rank and broadcast to the others,
+    with no memory beyond the tensors (with ``shard``, each rank reads only its own rows); an
+    error on any rank raises on every rank."""
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
+    if process_group is not None:
+        return _load_group([os.fspath(path)], fw, copy, shard, progress, cache, process_group)
     header = Header(path)
     plan = _plan(header, shard)
     total = _to_read(header, plan, copy, shard is not None)
     return _load(header, plan, fw, copy, shard is not None, _Tally(progress, total), cache)
+
+
+def _merge(headers: List[Header], parts: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The files' tensors in one dict; a name in two files is a :class:`SafetensorError`."""
+    out: Dict[str, Any] = {}
+    for h, part in zip(headers, parts):
+        for name, tensor in part.items():
+            if name in out:
+                raise SafetensorError(f"tensor {name!r} is in more than one file ({h.path})")
+            out[name] = tensor
+    return out
+
+
+def _load_files(files, fw: _Framework, copy: bool, shard, progress, cache, max_workers: int) -> Dict[str, Any]:
+    headers = [Header(f) for f in files]
+    plans = [_plan(h, shard) for h in headers]
+    total = sum(_to_read(h, plan, copy, shard is not None) for h, plan in zip(headers, plans))
+    tally = _Tally(progress, total)
+    with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
+        parts = list(pool.map(lambda hp: _load(*hp, fw, copy, shard is not None, tally, cache), zip(headers, plans)))
+    return _merge(headers, parts)
+
+
+def _load_group(files, fw: _Framework, copy: bool, shard, progress, cache, process_group) -> Dict[str, Any]:
+    """:func:`load_file`/:func:`load_model_dir` over a process group (hipfile._distributed)."""
+    from hipfile import _distributed
+
+    if fw.name != "pt":
+        raise ValueError("process_group: loads PyTorch tensors (framework 'pt')")
+    group = _distributed.Group(process_group)
+    if shard is not None:  # each rank reads its own rows only: read once already, nothing to share
+        return group.together("loading", lambda: _load_files(files, fw, copy, shard, progress, cache, 1))
+    headers = group.together("checking the checkpoint", lambda: [Header(f) for f in files])
+    group.same("the number of files", len(headers))
+    for h in headers:
+        group.same(f"the data size of {h.path}", h.data_len)
+    tally = _Tally(progress, sum(h.data_len for h in headers))
+    parts, first = [], 0
+    for h in headers:
+        pad = _pad(h.data_start)
+        flat = group.together(f"allocating for {h.path}", lambda: fw.empty(pad + h.data_len))
+        with group.together(f"opening {h.path}", lambda: _open(h.path, cache=cache)) as f:
+            pieces = _distributed.cut(h.data_start, h.data_len, pad)
+            first += _distributed.read_once(group, f, flat, fw.target(flat), pieces, first, h.path, tally)
+        part = {}
+        for name, dtype, shape, begin, end in _plan(h, None):
+            tensor = fw.view(flat, pad + begin, pad + end, dtype, shape, name)
+            part[name] = tensor.clone() if copy else tensor
+        parts.append(part)
+    return _merge(headers, parts)
 
 
 def load(data: bytes, framework: str = "np") -> Dict[str, Any]:
@@ -356,10 +413,12 @@ def load_model_dir(
     progress: Optional[Progress] = None,
     max_workers: int = 4,
     cache: Optional[str] = None,
+    process_group=None,
 ) -> Dict[str, Any]:
     """Every tensor of a checkpoint directory (``model.safetensors.index.json`` and its files,
     or every ``*.safetensors`` in it; keys file by file, each file's in offset order), files
-    read in parallel (``max_workers`` at a time); the options are :func:`load_file`'s. A
+    read in parallel (``max_workers`` at a time; one after another with ``process_group``,
+    whose pieces go round the ranks across the files); the options are :func:`load_file`'s. A
     tensor the index maps to a file that lacks it, or a name in two files, is a
     :class:`SafetensorError`."""
     try:
@@ -368,18 +427,10 @@ def load_model_dir(
         raise SafetensorError(str(exc)) from None
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
-    headers = [Header(f) for f in files]
-    plans = [_plan(h, shard) for h in headers]
-    total = sum(_to_read(h, plan, copy, shard is not None) for h, plan in zip(headers, plans))
-    tally = _Tally(progress, total)
-    with ThreadPoolExecutor(max(1, min(max_workers, len(headers)))) as pool:
-        parts = list(pool.map(lambda hp: _load(*hp, fw, copy, shard is not None, tally, cache), zip(headers, plans)))
-    out: Dict[str, Any] = {}
-    for h, part in zip(headers, parts):
-        for name, tensor in part.items():
-            if name in out:
-                raise SafetensorError(f"tensor {name!r} is in more than one file ({h.path})")
-            out[name] = tensor
+    if process_group is not None:
+        out = _load_group(files, fw, copy, shard, progress, cache, process_group)
+    else:
+        out = _load_files(files, fw, copy, shard, progress, cache, max_workers)
     for name, file in weight_map.items():
         if name not in out:
             raise SafetensorError(f"the index maps {name!r} to {file}, which does not hold it")
