@@ -531,3 +531,34 @@ fn load_reads_checkpoints_into_gpu_memory_and_refuses_lying_files() {
     let (ok, _, err) = hipfile(&["load", "--backend", "mock", lying.to_str().unwrap()]);
     assert!(!ok && err.contains("header length"), "{err}");
 }
+
+/// A checkpoint directory saved by the Python package (`hipfile.safetensors.save_model_dir`:
+/// shards and their index) loads with `hipfile load --verify`. Where the package's environment
+/// (`target/python`, made by `cargo xtask ci` before this suite runs) is missing, there is no
+/// saver to run: the test says so and passes.
+#[test]
+fn a_directory_saved_by_the_python_package_loads_verified() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/python/bin/python");
+    let dir = fresh_dir("python-saved");
+    let save = r#"
+import sys, numpy as np, hipfile.safetensors as hs
+rng = np.random.default_rng(5)
+sd = {f"layers.{i}.w": rng.standard_normal((300 + i, 128), dtype=np.float32) for i in range(6)}
+sd["ids"] = np.arange(1000, dtype=np.int64)
+print(len(hs.save_model_dir(sd, sys.argv[1], max_shard_size=400_000)))
+"#;
+    let saved = Command::new(&python).args(["-c", save, dir.to_str().unwrap()]).output();
+    let Ok(saved) = saved else {
+        eprintln!("skipped: no {} (run `cargo xtask ci`, which makes it)", python.display());
+        return;
+    };
+    assert!(saved.status.success(), "{}", String::from_utf8_lossy(&saved.stderr));
+    let written: usize = String::from_utf8_lossy(&saved.stdout).trim().parse().unwrap();
+    assert!(written > 2, "several shards and the index: {written}");
+    let (ok, out, err) = hipfile(&["load", "--backend", "mock", "--verify", "--json", dir.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let report = json(&out);
+    assert_eq!(report["tensors"].as_u64(), Some(7), "{out}");
+    assert_eq!(report["verified_tensors"].as_u64(), Some(7), "{out}");
+    assert_eq!(report["files"].as_u64(), Some(written as u64 - 1), "every shard the index names: {out}");
+}
