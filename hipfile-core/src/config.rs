@@ -154,6 +154,21 @@ pub enum Demote {
     Off,
 }
 
+impl Words for Demote {
+    /// The booleans' words (as the other `HIPFILE_*` switches take them), and `stream`.
+    const WORDS: &'static [(&'static str, Demote)] = &[
+        ("true", Demote::Auto),
+        ("1", Demote::Auto),
+        ("yes", Demote::Auto),
+        ("on", Demote::Auto),
+        ("false", Demote::Off),
+        ("0", Demote::Off),
+        ("no", Demote::Off),
+        ("off", Demote::Off),
+        ("stream", Demote::Stream),
+    ];
+}
+
 /// Settings of the bounce path. The defaults are meant to be right without tuning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BounceSettings {
@@ -256,14 +271,8 @@ impl Config {
                 config.set_size_parameter(v.param, value)?;
             }
         }
-        let b = &mut config.bounce;
-        if let Some(value) = get("HIPFILE_BOUNCE_DEMOTE") {
-            b.demote = match (parse_bool(&value), value.trim().to_ascii_lowercase().as_str()) {
-                (Some(true), _) => Demote::Auto,
-                (Some(false), _) => Demote::Off,
-                (None, "stream") => Demote::Stream,
-                _ => return Err(invalid("HIPFILE_BOUNCE_DEMOTE", value, "true, false, stream")),
-            };
+        if let Some(v) = parse_word(word("HIPFILE_BOUNCE_DEMOTE")?)? {
+            config.bounce.demote = v;
         }
         if let Some(value) = get("HIPFILE_STATS_LEVEL") {
             // As upstream: a number, larger ones meaning the highest level.
