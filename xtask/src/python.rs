@@ -53,13 +53,17 @@ pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
     run(&python, &build, &[])
 }
 
-/// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, and loading over
-/// a process group), run again in a
+/// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, loading over a
+/// process group, models of `transformers`), run again in a
 /// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
 /// libraries (it imports without a GPU) and cuFile 1.17 with them, which would replace the 1.15
 /// header the cuFile check reads in `target/python`.
-const TORCH_TESTS: [&str; 2] = ["hipfile-python/tests/test_dcp.py", "hipfile-python/tests/test_distributed_load.py"];
-const TORCH_PACKAGES: [&str; 5] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors"];
+const TORCH_TESTS: [&str; 3] = [
+    "hipfile-python/tests/test_dcp.py",
+    "hipfile-python/tests/test_distributed_load.py",
+    "hipfile-python/tests/test_transformers.py",
+];
+const TORCH_PACKAGES: [&str; 6] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers"];
 
 /// Builds the package into the virtual environment and runs its suite, then the tests that need
 /// PyTorch with PyTorch installed; the lines pytest ends with (the counts).
