@@ -54,14 +54,15 @@ pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
 }
 
 /// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, loading over a
-/// process group, models of `transformers`), run again in a
+/// process group, models of `transformers`, vLLM's load format), run again in a
 /// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
 /// libraries (it imports without a GPU) and cuFile 1.17 with them, which would replace the 1.15
 /// header the cuFile check reads in `target/python`.
-const TORCH_TESTS: [&str; 3] = [
+const TORCH_TESTS: [&str; 4] = [
     "hipfile-python/tests/test_dcp.py",
     "hipfile-python/tests/test_distributed_load.py",
     "hipfile-python/tests/test_transformers.py",
+    "hipfile-python/tests/test_vllm.py",
 ];
 const TORCH_PACKAGES: [&str; 6] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers"];
 

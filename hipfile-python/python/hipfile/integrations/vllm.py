@@ -1,0 +1,102 @@
+"""vLLM's model weights read by hipfile-rs: the load format ``hipfile``.
+
+``register()`` adds the load format to vLLM's model-loader registry
+(``vllm.model_executor.model_loader.register_model_loader``); the package declares it as a vLLM
+plugin (entry point ``vllm.general_plugins``), so that every vLLM process, workers included,
+has it once the package is installed, and ``vllm serve MODEL --load-format hipfile`` (or
+``LLM(model, load_format="hipfile")``) uses it. Nothing else changes: other load formats keep
+vLLM's loaders.
+
+The loader reads the checkpoint's safetensors files one at a time with
+:func:`hipfile.safetensors.load_file` into the memory of the model's parameters (the rank's GPU)
+and hands each file's tensors to the
+model's own ``load_weights`` (which fuses and slices them for tensor parallelism, as it does
+for vLLM's loader), then frees them: the memory beyond the model is one file's tensors. With
+tensor parallelism, the tensor-parallel group reads each file once across its ranks
+(``process_group=``, read-once loading) and broadcasts it, instead of every rank reading every
+file.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, List, Optional, Tuple
+
+__all__ = ["register", "LOAD_FORMAT"]
+
+LOAD_FORMAT = "hipfile"
+
+
+def _files(directory: str) -> List[str]:
+    from hipfile import _hipfile
+
+    files, _ = _hipfile.safetensors_checkpoint(directory)
+    if not files:
+        raise ValueError(f"{directory}: no safetensors files (the hipfile load format reads safetensors only)")
+    return files
+
+
+def _tp_group():
+    """The tensor-parallel group's NCCL/RCCL group when there is more than one rank, else None."""
+    try:
+        from vllm.distributed import get_tensor_model_parallel_world_size, get_tp_group
+    except ImportError:  # pragma: no cover - a vLLM without them
+        return None
+    return get_tp_group().device_group if get_tensor_model_parallel_world_size() > 1 else None
+
+
+def weights(directory: str, device, group=None, cache: Optional[str] = None) -> Iterable[Tuple[str, Any]]:
+    """``(name, tensor)`` of every tensor of the checkpoint ``directory``, one file in memory at
+    a time (read once across ``group`` where one is given)."""
+    from hipfile.safetensors import load_file
+
+    for path in _files(directory):
+        tensors = load_file(path, device=device, cache=cache, process_group=group)
+        yield from tensors.items()
+        del tensors
+
+
+def _loader_class(base: type, local: Callable[[Any], str]) -> type:
+    """The loader as a subclass of vLLM's ``BaseModelLoader`` (``base``)."""
+
+    class HipfileModelLoader(base):
+        """vLLM's ``load_format="hipfile"``: safetensors weights through hipfile-rs."""
+
+        def download_model(self, model_config) -> None:
+            local(model_config)
+
+        def load_weights(self, model, model_config) -> None:
+            device = next(model.parameters()).device  # where vLLM built the model: the rank's GPU
+            names = {name for name, _ in model.named_parameters()}
+            loaded = model.load_weights(weights(local(model_config), device, _tp_group()))
+            missing = names - set(loaded or ())
+            if loaded is not None and missing and getattr(model_config, "quantization", None) is None:
+                raise ValueError(f"the checkpoint left weights unloaded: {sorted(missing)[:8]}")
+
+    return HipfileModelLoader
+
+
+def _local_model(model_config) -> str:
+    """The checkpoint's local directory: ``model_config.model`` itself, or its Hub snapshot."""
+    model = model_config.model
+    if os.path.isdir(model):
+        return model
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo_id=model, revision=getattr(model_config, "revision", None),
+                             allow_patterns=["*.json", "*.safetensors"])
+
+
+_registered: Optional[type] = None
+
+
+def register() -> type:
+    """Adds the ``hipfile`` load format to vLLM (the plugin's entry point; vLLM calls it in each
+    of its processes, once or more: it registers once); the loader class."""
+    global _registered
+    if _registered is None:
+        from vllm.model_executor.model_loader import register_model_loader
+        from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+        _registered = register_model_loader(LOAD_FORMAT)(_loader_class(BaseModelLoader, _local_model))
+    return _registered
