@@ -5,9 +5,12 @@
 //! they would KvikIO's futures.
 //!
 //! The policy: a round starts once the queue has not grown for [`Submitter::GAP`], has reached
-//! the driver's batch limit, has waited [`Submitter::LINGER`], or someone waits for one of its
-//! requests ([`Submitter::hurry`], which [`Completion::wait`] callers call first): a request
-//! waited for at once starts at once. While a round runs, the next one fills.
+//! the driver's batch limit, has waited [`Submitter::LINGER`], or someone asks whether one of its
+//! requests has ended ([`Submitter::ended`]). Someone who waits for a request still queued
+//! ([`Submitter::wait_all`]) runs its round on the waiting thread: a request waited for at once
+//! costs what a call costs, with no hand-over to the library's thread and back (a round of one
+//! request run so is one call of the driver, not a batch). Rounds the library's thread runs are
+//! batches (the driver's batch counters count them). While a round runs, the next one fills.
 
 use std::any::Any;
 use std::borrow::Borrow;
@@ -186,7 +189,7 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
     /// they moved together, or the first error in order, once all have ended (so that memory
     /// the caller frees on an error is no longer in use); `None` when the time ran out first.
     pub fn wait_all(&self, parts: &[Arc<Completion>], deadline: Option<Instant>) -> Option<Result<usize>> {
-        parts.iter().for_each(|part| self.hurry(part));
+        parts.iter().for_each(|part| self.run_now(part));
         let mut total = Ok(0);
         for part in parts {
             match (part.wait(deadline)?, &mut total) {
@@ -198,7 +201,8 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         Some(total)
     }
 
-    /// Someone waits for `completion`: if it is still queued, its round starts now.
+    /// Someone asks about `completion`: if it is still queued, its round starts now, on the
+    /// library's thread.
     pub fn hurry(&self, completion: &Completion) {
         if completion.queued.load(Ordering::Acquire) {
             lock(&self.queue).flush = true;
@@ -206,18 +210,49 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         }
     }
 
+    /// Someone waits for `completion`: if it is still queued, the round it is in (what the
+    /// queue holds, up to the batch limit) runs now, on this thread.
+    fn run_now(&self, completion: &Completion) {
+        if !completion.queued.load(Ordering::Acquire) {
+            return;
+        }
+        let round = {
+            let mut queue = lock(&self.queue);
+            if !completion.queued.load(Ordering::Acquire) {
+                return; // taken by another round meanwhile
+            }
+            self.take(&mut queue)
+        };
+        self.run_round(round, true);
+    }
+
     fn run(&self) {
         loop {
             let round = self.next_round();
+            self.run_round(round, false);
+        }
+    }
+
+    /// Runs `round` and ends its requests' completions: as a batch, or (`waited`, a round of one
+    /// that its caller waits for) as one call of the driver.
+    fn run_round(&self, round: Vec<Pending>, waited: bool) {
+        let mut results: Vec<Option<Result<usize>>> = vec![None; round.len()];
+        if let ([one], true) = (round.as_slice(), waited) {
+            let e = &one.entry;
+            // SAFETY: the request's memory stays valid until its completion ends (`submit`'s
+            // contract), which is after this call.
+            let moved = unsafe {
+                self.driver().transfer(e.direction, e.handle, e.buffer_base, e.size, e.file_offset, e.buffer_offset)
+            };
+            results[0] = Some(moved);
+        } else {
             let entries: Vec<BatchEntry> =
                 round.iter().enumerate().map(|(i, p)| BatchEntry { cookie: i, ..p.entry }).collect();
-            let mut results: Vec<Option<Result<usize>>> = vec![None; round.len()];
-            // SAFETY: each entry's memory stays valid until its completion ends (`submit`'s
-            // contract), which is after these batches have ended.
+            // SAFETY: as above, for every entry: each completion ends after these batches.
             match unsafe { run_batch(self.driver(), &entries, &mut results, None) } {
                 // Refused as a whole (the driver checks every entry first): each request on its
                 // own, so that only the ones at fault fail.
-                Err(_) if entries.len() > 1 && results.iter().all(Option::is_none) => {
+                Err(_) if results.iter().all(Option::is_none) => {
                     for (entry, result) in entries.iter().zip(results.iter_mut()) {
                         let (mut one, alone) = ([None], [BatchEntry { cookie: 0, ..*entry }]);
                         // SAFETY: as the round's.
@@ -228,34 +263,47 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
                 Err(e) => results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone()))),
                 Ok(()) => {}
             }
-            for (p, r) in round.iter().zip(results) {
-                p.completion.finish(r.unwrap_or(Err(OpError::InternalError.into())));
-            }
-            drop(round); // what the callers kept, after their requests ended
         }
+        for (p, r) in round.iter().zip(results) {
+            p.completion.finish(r.unwrap_or(Err(OpError::InternalError.into())));
+        }
+        drop(round); // what the callers kept, after their requests ended
+    }
+
+    /// The driver's batch limit as it is now (a reopened driver may have another).
+    fn limit(&self) -> usize {
+        (self.driver().properties().max_batch_io_count as usize).clamp(1, MAX_BATCH_ENTRIES)
+    }
+
+    /// The next round from `queue`: what it holds, up to the batch limit, no longer queued.
+    fn take(&self, queue: &mut Queue) -> Vec<Pending> {
+        let take = queue.pending.len().min(self.limit());
+        let round: Vec<Pending> = queue.pending.drain(..take).collect();
+        round.iter().for_each(|p| p.completion.queued.store(false, Ordering::Release));
+        round
     }
 
     /// Waits for requests, then gathers a round (see the module docs).
     fn next_round(&self) -> Vec<Pending> {
         let mut queue = lock(&self.queue);
-        while queue.pending.is_empty() {
-            queue = wait(&self.ready, queue);
-        }
-        // The batch limit of the driver as it is now (a reopened driver may have another).
-        let limit = (self.driver().properties().max_batch_io_count as usize).clamp(1, MAX_BATCH_ENTRIES);
-        let since = Instant::now();
-        while !queue.flush && queue.pending.len() < limit && since.elapsed() < Self::LINGER {
-            let before = queue.pending.len();
-            queue = self.ready.wait_timeout(queue, Self::GAP).unwrap_or_else(|p| p.into_inner()).0;
-            if queue.pending.len() == before {
-                break;
+        loop {
+            while queue.pending.is_empty() {
+                queue = wait(&self.ready, queue);
+            }
+            let (since, limit) = (Instant::now(), self.limit());
+            while !queue.flush && queue.pending.len() < limit && since.elapsed() < Self::LINGER {
+                let before = queue.pending.len();
+                queue = self.ready.wait_timeout(queue, Self::GAP).unwrap_or_else(|p| p.into_inner()).0;
+                if queue.pending.len() <= before {
+                    break; // quiet, or a waiting caller took the queue
+                }
+            }
+            queue.flush = false;
+            let round = self.take(&mut queue);
+            if !round.is_empty() {
+                return round;
             }
         }
-        queue.flush = false;
-        let take = queue.pending.len().min(limit);
-        let round: Vec<Pending> = queue.pending.drain(..take).collect();
-        round.iter().for_each(|p| p.completion.queued.store(false, Ordering::Release));
-        round
     }
 }
 
