@@ -6,8 +6,9 @@
 //!
 //! The policy: a round starts once the queue has not grown for [`Submitter::GAP`], has reached
 //! the driver's batch limit, has waited [`Submitter::LINGER`], or someone asks whether one of its
-//! requests has ended ([`Submitter::ended`]). Someone who waits for a request still queued
-//! ([`Submitter::wait_all`]) runs its round on the waiting thread: a request waited for at once
+//! requests has ended ([`Submitter::ended`]), or waits for one with a deadline. Someone who waits
+//! without one for a request still queued ([`Submitter::wait_all`]) runs its round on the
+//! waiting thread: a request waited for at once
 //! costs what a call costs, with no hand-over to the library's thread and back (a round of one
 //! request run so is one call of the driver, not a batch). Rounds the library's thread runs are
 //! batches (the driver's batch counters count them). While a round runs, the next one fills.
@@ -189,7 +190,11 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
     /// they moved together, or the first error in order, once all have ended (so that memory
     /// the caller frees on an error is no longer in use); `None` when the time ran out first.
     pub fn wait_all(&self, parts: &[Arc<Completion>], deadline: Option<Instant>) -> Option<Result<usize>> {
-        parts.iter().for_each(|part| self.run_now(part));
+        // With a deadline the library's thread runs the rounds, so that the wait can end in time.
+        match deadline {
+            None => parts.iter().for_each(|part| self.run_now(part)),
+            Some(_) => parts.iter().for_each(|part| self.hurry(part)),
+        }
         let mut total = Ok(0);
         for part in parts {
             match (part.wait(deadline)?, &mut total) {
