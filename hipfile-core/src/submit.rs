@@ -6,12 +6,11 @@
 //!
 //! The policy: a round starts once the queue has not grown for [`Submitter::GAP`], has reached
 //! the driver's batch limit, has waited [`Submitter::LINGER`], or someone asks whether one of its
-//! requests has ended ([`Submitter::ended`]), or waits for one with a deadline. Someone who waits
-//! without one for a request still queued ([`Submitter::wait_all`]) runs its round on the
-//! waiting thread: a request waited for at once
-//! costs what a call costs, with no hand-over to the library's thread and back (a round of one
-//! request run so is one call of the driver, not a batch). Rounds the library's thread runs are
-//! batches (the driver's batch counters count them). While a round runs, the next one fills.
+//! requests has ended ([`Submitter::ended`]), or waits for one. Someone who waits (without a
+//! deadline, [`Submitter::wait_all`]) for a request queued alone runs it on the waiting thread
+//! as one call of the driver: a request waited for at once costs what a call costs, with no
+//! hand-over to the library's thread and back. Rounds the library's thread runs are batches (the
+//! driver's batch counters count them). While a round runs, the next one fills.
 
 use std::any::Any;
 use std::borrow::Borrow;
@@ -215,8 +214,9 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         }
     }
 
-    /// Someone waits for `completion`: if it is still queued, the round it is in (what the
-    /// queue holds, up to the batch limit) runs now, on this thread.
+    /// Someone waits for `completion`: if it is still queued alone, it runs now, on this
+    /// thread, as one call; queued with others, their round starts now on the library's thread
+    /// (a burst's batch is the library's, as before).
     fn run_now(&self, completion: &Completion) {
         if !completion.queued.load(Ordering::Acquire) {
             return;
@@ -224,7 +224,12 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         let round = {
             let mut queue = lock(&self.queue);
             if !completion.queued.load(Ordering::Acquire) {
-                return; // taken by another round meanwhile
+                return; // taken by a round meanwhile
+            }
+            if queue.pending.len() > 1 {
+                queue.flush = true;
+                self.ready.notify_one();
+                return;
             }
             self.take(&mut queue)
         };
@@ -238,8 +243,8 @@ impl<P: Platform + 'static, D: Borrow<Driver<P>> + Send + Sync + 'static> Submit
         }
     }
 
-    /// Runs `round` and ends its requests' completions: as a batch, or (`waited`, a round of one
-    /// that its caller waits for) as one call of the driver.
+    /// Runs `round` and ends its requests' completions: as a batch, or (`waited`: one request,
+    /// run by its waiting caller) as one call of the driver.
     fn run_round(&self, round: Vec<Pending>, waited: bool) {
         let mut results: Vec<Option<Result<usize>>> = vec![None; round.len()];
         if let ([one], true) = (round.as_slice(), waited) {
