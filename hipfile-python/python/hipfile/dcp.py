@@ -61,6 +61,7 @@ def _move_files(write: bool, work: List[Tuple[File, List[Tuple[Any, int, int, in
         for done in [pool.submit(f._move_all, write, spans) for f, spans in work]:
             done.result()
 
+
 if "transform_descriptors" not in {f.name for f in dataclasses.fields(_StorageInfo)}:  # pragma: no cover
     raise ImportError(f"hipfile.dcp needs PyTorch 2.7 or later (records with transforms); this is {torch.__version__}")
 
