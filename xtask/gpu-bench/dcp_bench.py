@@ -15,22 +15,17 @@ against the snapshot. Before each save the page cache is written back and droppe
 The state dict is save_bench.py's (bf16 and fp32 tensors on cuda:0). One JSON line per round.
 """
 
-import argparse
 import json
 import os
 import shutil
 import time
 import warnings
 
-from save_bench import drop, state_dict
+from save_bench import drop, options, state_dict
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
-    args = p.parse_args()
+    args = options("dir", size_gb=4.3, rounds=2)
     warnings.simplefilter("ignore")  # DCP without a process group says so, each call
 
     import torch

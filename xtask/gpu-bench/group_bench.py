@@ -22,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 import hipfile.safetensors as hs
+from save_bench import drop  # the page cache written back and dropped (as root)
 
 
 def disk_bytes() -> int:
@@ -32,12 +33,6 @@ def disk_bytes() -> int:
         with open(stat) as f:
             total += int(f.read().split()[2]) * 512  # sectors read
     return total
-
-
-def drop() -> None:
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def main():

@@ -11,25 +11,16 @@ dtype bfloat16, warm (as the previous load left the page cache) and cold (droppe
 root); once, every parameter and buffer of the two models is compared bitwise.
 """
 
-import argparse
 import json
 import os
 import time
 import warnings
 
-
-def drop():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
+from save_bench import drop, options  # drop: the page cache written back and dropped (as root)
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("dir")
-    p.add_argument("--layers", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=3)
-    a = p.parse_args()
+    a = options("dir", layers=10, rounds=3)
     warnings.simplefilter("ignore")
     import torch
     import transformers

@@ -9,11 +9,12 @@ timed rounds; the rounds start together (a barrier), and a round's time runs fro
 to the last rank's end. Every rank checks its shard of two tensors against safetensors' own.
 """
 
-import argparse
 import json
 import multiprocessing as mp
 import os
 import time
+
+from save_bench import options
 
 
 def rank_main(path, rank, ranks, runs, barrier, out):
@@ -67,11 +68,7 @@ def run(path, ranks, runs):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("file")
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--runs", type=int, default=3)
-    a = p.parse_args()
+    a = options("file", ranks=2, runs=3)
     with open(a.file, "rb", buffering=0) as f:  # warm
         while f.read(64 << 20):
             pass

@@ -18,6 +18,16 @@ import subprocess
 import time
 
 
+def options(positional: str, **flags):
+    """The command line of a bench script: ``positional``, then ``--name`` for each flag, typed
+    and defaulted by its value (``size_gb=4.3`` is ``--size-gb``, a float, 4.3)."""
+    p = argparse.ArgumentParser()
+    p.add_argument(positional)
+    for name, default in flags.items():
+        p.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
+    return p.parse_args()
+
+
 def drop():
     os.sync()
     try:
@@ -56,11 +66,7 @@ def timed(fn, path):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
-    a = p.parse_args()
+    a = options("dir", size_gb=4.3, rounds=2)
     import safetensors.torch as st
     import torch
 
