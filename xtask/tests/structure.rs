@@ -4,6 +4,8 @@
 //! A file's imports are the modules its `crate::` paths name (outside its `#[cfg(test)] mod
 //! tests`), a name the crate root re-exports counting as the module it comes from; the crate
 //! root's are the child modules its own paths name; a child module's `super::` is its parent.
+//! And no library source file over 700 lines, no function over 80 outside tests (but one,
+//! named below).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -250,4 +252,98 @@ fn a_circle_is_seen() {
     let mut found = circles(&g);
     found.iter_mut().for_each(|c| c.sort());
     assert_eq!(found, vec![vec!["a".to_owned(), "b".to_owned()]]);
+}
+
+/// The longest a library source file may be, in lines, and a function outside tests.
+const FILE_LINES: usize = 700;
+const FUNCTION_LINES: usize = 80;
+
+/// Functions allowed to be longer: the struct literal that converts HIP 5's device description
+/// to HIP 6's field by field (the compiler's proof that every field is set is worth its length).
+const LONG_FUNCTIONS_ALLOWED: [&str; 1] = ["hipfile-runtime/src/device.rs: from"];
+
+/// The library sources: each crate's `src` (its unit-test files, `tests.rs`, left out) and the
+/// Python package's modules.
+fn library_sources() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|src| src.is_dir() && src.parent().unwrap().join("Cargo.toml").exists())
+        .collect();
+    dirs.push(root().join("hipfile-python/python/hipfile"));
+    let mut out = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "py") && !path.ends_with("tests.rs") {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// `(name, lines)` of each function of `code` (Rust, its tests cut off) longer than `limit`
+/// lines: from the line of its `fn` to the line of its closing brace at the same indent.
+fn long_functions(code: &str, limit: usize) -> Vec<(String, usize)> {
+    const QUALIFIERS: [&str; 7] = ["pub", "pub(crate)", "pub(super)", "const", "async", "unsafe", "extern"];
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let item = line.trim_start();
+        let indent = &line[..line.len() - item.len()];
+        let Some(at) = item.find("fn ") else { continue };
+        if !item[..at].split_whitespace().all(|w| QUALIFIERS.contains(&w) || w == "\"C\"") {
+            continue;
+        }
+        let name: String = item[at + 3..].chars().take_while(|&c| ident_char(c)).collect();
+        let close = format!("{indent}}}");
+        for (j, l) in lines.iter().enumerate().skip(i) {
+            let opened = lines[i..=j].iter().any(|x| x.contains('{'));
+            if (!opened && l.trim_end().ends_with(';')) || (j == i && l.trim_end().ends_with('}')) {
+                break; // a declaration, or a function on one line
+            }
+            if j > i && l.trim_end() == close {
+                if j - i + 1 > limit {
+                    out.push((name.clone(), j - i + 1));
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn library_files_and_functions_stay_short() {
+    let mut found = Vec::new();
+    for path in library_sources() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rel = path.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        if text.lines().count() > FILE_LINES {
+            found.push(format!("{rel}: {} lines", text.lines().count()));
+        }
+        if path.extension().is_some_and(|e| e == "rs") {
+            let code = text.split("\n#[cfg(test)]").next().unwrap();
+            for (name, n) in long_functions(code, FUNCTION_LINES) {
+                if !LONG_FUNCTIONS_ALLOWED.contains(&format!("{rel}: {name}").as_str()) {
+                    found.push(format!("{rel}: fn {name}, {n} lines"));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "over {FILE_LINES} lines a file or {FUNCTION_LINES} a function:\n{}", found.join("\n"));
+}
+
+/// The reader measures what it must: a long function, not a declaration or a short one.
+#[test]
+fn a_long_function_is_seen() {
+    let body = "        x += 1;\n".repeat(90);
+    let code = format!(
+        "trait T {{\n    unsafe fn io(\n        &self,\n    ) -> isize;\n}}\npub(crate) fn short() {{ 1 }}\n\
+         impl S {{\n    pub unsafe extern \"C\" fn long(&self) {{\n{body}    }}\n}}\n"
+    );
+    assert_eq!(long_functions(&code, 80), vec![("long".to_owned(), 92)]);
 }
