@@ -9,7 +9,8 @@
  * - hipfile::Buffer: registered device memory, deregistered by the destructor.
  * - hipfile::Batch: a batch, destroyed (its entries canceled and waited for) by the destructor.
  * - hipfile::Future: a read or write on the library's threads (File::pread, File::pwrite); the
- *   requests of many callers are gathered into the driver's batches (docs/semantics.md, §11).
+ *   requests of many callers are gathered into the driver's batches, and one waited for (get)
+ *   while queued alone runs on the waiting thread as one call (docs/semantics.md, §11).
  * - Objects move and never copy; a moved-from object holds nothing and destroys nothing.
  * - Every failure throws hipfile::Error: hipFile's code (code()), the errno of a system error
  *   (sys_errno(), else 0), the HIP runtime's error (hip_error(), else 0), and a message that

@@ -154,19 +154,18 @@ pub enum Demote {
     Off,
 }
 
+/// As `HIPFILE_BOUNCE_DEMOTE` spells it; any boolean word the other switches take also serves
+/// for `true` and `false`.
 impl Words for Demote {
-    /// The booleans' words (as the other `HIPFILE_*` switches take them), and `stream`.
-    const WORDS: &'static [(&'static str, Demote)] = &[
-        ("true", Demote::Auto),
-        ("1", Demote::Auto),
-        ("yes", Demote::Auto),
-        ("on", Demote::Auto),
-        ("false", Demote::Off),
-        ("0", Demote::Off),
-        ("no", Demote::Off),
-        ("off", Demote::Off),
-        ("stream", Demote::Stream),
-    ];
+    const WORDS: &'static [(&'static str, Demote)] =
+        &[("true", Demote::Auto), ("false", Demote::Off), ("stream", Demote::Stream)];
+
+    fn parse(word: &str) -> Option<Self> {
+        match parse_bool(word) {
+            Some(on) => Some(if on { Demote::Auto } else { Demote::Off }),
+            None => word.trim().eq_ignore_ascii_case("stream").then_some(Demote::Stream),
+        }
+    }
 }
 
 /// Settings of the bounce path. The defaults are meant to be right without tuning.
@@ -244,14 +243,13 @@ impl Config {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut config = Config::default();
         // A variable whose values are words: its type's table (`Words`) parses it.
-        let word = |name: &'static str| -> Result<Option<_>> { Ok(get(name).map(|v| (name, v))) };
-        if let Some(v) = parse_word(word("HIPFILE_BACKEND")?)? {
+        if let Some(v) = parse_word(&get, "HIPFILE_BACKEND")? {
             config.backend = v;
         }
-        if let Some(v) = parse_word(word("HIPFILE_STREAM_SIGNAL")?)? {
+        if let Some(v) = parse_word(&get, "HIPFILE_STREAM_SIGNAL")? {
             config.stream_signal = v;
         }
-        if let Some(v) = parse_word(word("HIPFILE_PAGE_CACHE")?)? {
+        if let Some(v) = parse_word(&get, "HIPFILE_PAGE_CACHE")? {
             config.page_cache = v;
         }
         for (name, target) in BOOL_VARIABLES {
@@ -271,7 +269,7 @@ impl Config {
                 config.set_size_parameter(v.param, value)?;
             }
         }
-        if let Some(v) = parse_word(word("HIPFILE_BOUNCE_DEMOTE")?)? {
+        if let Some(v) = parse_word(&get, "HIPFILE_BOUNCE_DEMOTE")? {
             config.bounce.demote = v;
         }
         if let Some(value) = get("HIPFILE_STATS_LEVEL") {
@@ -307,9 +305,10 @@ impl Config {
     }
 }
 
-/// The value a word-valued variable `(name, text)` names, or an error listing its words.
-fn parse_word<T: Words>(var: Option<(&'static str, String)>) -> Result<Option<T>> {
-    var.map(|(name, text)| T::parse(&text).ok_or_else(|| invalid(name, text, T::words()))).transpose()
+/// The value the word-valued variable `name` names (`None` where `get` finds it unset), or an
+/// error listing its words.
+fn parse_word<T: Words>(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<Option<T>> {
+    get(name).map(|text| T::parse(&text).ok_or_else(|| invalid(name, text, T::words()))).transpose()
 }
 
 fn invalid(var: &'static str, value: String, accepted: impl Into<String>) -> Error {

@@ -235,9 +235,8 @@ class StorageReader(FileSystemReader):
         finally:
             for f, _ in work:
                 f.close()
-        for item, target, staging in after:
+        for item, target, staging, sizes in after:
             if staging is not None:
-                sizes = self._chunks[(item.storage_index.fqn, tuple(item.storage_index.offset))][0]
                 target.copy_(_region(staging, sizes, item.storage_offsets, item.lengths, target.dtype))
             planner.commit_tensor(item, target)
         return _done(None)
@@ -245,7 +244,8 @@ class StorageReader(FileSystemReader):
     def _plan_reads(self, items, planner: LoadPlanner, after: List[Tuple]) -> List[Tuple[Any, int, int, int]]:
         """The reads of one file's items: straight into each target where the box is whole rows
         of the stored chunk and the target contiguous, else into a buffer on the target's device
-        (``after`` gets what to copy and commit once the reads are done)."""
+        (``after`` gets what to copy and commit once the reads are done, with the chunk's
+        sizes)."""
         spans = []
         for item in items:
             info = self.storage_data[item.storage_index]
@@ -259,7 +259,7 @@ class StorageReader(FileSystemReader):
             elif length:
                 staging = torch.empty(length, dtype=torch.uint8, device=target.device)
                 spans.append((_bytes_of(staging), length, info.offset + begin, 0))
-            after.append((item, target, staging))
+            after.append((item, target, staging, sizes))
         return spans
 
 

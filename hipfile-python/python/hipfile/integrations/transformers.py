@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
+from hipfile.integrations import local_checkpoint
+
 __all__ = ["from_pretrained"]
 
 
@@ -50,14 +52,6 @@ def _device(device_map) -> str:
     return str(device)
 
 
-def _local(path, revision: Optional[str]) -> str:
-    if os.path.isdir(path):
-        return os.fspath(path)
-    from huggingface_hub import snapshot_download
-
-    return snapshot_download(repo_id=str(path), revision=revision, allow_patterns=["*.json", "*.safetensors"])
-
-
 def from_pretrained(model_class, path, *model_args, device_map=None, cache: Optional[str] = None, **kwargs) -> Any:
     """``model_class.from_pretrained(path, *model_args, device_map=device_map, **kwargs)`` with
     the safetensors weights read by hipfile-rs (see the module's text). ``model_class``: an
@@ -67,7 +61,7 @@ def from_pretrained(model_class, path, *model_args, device_map=None, cache: Opti
 
     from hipfile.safetensors import load_model_dir
 
-    directory = _local(path, kwargs.get("revision"))
+    directory = local_checkpoint(path, kwargs.get("revision"))
     config = kwargs.pop("config", None) or AutoConfig.from_pretrained(
         directory, trust_remote_code=kwargs.get("trust_remote_code", False)
     )

@@ -19,8 +19,9 @@ file.
 
 from __future__ import annotations
 
-import os
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple
+
+from hipfile.integrations import local_checkpoint
 
 __all__ = ["register", "LOAD_FORMAT"]
 
@@ -56,35 +57,28 @@ def weights(directory: str, device, group=None, cache: Optional[str] = None) -> 
         del tensors
 
 
-def _loader_class(base: type, local: Callable[[Any], str]) -> type:
+def _local(model_config) -> str:
+    return local_checkpoint(model_config.model, getattr(model_config, "revision", None))
+
+
+def _loader_class(base: type) -> type:
     """The loader as a subclass of vLLM's ``BaseModelLoader`` (``base``)."""
 
     class HipfileModelLoader(base):
         """vLLM's ``load_format="hipfile"``: safetensors weights through hipfile-rs."""
 
         def download_model(self, model_config) -> None:
-            local(model_config)
+            _local(model_config)
 
         def load_weights(self, model, model_config) -> None:
             device = next(model.parameters()).device  # where vLLM built the model: the rank's GPU
             names = {name for name, _ in model.named_parameters()}
-            loaded = model.load_weights(weights(local(model_config), device, _tp_group()))
+            loaded = model.load_weights(weights(_local(model_config), device, _tp_group()))
             missing = names - set(loaded or ())
             if loaded is not None and missing and getattr(model_config, "quantization", None) is None:
                 raise ValueError(f"the checkpoint left weights unloaded: {sorted(missing)[:8]}")
 
     return HipfileModelLoader
-
-
-def _local_model(model_config) -> str:
-    """The checkpoint's local directory: ``model_config.model`` itself, or its Hub snapshot."""
-    model = model_config.model
-    if os.path.isdir(model):
-        return model
-    from huggingface_hub import snapshot_download
-
-    return snapshot_download(repo_id=model, revision=getattr(model_config, "revision", None),
-                             allow_patterns=["*.json", "*.safetensors"])
 
 
 _registered: Optional[type] = None
@@ -98,5 +92,5 @@ def register() -> type:
         from vllm.model_executor.model_loader import register_model_loader
         from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
-        _registered = register_model_loader(LOAD_FORMAT)(_loader_class(BaseModelLoader, _local_model))
+        _registered = register_model_loader(LOAD_FORMAT)(_loader_class(BaseModelLoader))
     return _registered
