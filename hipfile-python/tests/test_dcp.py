@@ -146,6 +146,19 @@ def test_a_failed_save_leaves_no_checkpoint_to_load(tmp_path, monkeypatch):
     assert not (tmp_path / ".metadata").exists()  # written last: a torn save is no checkpoint
 
 
+def test_a_truncated_file_is_an_error_not_a_short_tensor(tmp_path):
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    sd = {"a": torch.arange(4096, dtype=torch.float32), "b": torch.arange(4096, dtype=torch.int64)}
+    dcp.save(sd, storage_writer=hipfile.dcp.StorageWriter(tmp_path))
+    data = tmp_path / "__0_0.distcp"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size - 100])
+    with pytest.raises(CheckpointException) as failed:
+        dcp.load({"a": torch.zeros(4096), "b": torch.zeros(4096, dtype=torch.int64)},
+                 storage_reader=hipfile.dcp.StorageReader(tmp_path))
+    assert "bytes read" in repr(failed.value.failures)
+
+
 def test_a_part_of_a_stored_tensor_loads_into_a_view(tmp_path):
     # Stored whole; loaded into a state dict whose tensor is a column slice (not contiguous).
     full = torch.arange(6 * 8, dtype=torch.float32).reshape(6, 8)
