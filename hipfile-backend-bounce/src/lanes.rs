@@ -49,7 +49,7 @@ pub(crate) struct Stage {
 impl Stage {
     /// The window a chunk of `len` bytes at file offset `offset` is staged in (the layout
     /// rule): it starts `offset % PAGE` bytes in.
-    fn window(&mut self, offset: u64, len: usize) -> &mut [u8] {
+    pub(crate) fn window(&mut self, offset: u64, len: usize) -> &mut [u8] {
         let at = (offset % PAGE) as usize;
         // SAFETY: the stage owns `usable` initialised bytes from `base` (zero-filled when made)
         // and hands out one window at a time (`&mut self`).

@@ -498,6 +498,36 @@ mod tests {
         assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
     }
 
+    /// A read of one piece at most through the page cache waits for its one copy and records
+    /// no event; the next read takes the same slot without asking for one. Bytes right, short
+    /// at the end of the file.
+    #[test]
+    fn a_small_read_copies_once_and_records_no_event() {
+        use hipfile_backend_mock::MockGpu;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let data: Vec<u8> = (0..(1usize << 20) + 100).map(|i| (i * 13 % 247) as u8).collect();
+        let file = TestFile::new(&data);
+        let dev = gpu.malloc(64 << 10).unwrap();
+        // SAFETY: the allocation above.
+        let read = |len, at| IoRequest::new(Direction::Read, &file.handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
+        bounce.wait_warm();
+        let (copies, events) = (gpu.faults().copy_count(), gpu.faults().events_recorded());
+        let mut back = vec![0u8; 64 << 10];
+        for (len, at, moved) in
+            [(4096, 8192, 4096), (64 << 10, 12345, 64 << 10), (4096, 1 << 20, 100), (10, 5 << 20, 0)]
+        {
+            assert_eq!(bounce.transfer(&read(len, at)), Ok(moved));
+            gpu.read_device(dev, &mut back[..moved]).unwrap();
+            let at = (at as usize).min(data.len());
+            assert!(back[..moved] == data[at..at + moved]);
+        }
+        assert_eq!(gpu.faults().copy_count() - copies, 3, "one copy a read, none past the end");
+        assert_eq!(gpu.faults().events_recorded(), events);
+        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
+    }
+
     /// The last `threads x cache` bytes of a read are demoted out of the readers' caches, and
     /// nothing else; the bytes are the file's. Both ways: `cldemote` (where the processor has
     /// none, the instruction does nothing: the test runs the same path) and streaming stores.

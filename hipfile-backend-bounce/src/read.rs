@@ -86,6 +86,15 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// each stripe's last piece queues its copy on the read's stream, which is waited for once
     /// every stripe has ended.
     fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        if let [req] = reqs
+            && req.size() <= stripes::MIN_PIECE
+        {
+            let req = Request::new(req, stripes::MIN_PIECE);
+            let end = req.file_offset + req.len() as u64;
+            if req.len() > 0 && !req.file.reads_direct(&self.reads, req.file_offset, end) {
+                return vec![self.read_small(dev, &req)];
+            }
+        }
         let started = Instant::now();
         let stream = match dev.slots.stream() {
             Ok(stream) => stream,
@@ -148,6 +157,56 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             Ok(()) => work.results(),
             Err(e) => work.reqs.iter().map(|_| Err(e.into())).collect(),
         }
+    }
+
+    /// One request of one piece at most ([`stripes::MIN_PIECE`]), read through the page cache
+    /// on the caller's thread: into a slot, copied, and the copy waited for before the slot goes
+    /// back, so that no event is recorded or asked about (each runtime call counts in a 4 KiB
+    /// read's time, and more when threads call at once: docs/performance.md, "Small reads").
+    fn read_small(&self, dev: &Device<G>, req: &Request) -> Result<usize> {
+        let stream = dev.slots.stream()?;
+        let waited = Instant::now();
+        let slot = dev.slots.take();
+        charge(&self.profile.lane_wait_ns, waited);
+        let mut slot = match slot {
+            Ok(slot) => slot,
+            Err(e) => {
+                dev.slots.put_stream(stream);
+                return Err(e.into());
+            }
+        };
+        self.reads.cached_chunks.fetch_add(1, Ordering::Relaxed);
+        self.profile.chunks.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let buf = slot.window(req.file_offset, req.len());
+        // A read this small is all tail: demoted as a larger read's last piece is.
+        let read = match &self.demote {
+            Some(demote) => demote.read(&req.file, buf, req.file_offset),
+            None => req.file.read_buffered(buf, req.file_offset),
+        };
+        if let (Ok(n), Some(_)) = (&read, &self.demote) {
+            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        charge(&self.profile.file_ns, started);
+        let copied = read.and_then(|n| {
+            if n == 0 {
+                return Ok(0);
+            }
+            let shipping = Instant::now();
+            // SAFETY: the window holds the `n` bytes just read and stays untouched until the
+            // copy has run (waited for below, or the slot marked queued); the request's device
+            // memory is valid until its caller returns.
+            let queued = unsafe { slot.copy(&*self.gpu, req.file_offset, req.memory.part(0, n), stream) };
+            charge(&self.profile.ship_ns, shipping);
+            queued?;
+            let waited = Instant::now();
+            let synced = slot.wait(&*self.gpu, stream);
+            charge(&self.profile.copy_wait_ns, waited);
+            synced.map(|()| n).map_err(Into::into)
+        });
+        dev.slots.put(slot);
+        dev.slots.put_stream(stream);
+        copied
     }
 
     /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the

@@ -67,6 +67,45 @@ pub(crate) struct Slot {
     queued: bool,
 }
 
+impl Slot {
+    /// The stage's window for `len` bytes at file offset `offset` (the layout rule): no copy
+    /// reads it, since a slot is handed out only once its copies have run.
+    pub(crate) fn window(&mut self, offset: u64, len: usize) -> &mut [u8] {
+        self.stage.window(offset, len)
+    }
+
+    /// Queues a copy of the first `dst.len()` bytes of the window at `offset` into `dst` on
+    /// `stream`, to be waited for with [`Slot::wait`] before the slot is given back.
+    ///
+    /// # Safety
+    /// `dst` is device memory of the runtime that stays valid until the stream has run the copy.
+    pub(crate) unsafe fn copy<G: GpuRuntime + ?Sized>(
+        &mut self,
+        gpu: &G,
+        offset: u64,
+        dst: hipfile_core::DeviceSpan,
+        stream: Stream,
+    ) -> Result<()> {
+        let src = self.stage.window(offset, dst.len());
+        // SAFETY: `dst` per the caller's contract; `src` stays untouched until the copy has run:
+        // [`Slot::wait`] waits for it, or marks the slot queued.
+        unsafe { gpu.copy_to_device_async(dst, src, stream) }.map_err(Into::into)
+    }
+
+    /// Waits for the copies queued from the slot on `stream`. Should the wait fail, the slot is
+    /// marked queued behind them, so that its next taker waits for their event.
+    pub(crate) fn wait<G: GpuRuntime + ?Sized>(
+        &mut self,
+        gpu: &G,
+        stream: Stream,
+    ) -> std::result::Result<(), HipError> {
+        gpu.stream_synchronize(stream).inspect_err(|_| {
+            let _ = gpu.event_record(self.event, stream);
+            self.queued = true;
+        })
+    }
+}
+
 /// The slots of one device and the streams its reads copy on, made on first use up to their
 /// limits and kept for the backend's life.
 pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {

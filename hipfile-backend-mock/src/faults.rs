@@ -14,6 +14,7 @@ use hipfile_core::{Error, HipError, Result};
 pub struct Faults {
     armed: AtomicBool,
     copies: AtomicU64,
+    events_recorded: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -91,6 +92,15 @@ impl Faults {
     /// Copies performed so far.
     pub fn copy_count(&self) -> u64 {
         self.copies.load(Ordering::Relaxed)
+    }
+
+    /// Events recorded on streams so far.
+    pub fn events_recorded(&self) -> u64 {
+        self.events_recorded.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn event_recorded(&self) {
+        self.events_recorded.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Called before each copy.

@@ -553,6 +553,7 @@ impl GpuRuntime for MockGpu {
     fn event_record(&self, event: Event, stream: Stream) -> Result<(), HipError> {
         let state = lock(&self.events).get(&event.as_raw()).cloned().ok_or(HipError::INVALID_HANDLE)?;
         let n = state.recorded.fetch_add(1, Ordering::AcqRel) + 1;
+        self.faults.event_recorded();
         self.enqueue(
             stream,
             Box::new(move || {

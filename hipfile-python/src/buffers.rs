@@ -6,7 +6,8 @@
 //! What is understood, in the order tried: the package's `DeviceBuffer`; host memory of the
 //! common exact types (`bytes`, `bytearray`, `memoryview`, NumPy arrays) through the buffer
 //! protocol; PyTorch's device tensors (their `data_ptr`, `nbytes` and `is_contiguous`: a slice
-//! costs no CUDA array interface dict); device arrays seen lately; the CUDA array interface
+//! costs no CUDA array interface dict) and CuPy's arrays (the same, from their attributes);
+//! device arrays seen lately; the CUDA array interface
 //! (CuPy, Numba, PyTorch); DLPack with a device memory type; any other buffer-protocol object.
 //! Only contiguous memory is taken. The upstream-shaped API (`hipfile.file`) names memory by
 //! an address and a length instead: [`upstream_memory`].
@@ -100,6 +101,9 @@ pub(crate) fn memory_of<'py>(obj: &Bound<'py, PyAny>, writable: bool) -> PyResul
     if let Some(memory) = torch_tensor(obj, &ty)? {
         return Ok(memory);
     }
+    if let Some(memory) = cupy_array(obj, &ty)? {
+        return Ok(memory);
+    }
     if let Some(memory) = seen(obj, writable) {
         return Ok(memory);
     }
@@ -173,6 +177,7 @@ impl ForeignType {
 
 static NUMPY_ARRAY: ForeignType = ForeignType::new("numpy", "ndarray");
 static TORCH_TENSOR: ForeignType = ForeignType::new("torch", "Tensor");
+static CUPY_ARRAY: ForeignType = ForeignType::new("cupy", "ndarray");
 
 fn is_host_type(ty: &Bound<'_, PyType>) -> bool {
     let py = ty.py();
@@ -203,6 +208,24 @@ fn torch_tensor<'py>(obj: &Bound<'py, PyAny>, ty: &Bound<'py, PyType>) -> PyResu
         return Err(strided());
     }
     let addr = obj.call_method0(intern!(py, "data_ptr"))?.extract()?;
+    let extent = obj.getattr(intern!(py, "nbytes"))?.extract()?;
+    Ok(Some(Memory { addr, extent, held: Held::Object(obj.clone()) }))
+}
+
+/// A CuPy array, from what its CUDA array interface is made of (`data.ptr`, `nbytes`, and
+/// `_c_contiguous`, a read-only attribute of CuPy's arrays) without building that dict: a slice
+/// is a new array every time. An array without those attributes takes the general path.
+fn cupy_array<'py>(obj: &Bound<'py, PyAny>, ty: &Bound<'py, PyType>) -> PyResult<Option<Memory<'py>>> {
+    let py = obj.py();
+    let Some(array) = CUPY_ARRAY.get(py) else { return Ok(None) };
+    if !ty.is_subclass(array)? {
+        return Ok(None);
+    }
+    let Some(contiguous) = obj.getattr_opt(intern!(py, "_c_contiguous"))? else { return Ok(None) };
+    if !contiguous.is_truthy()? {
+        return Err(strided());
+    }
+    let addr = obj.getattr(intern!(py, "data"))?.getattr(intern!(py, "ptr"))?.extract()?;
     let extent = obj.getattr(intern!(py, "nbytes"))?.extract()?;
     Ok(Some(Memory { addr, extent, held: Held::Object(obj.clone()) }))
 }

@@ -384,7 +384,6 @@ def test_remembered_arrays_are_not_kept_alive(data_file):
 
 FAKE_TORCH = r'''
 import sys, types
-import hipfile
 
 class Tensor:
     """What the package reads of a PyTorch device tensor, over a DeviceBuffer."""
@@ -407,22 +406,59 @@ class Tensor:
         raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
 
 sys.modules["torch"] = types.SimpleNamespace(Tensor=Tensor)
+Array = Tensor
+others = {"requires grad": lambda buf: Tensor(buf, 0, 16, requires_grad=True),
+          "host": lambda buf: Tensor(buf, 0, 16, is_cuda=False)}
+'''
+
+FAKE_CUPY = r'''
+import sys, types
+
+class MemoryPointer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+class ndarray:
+    """What the package reads of a CuPy array, over a DeviceBuffer (its CUDA array interface
+    says it was asked for)."""
+    def __init__(self, buf, start, stop, step=1):
+        self._buf, self._start, self._step = buf, start, step
+        self.data, self._c_contiguous = MemoryPointer(buf.ptr + start), step == 1
+        self.nbytes = len(range(start, stop, step))
+    def __getitem__(self, s):
+        return ndarray(self._buf, self._start + s.start, self._start + s.stop, s.step or 1)
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("the array interface was asked for")
+
+class Unknown(ndarray):
+    """A CuPy array without the attributes the fast path reads: the general path."""
+    def __init__(self, *args):
+        super().__init__(*args)
+        del self._c_contiguous
+
+sys.modules["cupy"] = types.SimpleNamespace(ndarray=ndarray)
+Array = ndarray
+others = {"another cupy": lambda buf: Unknown(buf, 0, 16)}
+'''
+
+READS = r'''
+import hipfile
 path = sys.argv[1]
 data = open(path, "rb").read()
 buf = hipfile.DeviceBuffer(1 << 16)
-t = Tensor(buf, 0, 1 << 16)
+t = Array(buf, 0, 1 << 16)
 out = {}
 with hipfile.open(path) as f:
     out["slice"] = f.read(t[4096:8192], file_offset=100)
     out["slice bytes"] = buf.to_bytes(4096, 4096) == data[100:4196]
     out["pread slice"] = f.pread(t[8192:12288], None, 0).get()
     out["pread bytes"] = buf.to_bytes(4096, 8192) == data[:4096]
-    for name, bad in [("past the slice", lambda: f.read(t[0:4096], 4097)),
-                      ("strided", lambda: f.read(t[0:4096:2])),
-                      ("requires grad", lambda: f.read(Tensor(buf, 0, 16, requires_grad=True))),
-                      ("host", lambda: f.read(Tensor(buf, 0, 16, is_cuda=False)))]:
+    bad = {"past the slice": lambda: f.read(t[0:4096], 4097), "strided": lambda: f.read(t[0:4096:2])}
+    bad.update((name, lambda make=make: f.read(make(buf))) for name, make in others.items())
+    for name, call in bad.items():
         try:
-            bad()
+            call()
             out[name] = "served"
         except Exception as e:
             out[name] = type(e).__name__
@@ -430,16 +466,31 @@ print(out)
 '''
 
 
+def reads_through(fake: str, data_file) -> dict:
+    """What READS found, run in a fresh interpreter with `fake` standing in for a framework."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", fake + READS, str(data_file)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return eval(out.stdout)
+
+
 def test_pytorch_tensors_and_their_slices_without_the_array_interface(data_file):
     """A PyTorch device tensor is read by its data_ptr and nbytes (a slice costs no CUDA array
     interface dict), bounded by the slice; strided ones are refused; ones that require grad
     and host ones take the general path (PyTorch's own error, and no buffer: TypeError)."""
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-c", FAKE_TORCH, str(data_file)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert eval(out.stdout) == {
+    assert reads_through(FAKE_TORCH, data_file) == {
         "slice": 4096, "slice bytes": True, "pread slice": 4096, "pread bytes": True,
         "past the slice": "ValueError", "strided": "ValueError", "requires grad": "RuntimeError", "host": "TypeError",
+    }
+
+
+def test_cupy_arrays_and_their_slices_without_the_array_interface(data_file):
+    """A CuPy array is read by its data pointer, nbytes and contiguity (a slice costs no CUDA
+    array interface dict), bounded by the slice; strided ones are refused; one without those
+    attributes takes the general path (here, an interface that raises)."""
+    assert reads_through(FAKE_CUPY, data_file) == {
+        "slice": 4096, "slice bytes": True, "pread slice": 4096, "pread bytes": True,
+        "past the slice": "ValueError", "strided": "ValueError", "another cupy": "RuntimeError",
     }

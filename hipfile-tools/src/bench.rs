@@ -36,6 +36,8 @@ pub(crate) struct Outcome {
     pub(crate) mean_gbps: f64,
     /// Each run's GB/s, in order (the first is the first call of the mode).
     pub(crate) run_gbps: Vec<f64>,
+    /// The process's CPU time (user and system, every thread's) over the runs, per GB moved.
+    pub(crate) cpu_s_per_gb: f64,
     pub(crate) verified: Option<bool>,
     /// Per backend, how its counters grew over this mode's runs (with `--profile`).
     pub(crate) profile: Vec<(&'static str, Vec<(&'static str, u64)>)>,
@@ -322,6 +324,7 @@ fn measure(
     let cold = args.cold && mode.is_read();
     let mut rates = Vec::new();
     let (enqueued, probes) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+    let cpu_before = cpu_seconds();
     for run in 0..args.runs {
         if cold {
             drop_caches()?;
@@ -364,6 +367,7 @@ fn measure(
         let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
         rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
     }
+    let cpu = cpu_seconds() - cpu_before;
     let verified = if args.verify { verify(targets, &calls, target)? } else { None };
     Ok(Outcome {
         mode,
@@ -376,11 +380,24 @@ fn measure(
         best_gbps: rates.iter().copied().fold(0.0, f64::max),
         mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
         run_gbps: rates,
+        cpu_s_per_gb: cpu / (total as f64 * args.runs as f64 / 1e9),
         verified,
         profile: Vec::new(),
         stream: (args.stream || args.probe)
             .then(|| stream_times(probes.into_inner().unwrap_or_default(), enqueued.into_inner().unwrap_or_default())),
     })
+}
+
+/// The CPU time this process has used so far, user and system, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: `getrusage` fills the zeroed struct it is given and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Whether each call of the run that no other call shares a file range or buffer slot with left

@@ -122,13 +122,13 @@ fn print(report: &Report, json: bool) {
     }
     println!();
     println!(
-        "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10}  verified",
-        "mode", "gpus", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s"
+        "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10} {:>9}  verified",
+        "mode", "gpus", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s", "CPU s/GB"
     );
     for o in &report.outcomes {
         let gpus: Vec<String> = o.devices.iter().map(i32::to_string).collect();
         println!(
-            "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2}  {}",
+            "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2} {:>9.2}  {}",
             o.mode.name(),
             gpus.join(","),
             o.threads,
@@ -137,6 +137,7 @@ fn print(report: &Report, json: bool) {
             o.runs,
             o.best_gbps,
             o.mean_gbps,
+            o.cpu_s_per_gb,
             match o.verified {
                 Some(true) => "yes",
                 Some(false) => "NO: GPU memory and file differ",
@@ -227,6 +228,7 @@ fn to_json(r: &Report) -> String {
                 "best_gbps": rounded(o.best_gbps),
                 "mean_gbps": rounded(o.mean_gbps),
                 "run_gbps": o.run_gbps.iter().map(|&g| rounded(g)).collect::<Vec<_>>(),
+                "cpu_s_per_gb": rounded(o.cpu_s_per_gb),
                 "verified": o.verified,
                 "profile": profile,
                 "stream": o.stream.as_ref().map(|t| json!({

@@ -52,6 +52,8 @@ fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
             assert_eq!(r["devices"], serde_json::json!([0, 2]), "{out}");
             assert_eq!(r["verified"], true, "{backend}: {out}");
             assert_eq!(r["run_gbps"].as_array().unwrap().len(), 2, "{out}");
+            // The process's CPU time over the runs, per GB: the mock GPU's copies are the CPU's.
+            assert!(r["cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{out}");
         }
         assert_eq!(report["results"][0]["bytes_per_run"], 2 * (8 << 20), "both GPUs read the whole file: {out}");
     }

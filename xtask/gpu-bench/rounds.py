@@ -3,7 +3,7 @@
 same file for several rounds, so that a comparison close to parity is judged on medians of
 paired rounds rather than on one sample of each.
 
-  rounds.py --hipfile BIN --file DATA --mode randread|cold --rounds N [--json OUT]
+  rounds.py --hipfile BIN --file DATA --mode randread|cold --rounds N [--json OUT] [--profile]
 
 randread: 128 random 1 MiB reads of the warm file, KvikIO best of 1/4/16 threads (best of 5 runs
 each) against hipfile with 16 threads (best of 5 runs). cold: a 4 GiB read with the page cache
@@ -44,9 +44,13 @@ def best_of(fn, size, runs, before=None):
 
 
 def ours(args, extra):
+    """hipfile bench's best GB/s, and its mean and bounce profile with --profile."""
     cmd = [args.hipfile, "bench", "--file", args.file, "--json", "--no-verify"] + extra
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["results"][0]["best_gbps"]
+    if args.profile:
+        cmd.append("--profile")
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["results"][0]
+    seen = {"mean": out["mean_gbps"], "profile": out["profile"].get("bounce")} if args.profile else {}
+    return out["best_gbps"], seen
 
 
 def main():
@@ -56,6 +60,7 @@ def main():
     ap.add_argument("--mode", choices=["randread", "cold"], required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--profile", action="store_true", help="keep each round's mean and bounce profile")
     a = ap.parse_args()
     size = os.path.getsize(a.file)
     size_arg = f"{size // MIB}M"
@@ -98,10 +103,11 @@ def main():
     rounds = []
     for r in range(a.rounds):
         theirs = peer()
-        mine = ours(a, extra)
-        rounds.append({"hipfile": round(mine, 2), "kvikio_best": round(theirs, 2), "ratio": round(mine / theirs, 3)})
+        mine, seen = ours(a, extra)
+        rounds.append({"hipfile": round(mine, 2), "kvikio_best": round(theirs, 2), "ratio": round(mine / theirs, 3),
+                       **seen})
         print(f"{a.mode} round {r + 1}: hipfile {mine:.2f}  KvikIO best {theirs:.2f}  ratio {mine / theirs:.2f}x",
-              flush=True)
+              json.dumps(seen) if seen else "", flush=True)
     ratios = [x["ratio"] for x in rounds]
     summary = {"mode": a.mode, "rounds": rounds, "median_ratio": statistics.median(ratios),
                "min_ratio": min(ratios), "max_ratio": max(ratios)}

@@ -53,29 +53,40 @@ static void device_fresh(void)
     CHECK(ftruncate(fd, SIZE) == 0);
 }
 
+/* `got` (SIZE bytes read back from where the operation wrote, `what`) holds src [src_off, +len)
+ * at dst_off and zeros elsewhere. */
+static void check_got(const char *what, const unsigned char *src, size_t src_off, size_t dst_off, size_t len)
+{
+    for (size_t i = 0; i < SIZE; i++) {
+        unsigned char want = (i >= dst_off && i < dst_off + len) ? src[src_off + i - dst_off] : 0;
+        if (got[i] != want) {
+            fprintf(stderr, "%s byte %zu: %u, expected %u\n", what, i, got[i], want);
+            exit(1);
+        }
+    }
+}
+
 /* After a read: the device holds file [file_off, +len) at buf_off and zeros elsewhere. */
 static void check_read(size_t file_off, size_t buf_off, size_t len)
 {
     HIP_OK(hipMemcpy(got, dev, SIZE, hipMemcpyDeviceToHost));
-    for (size_t i = 0; i < SIZE; i++) {
-        unsigned char want = (i >= buf_off && i < buf_off + len) ? file_mirror[file_off + i - buf_off] : 0;
-        if (got[i] != want) {
-            fprintf(stderr, "device byte %zu: %u, expected %u\n", i, got[i], want);
-            exit(1);
-        }
-    }
+    check_got("device", file_mirror, file_off, buf_off, len);
 }
 
 /* After a write: the file holds device [buf_off, +len) at file_off and zeros elsewhere. */
 static void check_write(size_t file_off, size_t buf_off, size_t len)
 {
     full_pread(fd, got, SIZE, 0);
-    for (size_t i = 0; i < SIZE; i++) {
-        unsigned char want = (i >= file_off && i < file_off + len) ? dev_mirror[buf_off + i - file_off] : 0;
-        if (got[i] != want) {
-            fprintf(stderr, "file byte %zu: %u, expected %u\n", i, got[i], want);
-            exit(1);
-        }
+    check_got("file", dev_mirror, buf_off, file_off, len);
+}
+
+/* After a read or a write of file [file_off, +len) to or from the device at buf_off. */
+static void check_moved(int reading, size_t file_off, size_t buf_off, size_t len)
+{
+    if (reading) {
+        check_read(file_off, buf_off, len);
+    } else {
+        check_write(file_off, buf_off, len);
     }
 }
 
@@ -91,6 +102,18 @@ static void drop_stream(hipStream_t s)
 {
     EXPECT_OK(hipFileStreamDeregister(s));
     HIP_OK(hipStreamDestroy(s));
+}
+
+/* Fresh bytes where an operation takes them from (the file for a read, the device for a
+ * write), and a new stream with `flags` for it. */
+static hipStream_t fresh_stream(int reading, unsigned flags)
+{
+    if (reading) {
+        file_fresh(SIZE);
+    } else {
+        device_fresh();
+    }
+    return new_stream(flags);
 }
 
 /* A stream held by a host function until `release_gate`: values changed meanwhile are what
@@ -175,21 +198,12 @@ static void invalid_arguments(async_fn io)
 /* One operation with the given values on a stream with `flags`; checks bytes and data. */
 static void one(async_fn io, int reading, unsigned flags, size_t size, hoff_t foff, hoff_t boff)
 {
-    if (reading) {
-        file_fresh(SIZE);
-    } else {
-        device_fresh();
-    }
-    hipStream_t s = new_stream(flags);
+    hipStream_t s = fresh_stream(reading, flags);
     ssize_t bytes = -77;
     EXPECT_OK(io(fh, dev, &size, &foff, &boff, &bytes, s));
     HIP_OK(hipStreamSynchronize(s));
     CHECK(bytes == (ssize_t)size);
-    if (reading) {
-        check_read((size_t)foff, (size_t)boff, size);
-    } else {
-        check_write((size_t)foff, (size_t)boff, size);
-    }
+    check_moved(reading, (size_t)foff, (size_t)boff, size);
     drop_stream(s);
 }
 
@@ -213,12 +227,7 @@ static void in_sequence(async_fn io, int reading, unsigned flags)
     static hoff_t offsets[N];
     size_t size = 16 * KIB;
     hoff_t zero = 0;
-    if (reading) {
-        file_fresh(SIZE);
-    } else {
-        device_fresh();
-    }
-    hipStream_t s = new_stream(flags);
+    hipStream_t s = fresh_stream(reading, flags);
     for (size_t i = 0; i < N; i++) {
         offsets[i] = (hoff_t)(i * 8 * KIB);
         bytes[i] = -77;
@@ -266,12 +275,7 @@ static void past_end_of_file(void)
  * and `dboff` are added to size and offsets meanwhile; `flags` fixes some of them. */
 static void changed(async_fn io, int reading, unsigned flags, long dsize, long dfoff, long dboff)
 {
-    if (reading) {
-        file_fresh(SIZE);
-    } else {
-        device_fresh();
-    }
-    hipStream_t s = new_stream(flags);
+    hipStream_t s = fresh_stream(reading, flags);
     size_t size = SIZE;
     hoff_t foff = 0, boff = 0;
     ssize_t bytes = -77;
@@ -289,21 +293,13 @@ static void changed(async_fn io, int reading, unsigned flags, long dsize, long d
     HIP_OK(hipStreamSynchronize(s));
     if (run_size > SIZE || (size_t)run_boff + run_size > SIZE) {
         CHECK(bytes == -hipFileInvalidValue);
-        if (reading) {
-            check_read(0, 0, 0); /* nothing moved */
-        } else {
-            check_write(0, 0, 0);
-        }
+        check_moved(reading, 0, 0, 0); /* nothing moved */
     } else {
         if (reading && (size_t)run_foff + run_size > SIZE) {
             run_size = SIZE - (size_t)run_foff; /* stops at the end of the file */
         }
         CHECK(bytes == (ssize_t)run_size);
-        if (reading) {
-            check_read((size_t)run_foff, (size_t)run_boff, run_size);
-        } else {
-            check_write((size_t)run_foff, (size_t)run_boff, run_size);
-        }
+        check_moved(reading, (size_t)run_foff, (size_t)run_boff, run_size);
     }
     drop_stream(s);
 }

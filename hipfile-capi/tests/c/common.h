@@ -39,6 +39,33 @@ static inline hipFileHandle_t register_fd(int fd)
     return fh;
 }
 
+/* Reads `n` (at most 4) pieces of `piece` bytes of `fh` as one batch, piece i from file offset
+ * i * piece into `base` at the same offset; waits for them, keeps their events in `events` and
+ * returns how many there are. */
+static inline unsigned batch_read_pieces(hipFileHandle_t fh, void *base, size_t piece, unsigned n,
+                                         hipFileIOEvents_t *events)
+{
+    hipFileBatchHandle_t batch;
+    EXPECT_OK(hipFileBatchIOSetUp(&batch, 4));
+    hipFileIOParams_t io[4];
+    CHECK(n <= 4);
+    memset(io, 0, sizeof io);
+    for (unsigned i = 0; i < n; i++) {
+        io[i].mode = hipFileBatch;
+        io[i].fh = fh;
+        io[i].opcode = hipFileBatchRead;
+        io[i].u.batch.devPtr_base = base;
+        io[i].u.batch.devPtr_offset = (int64_t)(i * piece);
+        io[i].u.batch.file_offset = (int64_t)(i * piece);
+        io[i].u.batch.size = piece;
+    }
+    EXPECT_OK(hipFileBatchIOSubmit(batch, n, io, 0));
+    unsigned nr = n;
+    EXPECT_OK(hipFileBatchIOGetStatus(batch, n, &nr, events, NULL));
+    hipFileBatchIODestroy(batch);
+    return nr;
+}
+
 /* Byte i of the test data with `seed`: not periodic at any power of two below 2^32. */
 static inline unsigned char byte_at(unsigned long long i, unsigned seed)
 {

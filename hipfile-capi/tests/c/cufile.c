@@ -43,6 +43,14 @@ static CUfileDescr_t opaque_fd(int fd) {
     return descr;
 }
 
+/* Creates (or empties) DIR/NAME-PID.bin, its path left in `path`, and opens it with `flags`. */
+static int scratch_file(char *path, size_t size, const char *dir, const char *name, int flags) {
+    snprintf(path, size, "%s/%s-%d.bin", dir, name, (int)getpid());
+    int fd = open(path, flags | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    return fd;
+}
+
 static void parameters_and_version(void) {
     int version = 0;
     EXPECT_OK(cuFileGetVersion(&version));
@@ -138,9 +146,7 @@ static void driver_and_io(const char *dir) {
     EXPECT_ERR(cuFileSetParameterPosixPoolSlabArray(one, one, 1), CU_FILE_DRIVER_ALREADY_OPEN);
 
     char path[4096];
-    snprintf(path, sizeof path, "%s/cufile-%d.bin", dir, (int)getpid());
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    CHECK(fd >= 0);
+    int fd = scratch_file(path, sizeof path, dir, "cufile", O_RDWR);
     CUfileDescr_t descr = opaque_fd(fd);
     CUfileHandle_t fh = NULL;
     EXPECT_ERR(cuFileHandleRegister(NULL, &descr), CU_FILE_INVALID_VALUE);
@@ -292,9 +298,7 @@ static void closing(const char *dir) {
     /* A handle left registered goes with the last close, its access mode too: after a reopen
      * it is unknown, not refused for being write-only. */
     char path[4096];
-    snprintf(path, sizeof path, "%s/cufile-close-%d.bin", dir, (int)getpid());
-    int wronly = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(wronly >= 0);
+    int wronly = scratch_file(path, sizeof path, dir, "cufile-close", O_WRONLY);
     CUfileDescr_t descr = opaque_fd(wronly);
     CUfileHandle_t left = NULL;
     EXPECT_OK(cuFileHandleRegister(&left, &descr));

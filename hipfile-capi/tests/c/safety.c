@@ -654,21 +654,18 @@ int main(int argc, char **argv)
 {
     CHECK(argc >= 2);
     gpu_init();
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } modes[] = {
+        {"signals", signals}, {"reuse", reuse}, {"append", append}, {"opath", opath},
+        {"fork", forked}, {"quiet", quiet}, {"resources", resources},
+    };
     const char *mode = argv[1];
-    if (strcmp(mode, "signals") == 0) {
-        return signals(argc, argv);
-    } else if (strcmp(mode, "reuse") == 0) {
-        return reuse(argc, argv);
-    } else if (strcmp(mode, "append") == 0) {
-        return append(argc, argv);
-    } else if (strcmp(mode, "opath") == 0) {
-        return opath(argc, argv);
-    } else if (strcmp(mode, "fork") == 0) {
-        return forked(argc, argv);
-    } else if (strcmp(mode, "quiet") == 0) {
-        return quiet(argc, argv);
-    } else if (strcmp(mode, "resources") == 0) {
-        return resources(argc, argv);
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (strcmp(mode, modes[i].name) == 0) {
+            return modes[i].run(argc, argv);
+        }
     }
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

@@ -36,14 +36,17 @@ static std::string path(const char *name) { return dir + "/" + name + "-" + std:
 
 static unsigned char byte_at(std::size_t i) { return static_cast<unsigned char>((i * 2654435761u) >> 13); }
 
-static void make_file(const std::string &p)
+// A scratch file `name` of LEN bytes (byte_at); its path.
+static std::string make_file(const char *name)
 {
+    const std::string p = path(name);
     std::vector<unsigned char> data(LEN);
     for (std::size_t i = 0; i < LEN; i++) {
         data[i] = byte_at(i);
     }
     FILE *f = std::fopen(p.c_str(), "wb");
     CHECK(f != nullptr && std::fwrite(data.data(), 1, LEN, f) == LEN && std::fclose(f) == 0);
+    return p;
 }
 
 // How many of this process's descriptors are open on `p` (other threads of the library may
@@ -124,8 +127,7 @@ static void driver_lifetime()
 static void files_and_buffers(void *dev)
 {
     hipfile::Driver driver;
-    const std::string p = path("files");
-    make_file(p);
+    const std::string p = make_file("files");
     hipFileHandle_t old = nullptr;
     {
         hipfile::File file(p, O_RDONLY); // owns its descriptor
@@ -176,8 +178,7 @@ static void errors(void *dev)
     CHECK(e.code() != hipFileSuccess);
     CHECK(fds_on(dir) == 0);
     // Bad arguments: hipFileInvalidValue.
-    const std::string p = path("errors");
-    make_file(p);
+    const std::string p = make_file("errors");
     hipfile::File file(p, O_RDONLY);
     hipfile::Buffer buffer(dev, LEN);
     e = thrown([&] { file.read(dev, LEN + 1, 0); });
@@ -213,8 +214,7 @@ static void mixed_with_c(void *dev)
     {
         hipfile::Driver driver;
         CHECK(hipFileUseCount() == 2);
-        const std::string p = path("mixed");
-        make_file(p);
+        const std::string p = make_file("mixed");
         hipfile::File file(p, O_RDWR);
         // C reads through the C++ file's handle into a buffer C++ registered...
         hipfile::Buffer buffer(dev, LEN);
@@ -237,8 +237,7 @@ static void mixed_with_c(void *dev)
 static void moves(void *dev)
 {
     hipfile::Driver driver;
-    const std::string p = path("moves");
-    make_file(p);
+    const std::string p = make_file("moves");
     {
         std::vector<hipfile::File> files;
         for (int i = 0; i < 20; i++) { // the vector grows: its files move
@@ -261,8 +260,7 @@ static void moves(void *dev)
 static void threads(void *dev)
 {
     hipfile::Driver driver;
-    const std::string p = path("threads");
-    make_file(p);
+    const std::string p = make_file("threads");
     hipfile::Buffer buffer(dev, 2 * LEN);
     std::vector<std::thread> pool;
     std::vector<int> ok(8, 0);
@@ -293,8 +291,7 @@ static void threads(void *dev)
 static void batches_and_streams(void *dev)
 {
     hipfile::Driver driver;
-    const std::string p = path("batch");
-    make_file(p);
+    const std::string p = make_file("batch");
     hipfile::File file(p, O_RDONLY);
     hipfile::Buffer buffer(dev, LEN);
     {
@@ -336,8 +333,7 @@ static void batches_and_streams(void *dev)
 static void futures(void *dev)
 {
     hipfile::Driver driver;
-    const std::string p = path("futures");
-    make_file(p);
+    const std::string p = make_file("futures");
     hipfile::File file(p, O_RDONLY);
     CHECK(hipMemset(dev, 0, LEN) == hipSuccess);
     std::vector<hipfile::Future> pending;

@@ -1,0 +1,140 @@
+// The floor under small bounce reads on the GPU machine: what a 4 KiB or 64 KiB random read of
+// a warm file into GPU memory costs when done by hand, step by step, from 1 or 16 threads (each
+// with its own pinned buffer and stream). The library's figures (`hipfile bench --mode randread
+// --io-size 4K`) are read against these. Built and run on that machine:
+//
+//   gcc -O2 -I/usr/local/cuda/include small_probe.c -L/usr/local/cuda/lib64 -lcudart -lpthread
+//   ./a.out FILE            (FILE warm, at least 64 MiB)
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CALLS 20000
+#define MOST_THREADS 16
+
+enum step { READ_ONLY, COPY_SYNC, COPY_EVENT, READ_COPY_SYNC, READ_COPY_EVENT, READ_MEMCPY, GROUPS };
+static const char *names[] = {"pread only", "copy + stream sync", "copy + event spin",
+                              "pread + copy + stream sync", "pread + copy + event spin",
+                              "pread + cudaMemcpy", "16 preads, 16 copies, 1 sync"};
+#define GROUP 16
+
+static int fd;
+static long file_size;
+static size_t io;
+static enum step step;
+static char *dev;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void *run(void *arg) {
+    long t = (long)arg;
+    char *host;
+    cudaStream_t s;
+    cudaEvent_t ev;
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaHostAlloc((void **)&host, io * GROUP, cudaHostAllocDefault));
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    unsigned seed = 7 + t;
+    char *dst = dev + t * io;
+    if (step == GROUPS) {
+        // One thread's reads gathered and their copies queued back to back: what a thread that
+        // copies for several callers at once would pay per read (CALLS reads in all).
+        for (int i = 0; i < CALLS / GROUP; i++) {
+            for (int g = 0; g < GROUP; g++) {
+                off_t off = (off_t)(rand_r(&seed) % (file_size / io)) * io;
+                if (pread(fd, host + g * io, io, off) != (ssize_t)io) {
+                    perror("pread");
+                    exit(1);
+                }
+            }
+            for (int g = 0; g < GROUP; g++)
+                CHECK(cudaMemcpyAsync(dev + g * io, host + g * io, io, cudaMemcpyHostToDevice, s));
+            CHECK(cudaStreamSynchronize(s));
+        }
+    }
+    for (int i = 0; i < CALLS && step != GROUPS; i++) {
+        off_t off = (off_t)(rand_r(&seed) % (file_size / io)) * io;
+        if (step != COPY_SYNC && step != COPY_EVENT && pread(fd, host, io, off) != (ssize_t)io) {
+            perror("pread");
+            exit(1);
+        }
+        switch (step) {
+        case READ_ONLY:
+            break;
+        case COPY_SYNC:
+        case READ_COPY_SYNC:
+            CHECK(cudaMemcpyAsync(dst, host, io, cudaMemcpyHostToDevice, s));
+            CHECK(cudaStreamSynchronize(s));
+            break;
+        case COPY_EVENT:
+        case READ_COPY_EVENT:
+            CHECK(cudaMemcpyAsync(dst, host, io, cudaMemcpyHostToDevice, s));
+            CHECK(cudaEventRecord(ev, s));
+            while (cudaEventQuery(ev) == cudaErrorNotReady)
+                ;
+            break;
+        case READ_MEMCPY:
+            CHECK(cudaMemcpy(dst, host, io, cudaMemcpyHostToDevice));
+            break;
+        case GROUPS:
+            break;
+        }
+    }
+    CHECK(cudaStreamDestroy(s));
+    CHECK(cudaFreeHost(host));
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s FILE\n", argv[0]);
+        return 2;
+    }
+    fd = open(argv[1], O_RDONLY);
+    if (fd < 0) {
+        perror(argv[1]);
+        return 1;
+    }
+    file_size = lseek(fd, 0, SEEK_END);
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaMalloc((void **)&dev, (size_t)MOST_THREADS << 16));
+    size_t sizes[] = {4096, 65536};
+    int thread_counts[] = {1, 16};
+    for (int z = 0; z < 2; z++)
+        for (int c = 0; c < 2; c++)
+            for (step = READ_ONLY; step <= GROUPS; step++) {
+                io = sizes[z];
+                int n = thread_counts[c];
+                if (step == GROUPS && n > 1)
+                    continue;
+                pthread_t th[MOST_THREADS];
+                double t0 = now();
+                for (long t = 0; t < n; t++)
+                    pthread_create(&th[t], NULL, run, (void *)t);
+                for (int t = 0; t < n; t++)
+                    pthread_join(th[t], NULL);
+                double secs = now() - t0;
+                printf("%6zu B x %2d threads  %-28s %7.2f us/call  %6.2f GB/s\n", io, n, names[step],
+                       secs / CALLS * 1e6, (double)io * CALLS * n / secs / 1e9);
+            }
+    return 0;
+}
