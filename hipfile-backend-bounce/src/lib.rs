@@ -410,21 +410,21 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::write::alone_chunk;
     use std::os::fd::AsRawFd;
 
     /// A file holding `data` in a fresh directory, open and opened as a `FileHandle` (the
     /// directory and the descriptor live as long as the handle).
-    struct TestFile {
-        handle: hipfile_core::FileHandle,
-        file: std::fs::File,
+    pub(crate) struct TestFile {
+        pub(crate) handle: hipfile_core::FileHandle,
+        pub(crate) file: std::fs::File,
         _dir: tempfile::TempDir,
     }
 
     impl TestFile {
-        fn new(data: &[u8]) -> TestFile {
+        pub(crate) fn new(data: &[u8]) -> TestFile {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("f");
             std::fs::write(&path, data).unwrap();
@@ -496,36 +496,6 @@ mod tests {
         // SAFETY: the allocation above.
         let empty = IoRequest::new(Direction::Read, handle, unsafe { DeviceSpan::new(dev, 0) }, 0, 0);
         assert_eq!(bounce.transfer_many(&[&empty, &req]), vec![Ok(0), Ok(8 << 20)]);
-    }
-
-    /// A read of one piece at most through the page cache waits for its one copy and records
-    /// no event; the next read takes the same slot without asking for one. Bytes right, short
-    /// at the end of the file.
-    #[test]
-    fn a_small_read_copies_once_and_records_no_event() {
-        use hipfile_backend_mock::MockGpu;
-        let gpu = MockGpu::new(1);
-        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
-        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
-        let data: Vec<u8> = (0..(1usize << 20) + 100).map(|i| (i * 13 % 247) as u8).collect();
-        let file = TestFile::new(&data);
-        let dev = gpu.malloc(64 << 10).unwrap();
-        // SAFETY: the allocation above.
-        let read = |len, at| IoRequest::new(Direction::Read, &file.handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
-        bounce.wait_warm();
-        let (copies, events) = (gpu.faults().copy_count(), gpu.faults().events_recorded());
-        let mut back = vec![0u8; 64 << 10];
-        for (len, at, moved) in
-            [(4096, 8192, 4096), (64 << 10, 12345, 64 << 10), (4096, 1 << 20, 100), (10, 5 << 20, 0)]
-        {
-            assert_eq!(bounce.transfer(&read(len, at)), Ok(moved));
-            gpu.read_device(dev, &mut back[..moved]).unwrap();
-            let at = (at as usize).min(data.len());
-            assert!(back[..moved] == data[at..at + moved]);
-        }
-        assert_eq!(gpu.faults().copy_count() - copies, 3, "one copy a read, none past the end");
-        assert_eq!(gpu.faults().events_recorded(), events);
-        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
     }
 
     /// The last `threads x cache` bytes of a read are demoted out of the readers' caches, and

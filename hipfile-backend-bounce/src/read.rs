@@ -336,3 +336,95 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         work.stripes.end();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    use hipfile_core::{Backend, BounceSettings, DeviceSpan, Direction, IoRequest};
+
+    use crate::Bounce;
+    use crate::tests::TestFile;
+
+    /// A read of one piece at most through the page cache waits for its one copy and records
+    /// no event; the next read takes the same slot without asking for one. Bytes right, short
+    /// at the end of the file.
+    #[test]
+    fn a_small_read_copies_once_and_records_no_event() {
+        use hipfile_backend_mock::MockGpu;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let data: Vec<u8> = (0..(1usize << 20) + 100).map(|i| (i * 13 % 247) as u8).collect();
+        let file = TestFile::new(&data);
+        let dev = gpu.malloc(64 << 10).unwrap();
+        // SAFETY: the allocation above.
+        let read = |len, at| IoRequest::new(Direction::Read, &file.handle, unsafe { DeviceSpan::new(dev, len) }, 0, at);
+        bounce.wait_warm();
+        let (copies, events) = (gpu.faults().copy_count(), gpu.faults().events_recorded());
+        let mut back = vec![0u8; 64 << 10];
+        for (len, at, moved) in
+            [(4096, 8192, 4096), (64 << 10, 12345, 64 << 10), (4096, 1 << 20, 100), (10, 5 << 20, 0)]
+        {
+            assert_eq!(bounce.transfer(&read(len, at)), Ok(moved));
+            gpu.read_device(dev, &mut back[..moved]).unwrap();
+            let at = (at as usize).min(data.len());
+            assert!(back[..moved] == data[at..at + moved]);
+        }
+        assert_eq!(gpu.faults().copy_count() - copies, 3, "one copy a read, none past the end");
+        assert_eq!(gpu.faults().events_recorded(), events);
+        assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
+    }
+
+    /// Small reads from many threads at once: every read's bytes land where it asked, and a
+    /// copy that fails fails its own read alone.
+    #[test]
+    fn small_reads_from_many_threads_each_get_their_bytes() {
+        use hipfile_backend_mock::MockGpu;
+        const THREADS: usize = 8;
+        const READS: usize = 200;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
+        let bounce = Bounce::new(Arc::clone(&gpu), &settings);
+        let data: Vec<u8> = (0..4usize << 20).map(|i| (i * 31 % 251) as u8).collect();
+        let file = TestFile::new(&data);
+        let dev = gpu.malloc(THREADS * READS * 4096).unwrap();
+        bounce.wait_warm();
+        let run = || {
+            std::thread::scope(|s| {
+                let threads: Vec<_> = (0..THREADS)
+                    .map(|t| {
+                        let (bounce, file) = (&bounce, &file);
+                        s.spawn(move || {
+                            (0..READS)
+                                .map(|i| {
+                                    let (slot, len) = (t * READS + i, 512 + (i * 97) % 3585);
+                                    // SAFETY: inside the allocation above; each read its own slot.
+                                    let memory = unsafe { DeviceSpan::new(dev + slot * 4096, len) };
+                                    let at = ((slot * 7919) % 1000 * 4099) as u64;
+                                    (
+                                        slot,
+                                        at,
+                                        len,
+                                        bounce.transfer(&IoRequest::new(Direction::Read, &file.handle, memory, 0, at)),
+                                    )
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                threads.into_iter().flat_map(|t| t.join().unwrap()).collect::<Vec<_>>()
+            })
+        };
+        let mut back = vec![0u8; 4096];
+        for (slot, at, len, moved) in run() {
+            assert_eq!(moved, Ok(len));
+            gpu.read_device(dev + slot * 4096, &mut back[..len]).unwrap();
+            assert!(back[..len] == data[at as usize..at as usize + len], "read {slot}");
+        }
+        gpu.faults().fail_copy((THREADS * READS / 2) as u64, hipfile_core::HipError::INVALID_VALUE);
+        let failed = run().into_iter().filter(|r| r.3.is_err()).count();
+        assert_eq!(failed, 1, "one copy failed, one read");
+    }
+}
