@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #define THREADS 16
 #define CALLS 8
 #define CALL (1 << 20)
@@ -33,21 +35,6 @@ static cudaStream_t streams[THREADS];
 static pthread_barrier_t ready;
 // Each thread's own first and last clock readings (a late main thread would shorten the time).
 static double began[THREADS], ended[THREADS];
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-#define CHECK(x)                                                              \
-    do {                                                                      \
-        cudaError_t e = (x);                                                  \
-        if (e != cudaSuccess) {                                               \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));           \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 static char *pinned(size_t len) {
     if (!huge) {

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 enum how { DIRECT_4K, DIRECT_HUGE, BUFFERED };
 static const char *names[] = {"direct-4k-pages", "direct-huge-pages", "buffered"};
 
@@ -57,12 +59,6 @@ static void *worker(void *arg) {
         }
     }
     return NULL;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 static void drop_caches(void) {

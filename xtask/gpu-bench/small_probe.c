@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #define CALLS 20000
 #define MOST_THREADS 16
 
@@ -28,21 +30,6 @@ static long file_size;
 static size_t io;
 static enum step step;
 static char *dev;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void *run(void *arg) {
     long t = (long)arg;
