@@ -390,12 +390,10 @@ fn measure(
 
 /// The CPU time this process has used so far, user and system, in seconds.
 fn cpu_seconds() -> f64 {
-    // SAFETY: `getrusage` fills the zeroed struct it is given and reads nothing else.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
+    // SAFETY: `rusage` is plain integers, for which all zero bytes is a value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `getrusage` fills the struct it is given and reads nothing else.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
