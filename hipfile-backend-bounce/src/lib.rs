@@ -43,6 +43,8 @@ mod profile;
 mod read;
 mod streaming;
 mod stripes;
+#[cfg(test)]
+mod test_file;
 mod topology;
 mod uring;
 mod write;
@@ -410,29 +412,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::test_file::TestFile;
     use crate::write::alone_chunk;
     use std::os::fd::AsRawFd;
-
-    /// A file holding `data` in a fresh directory, open and opened as a `FileHandle` (the
-    /// directory and the descriptor live as long as the handle).
-    pub(crate) struct TestFile {
-        pub(crate) handle: hipfile_core::FileHandle,
-        pub(crate) file: std::fs::File,
-        _dir: tempfile::TempDir,
-    }
-
-    impl TestFile {
-        pub(crate) fn new(data: &[u8]) -> TestFile {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("f");
-            std::fs::write(&path, data).unwrap();
-            let file = std::fs::File::open(&path).unwrap();
-            let handle = hipfile_core::FileHandle::open(file.as_raw_fd()).unwrap();
-            TestFile { handle, file, _dir: dir }
-        }
-    }
 
     #[test]
     fn a_request_alone_is_cut_into_two_chunks_per_thread_within_bounds() {

@@ -345,7 +345,7 @@ mod tests {
     use hipfile_core::{Backend, BounceSettings, DeviceSpan, Direction, IoRequest};
 
     use crate::Bounce;
-    use crate::tests::TestFile;
+    use crate::test_file::TestFile;
 
     /// A read of one piece at most through the page cache waits for its one copy and records
     /// no event; the next read takes the same slot without asking for one. Bytes right, short
