@@ -1,6 +1,6 @@
 //! The command line, declared with clap: `hipfile bench` and its options.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -137,6 +137,9 @@ impl Mode {
     }
 }
 
+/// The size of the data file `hipfile bench` makes when none is named or given a size.
+const DEFAULT_SIZE: u64 = 256 << 20;
+
 /// Moves data between a file and GPU memory through hipfile and reports GB/s (1e9 bytes/s),
 /// best and mean of --runs. With no options: a short verified read and write benchmark on the
 /// best backend this machine has (the mock GPU where there is no GPU).
@@ -145,12 +148,17 @@ pub(crate) struct BenchArgs {
     /// Modes to run, comma-separated
     #[arg(long = "mode", value_enum, value_delimiter = ',', default_value = "read,write")]
     pub(crate) modes: Vec<Mode>,
-    /// Data file, created with --size bytes if missing or of another size (default: a temporary
-    /// file, removed afterwards); writes go to PATH.out
+    /// Data file: an existing one is read as it is (a --size that differs from its size is an
+    /// error: the benchmark never rewrites it), a missing one created with --size bytes
+    /// (default: a temporary file, removed afterwards); writes go to PATH.out
     #[arg(long, value_name = "PATH")]
     pub(crate) file: Option<PathBuf>,
-    /// File size, with K, M, G, T suffixes (powers of 1024)
-    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
+    /// Size of the file the benchmark creates, with K, M, G, T suffixes (powers of 1024)
+    /// [default: 256M]
+    #[arg(long = "size", value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) size_given: Option<u64>,
+    /// The data file's size: an existing file's, else --size (set by `check`).
+    #[arg(skip = DEFAULT_SIZE)]
     pub(crate) size: u64,
     /// Bytes per call (default: the whole range for read and write, 1M for random modes)
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -204,14 +212,27 @@ pub(crate) struct BenchArgs {
 }
 
 impl BenchArgs {
-    /// Checks what the options say together.
-    pub(crate) fn check(self) -> Result<Self, String> {
+    /// Checks what the options say together, and sets the data file's size.
+    pub(crate) fn check(mut self) -> Result<Self, String> {
         if let Some(d) = self.devices.iter().find(|&&d| d < 0) {
             return Err(format!("--devices: {d} is not a device"));
         }
         if (1..self.devices.len()).any(|i| self.devices[..i].contains(&self.devices[i])) {
             return Err("--devices names a device twice".into());
         }
+        // An empty file holds nothing to lose: it is made anew, like a missing one.
+        let existing = self.file.as_deref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).filter(|&n| n > 0);
+        self.size = match (existing, self.size_given) {
+            (Some(has), Some(given)) if has != given => {
+                let path = self.file.as_deref().unwrap_or(Path::new("")).display();
+                return Err(format!(
+                    "{path} has {has} bytes, not the {given} of --size; the benchmark does not rewrite an existing \
+                     file: leave --size out to read it as it is, or name another file"
+                ));
+            }
+            (Some(has), _) => has,
+            (None, given) => given.unwrap_or(DEFAULT_SIZE),
+        };
         match self.io_size {
             Some(io) if io > self.size => Err(format!("--io-size ({io}) is larger than --size ({})", self.size)),
             _ => Ok(self),

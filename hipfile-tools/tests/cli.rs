@@ -36,6 +36,26 @@ fn every_mode_runs_verified_on_each_backend() {
     assert!(file.exists() && !dir.path().join("bench.dat.out").exists());
 }
 
+/// A file that exists is read as it is, never rewritten: its size is the benchmark's, and a
+/// `--size` that differs is refused with the reason.
+#[test]
+fn an_existing_file_is_read_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.bin");
+    let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 % 253) as u8).collect();
+    std::fs::write(&file, &data).unwrap();
+    let f = file.to_str().unwrap();
+    let (ok, _, err) = bench(&format!("--file {f} --size 8M --mode read --runs 1 --backend mock"));
+    assert!(!ok && err.contains("3145728 bytes") && err.contains("does not rewrite"), "{err}");
+    let (ok, out, err) =
+        bench(&format!("--file {f} --mode read,randread --io-size 64K --count 16 --runs 1 --backend mock --json"));
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(report["size_bytes"], 3 << 20, "{out}");
+    assert!(report["results"].as_array().unwrap().iter().all(|r| r["verified"] == true), "{out}");
+    assert!(std::fs::read(&file).unwrap() == data, "the file is as it was");
+}
+
 #[test]
 fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
     let dir = tempfile::tempdir().unwrap();
