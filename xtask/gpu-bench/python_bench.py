@@ -174,7 +174,7 @@ def per_call(a, res):
                 us = (time.perf_counter() - t) / calls * 1e6
                 res[f"{name} us/call"] = min(us, res.get(f"{name} us/call", us))
     out = subprocess.run(
-        [a.per_call, "bench", "--file", a.file, "--size", str(size), "--mode", "randread", "--io-size", "4K",
+        [a.per_call, "bench", "--file", a.file, "--mode", "randread", "--io-size", "4K",
          "--count", str(calls), "--threads", "1", "--runs", "3", "--json", "--no-verify"],
         capture_output=True, text=True, check=True,
     )

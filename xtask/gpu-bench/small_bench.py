@@ -45,8 +45,7 @@ def threaded(read, size, threads, calls, file_size):
 
 
 def rust(a, size, threads, calls):
-    cmd = [a.hipfile, "bench", "--file", a.file, "--size", f"{os.path.getsize(a.file) >> 20}M", "--mode", "randread",
-           "--io-size", str(size),
+    cmd = [a.hipfile, "bench", "--file", a.file, "--mode", "randread", "--io-size", str(size),
            "--count", str(calls * threads), "--threads", str(threads), "--runs", "3", "--json", "--no-verify"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
