@@ -8,7 +8,20 @@ use std::time::{Duration, Instant};
 
 use common::{driver, file_with, pattern};
 use hipfile_core::stats::Counter;
-use hipfile_core::{BatchEntry, Direction, DriverGuard, Submitter};
+use hipfile_core::{BatchEntry, Direction, DriverGuard, HandleId, Submitter};
+
+/// A read of `size` bytes at `file_offset` of `handle` into device memory at `memory`.
+fn read(handle: HandleId, memory: usize, file_offset: i64, size: usize) -> BatchEntry {
+    BatchEntry {
+        direction: Direction::Read,
+        handle,
+        buffer_base: memory,
+        buffer_offset: 0,
+        file_offset,
+        size,
+        cookie: 0,
+    }
+}
 
 #[test]
 fn a_burst_of_requests_goes_in_few_batches_and_each_gets_its_bytes() {
@@ -26,15 +39,8 @@ fn a_burst_of_requests_goes_in_few_batches_and_each_gets_its_bytes() {
     // Reversed, so each request lands at another place than it reads from.
     let completions: Vec<_> = (0..N)
         .map(|i| {
-            let entry = BatchEntry {
-                direction: Direction::Read,
-                handle: file.id(),
-                buffer_base: memory.addr(),
-                buffer_offset: (i * SIZE) as i64,
-                file_offset: ((N - 1 - i) * SIZE) as i64,
-                size: SIZE,
-                cookie: 0,
-            };
+            let at = ((N - 1 - i) * SIZE) as i64;
+            let entry = BatchEntry { buffer_offset: (i * SIZE) as i64, ..read(file.id(), memory.addr(), at, SIZE) };
             // SAFETY: device memory of the mock runtime, alive until the end of the test.
             unsafe { submitter.submit(entry, Box::new(())) }
         })
@@ -63,15 +69,7 @@ fn a_failed_request_ends_with_its_error_and_the_others_go_on() {
     let file = guard.register_file(&f).unwrap();
     let memory = guard.device_alloc(8192).unwrap();
     let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
-    let entry = |offset: i64, size: usize| BatchEntry {
-        direction: Direction::Read,
-        handle: file.id(),
-        buffer_base: memory.addr(),
-        buffer_offset: 0,
-        file_offset: offset,
-        size,
-        cookie: 0,
-    };
+    let entry = |offset, size| read(file.id(), memory.addr(), offset, size);
     // SAFETY: device memory of the mock runtime, alive until the end of the test.
     let good = unsafe { submitter.submit(entry(0, 4096), Box::new(())) };
     // SAFETY: as above (the request is refused: it runs past the buffer).
@@ -92,15 +90,7 @@ fn a_transfer_submitted_whole_ends_together_with_its_first_error() {
     let file = guard.register_file(&f).unwrap();
     let memory = guard.device_alloc(1 << 20).unwrap();
     let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
-    let entry = |size, file_offset| BatchEntry {
-        direction: Direction::Read,
-        handle: file.id(),
-        buffer_base: memory.addr(),
-        buffer_offset: 0,
-        file_offset,
-        size,
-        cookie: 0,
-    };
+    let entry = |size, file_offset| read(file.id(), memory.addr(), file_offset, size);
     let deadline = Some(Instant::now() + Duration::from_secs(20));
     // SAFETY: device memory of the mock runtime, alive until the end of the test.
     let whole = unsafe { submitter.submit_all(entry(1 << 20, 0), || Box::new(())) };
@@ -130,15 +120,7 @@ fn a_request_waited_for_alone_runs_on_the_waiting_thread_with_its_result() {
     let file = guard.register_file(&f).unwrap();
     let memory = guard.device_alloc(4096).unwrap();
     let submitter: &'static Submitter<_, _> = Box::leak(Box::new(Submitter::new(Arc::clone(&d))));
-    let entry = |file_offset: i64, size: usize| BatchEntry {
-        direction: Direction::Read,
-        handle: file.id(),
-        buffer_base: memory.addr(),
-        buffer_offset: 0,
-        file_offset,
-        size,
-        cookie: 0,
-    };
+    let entry = |file_offset, size| read(file.id(), memory.addr(), file_offset, size);
     let before = d.stats().snapshot().get(Counter::BatchSetupOk);
     const N: usize = 200;
     let mut host = vec![0u8; 4096];
