@@ -15,6 +15,12 @@ fn hipfile(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
+/// `hipfile cp OPTIONS SRC DST`.
+fn cp(options: &[&str], src: &Path, dst: &Path) -> (bool, String, String) {
+    let paths = [src.to_str().unwrap(), dst.to_str().unwrap()];
+    hipfile(&[&["cp"][..], options, &paths].concat())
+}
+
 /// A path in this binary's scratch directory: one directory for every run, so runs overwrite
 /// rather than pile up; each name belongs to one test, so tests in parallel never share a file.
 fn scratch(name: &str) -> PathBuf {
@@ -25,6 +31,14 @@ fn scratch(name: &str) -> PathBuf {
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
     (0..len as u32).map(|i| (i.wrapping_mul(2654435761).wrapping_add(seed) >> 13) as u8).collect()
+}
+
+/// A fresh directory `name` holding a file `src` of `bytes`.
+fn with_source(name: &str, bytes: Vec<u8>) -> (PathBuf, PathBuf) {
+    let dir = fresh_dir(name);
+    let src = dir.join("src");
+    std::fs::write(&src, bytes).unwrap();
+    (dir, src)
 }
 
 fn json(text: &str) -> serde_json::Value {
@@ -102,18 +116,8 @@ fn cp_copies_through_gpu_memory() {
         std::fs::write(&src, &bytes).unwrap();
         let _ = std::fs::remove_file(&dst);
         for backend in ["mock", "bounce"] {
-            let (ok, out, err) = hipfile(&[
-                "cp",
-                "--json",
-                "--verify",
-                "--force",
-                "--chunk",
-                "1M",
-                "--backend",
-                backend,
-                src.to_str().unwrap(),
-                dst.to_str().unwrap(),
-            ]);
+            let (ok, out, err) =
+                cp(&["--json", "--verify", "--force", "--chunk", "1M", "--backend", backend], &src, &dst);
             assert!(ok, "{name} {backend}: {out}{err}");
             let report = json(&out);
             assert_eq!(report["bytes"], len as u64);
@@ -123,9 +127,9 @@ fn cp_copies_through_gpu_memory() {
     }
     // An existing destination is refused without --force; the source is never its own copy.
     let (src, dst) = (scratch("cp-small"), scratch("cp-small.copy"));
-    let (ok, _, err) = hipfile(&["cp", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    let (ok, _, err) = cp(&["--backend", "mock"], &src, &dst);
     assert!(!ok && err.contains("exists"), "{err}");
-    let (ok, _, err) = hipfile(&["cp", "-f", "--backend", "mock", src.to_str().unwrap(), src.to_str().unwrap()]);
+    let (ok, _, err) = cp(&["-f", "--backend", "mock"], &src, &src);
     assert!(!ok && err.contains("same file"), "{err}");
     assert_eq!(std::fs::read(&src).unwrap(), data(1000, 3));
     // A sparse source: its size exactly, its holes still holes.
@@ -135,16 +139,7 @@ fn cp_copies_through_gpu_memory() {
     std::os::unix::fs::FileExt::write_all_at(&f, &data(1 << 20, 4), 32 << 20).unwrap();
     drop(f);
     let copy = scratch("cp-sparse.copy");
-    let (ok, out, err) = hipfile(&[
-        "cp",
-        "--json",
-        "-f",
-        "--verify",
-        "--backend",
-        "mock",
-        sparse.to_str().unwrap(),
-        copy.to_str().unwrap(),
-    ]);
+    let (ok, out, err) = cp(&["--json", "-f", "--verify", "--backend", "mock"], &sparse, &copy);
     assert!(ok, "{out}{err}");
     let report = json(&out);
     assert_eq!(report["bytes"], 64u64 << 20);
@@ -220,17 +215,7 @@ fn cp_copies_what_a_file_of_unknown_size_reads() {
     for backend in ["mock", "bounce"] {
         for chunk in ["4K", "1M"] {
             let dst = dir.join(format!("version-{backend}-{chunk}"));
-            let (ok, out, err) = hipfile(&[
-                "cp",
-                "--json",
-                "--verify",
-                "--chunk",
-                chunk,
-                "--backend",
-                backend,
-                src.to_str().unwrap(),
-                dst.to_str().unwrap(),
-            ]);
+            let (ok, out, err) = cp(&["--json", "--verify", "--chunk", chunk, "--backend", backend], src, &dst);
             assert!(ok, "{backend} {chunk}: {out}{err}");
             let report = json(&out);
             assert_eq!(report["bytes"], expected.len() as u64, "{report}");
@@ -244,17 +229,7 @@ fn cp_copies_what_a_file_of_unknown_size_reads() {
     let mut sleeper = Command::new("sleep").arg("60").env_clear().env("HIPFILE_CP_TEST", &value).spawn().unwrap();
     let environ = PathBuf::from(format!("/proc/{}/environ", sleeper.id()));
     let dst = dir.join("environ");
-    let (ok, out, err) = hipfile(&[
-        "cp",
-        "--json",
-        "--verify",
-        "--chunk",
-        "4K",
-        "--backend",
-        "mock",
-        environ.to_str().unwrap(),
-        dst.to_str().unwrap(),
-    ]);
+    let (ok, out, err) = cp(&["--json", "--verify", "--chunk", "4K", "--backend", "mock"], &environ, &dst);
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
     assert!(ok, "{out}{err}");
@@ -264,8 +239,7 @@ fn cp_copies_what_a_file_of_unknown_size_reads() {
     let empty = dir.join("empty");
     std::fs::write(&empty, b"").unwrap();
     let copy = dir.join("empty.copy");
-    let (ok, out, err) =
-        hipfile(&["cp", "--verify", "--backend", "mock", empty.to_str().unwrap(), copy.to_str().unwrap()]);
+    let (ok, out, err) = cp(&["--verify", "--backend", "mock"], &empty, &copy);
     assert!(ok, "{out}{err}");
     assert_eq!(std::fs::metadata(&copy).unwrap().len(), 0);
     let mut expected_names: Vec<String> = ["empty", "empty.copy", "environ"].iter().map(|s| s.to_string()).collect();
@@ -346,7 +320,7 @@ fn cp_drops_set_user_id_and_set_group_id() {
     std::fs::write(&old, b"old").unwrap();
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o600)).unwrap();
     for dst in [&new, &old] {
-        let (ok, out, err) = hipfile(&["cp", "-f", "--backend", "mock", src.to_str().unwrap(), dst.to_str().unwrap()]);
+        let (ok, out, err) = cp(&["-f", "--backend", "mock"], &src, dst);
         assert!(ok, "{out}{err}");
         assert_eq!(std::fs::read(dst).unwrap(), data(5000, 5));
         let mode = std::fs::metadata(dst).unwrap().permissions().mode() & 0o7777;
@@ -356,9 +330,7 @@ fn cp_drops_set_user_id_and_set_group_id() {
 
 #[test]
 fn cp_refuses_a_dangling_symbolic_link_as_dst() {
-    let dir = fresh_dir("cp-dangling");
-    let src = dir.join("src");
-    std::fs::write(&src, data(3000, 6)).unwrap();
+    let (dir, src) = with_source("cp-dangling", data(3000, 6));
     let link = dir.join("link");
     std::os::unix::fs::symlink("nowhere", &link).unwrap();
     for force in [false, true] {
@@ -376,31 +348,26 @@ fn cp_refuses_a_dangling_symbolic_link_as_dst() {
 
 #[test]
 fn cp_through_a_symbolic_link_replaces_its_target() {
-    let dir = fresh_dir("cp-link");
-    let src = dir.join("src");
-    std::fs::write(&src, data(7000, 7)).unwrap();
+    let (dir, src) = with_source("cp-link", data(7000, 7));
     let target = dir.join("target");
     std::fs::write(&target, b"old").unwrap();
     let link = dir.join("link");
     std::os::unix::fs::symlink("target", &link).unwrap();
-    let (ok, _, err) = hipfile(&["cp", "--backend", "mock", src.to_str().unwrap(), link.to_str().unwrap()]);
+    let (ok, _, err) = cp(&["--backend", "mock"], &src, &link);
     assert!(!ok && err.contains("exists"), "{err}");
-    let (ok, out, err) =
-        hipfile(&["cp", "-f", "--verify", "--backend", "mock", src.to_str().unwrap(), link.to_str().unwrap()]);
+    let (ok, out, err) = cp(&["-f", "--verify", "--backend", "mock"], &src, &link);
     assert!(ok, "{out}{err}");
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
     assert_eq!(std::fs::read(&target).unwrap(), data(7000, 7));
     // A link to the source is the source.
-    let (ok, _, err) = hipfile(&["cp", "-f", "--backend", "mock", target.to_str().unwrap(), link.to_str().unwrap()]);
+    let (ok, _, err) = cp(&["-f", "--backend", "mock"], &target, &link);
     assert!(!ok && err.contains("same file"), "{err}");
     assert_eq!(names(&dir), ["link", "src", "target"]);
 }
 
 #[test]
 fn cp_refuses_a_dst_that_is_not_a_regular_file() {
-    let dir = fresh_dir("cp-not-regular-dst");
-    let src = dir.join("src");
-    std::fs::write(&src, data(2000, 8)).unwrap();
+    let (dir, src) = with_source("cp-not-regular-dst", data(2000, 8));
     let fifo = dir.join("fifo");
     mkfifo(&fifo);
     let sub = dir.join("sub");
