@@ -86,8 +86,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// each stripe's last piece queues its copy on the read's stream, which is waited for once
     /// every stripe has ended.
     fn read_here(self: &Arc<Self>, dev: &Arc<Device<G>>, reqs: &[&IoRequest<'_>]) -> Vec<Result<usize>> {
+        // (A slot holds its chunk: at least 64 KiB from the environment, maybe less in code.)
         if let [req] = reqs
-            && req.size() <= stripes::MIN_PIECE
+            && req.size() <= stripes::MIN_PIECE.min(self.settings.chunk)
         {
             let req = Request::new(req, stripes::MIN_PIECE);
             let end = req.file_offset + req.len() as u64;
@@ -162,7 +163,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// One request of one piece at most ([`stripes::MIN_PIECE`]), read through the page cache
     /// on the caller's thread: into a slot, copied, and the copy waited for before the slot goes
     /// back, so that no event is recorded or asked about (each runtime call counts in a 4 KiB
-    /// read's time, and more when threads call at once: docs/performance.md, "Small reads").
+    /// read's time, and more when threads call at once: docs/performance.md, "Small reads and many
+    /// callers").
     fn read_small(&self, dev: &Device<G>, req: &Request) -> Result<usize> {
         let stream = dev.slots.stream()?;
         let waited = Instant::now();
