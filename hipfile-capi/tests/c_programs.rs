@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
@@ -97,12 +98,19 @@ fn copy(flavour: Flavour, backend: &str) {
     assert!(std::fs::read(&dst).expect("copy output") == data, "copy differs from its source");
 }
 
+/// C program `name` (tests/c/NAME.c) built as `flavour` and run with `args` and `env`: it
+/// succeeds and prints `ok`.
+fn runs_ok(name: &str, flavour: Flavour, args: &[&Path], env: &[(&str, &str)]) -> Output {
+    let exe = build(name, flavour, &[]);
+    let out = run_ok(&mut program(&exe, args, env));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    out
+}
+
 /// `batch`: the batch API case by case (tests/c/batch.c).
 fn batch(flavour: Flavour, backend: &str) {
-    let exe = build("batch", flavour, &[]);
     let dir = scratch("c-data");
-    let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    let out = runs_ok("batch", flavour, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]);
     // A quiet library: nothing on stderr (no panic message for a huge timeout, say).
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
@@ -110,45 +118,35 @@ fn batch(flavour: Flavour, backend: &str) {
 /// `async`: stream-ordered I/O case by case (tests/c/async.c), with `signal` telling the
 /// stream it has reached an operation.
 fn stream_ordered(flavour: Flavour, backend: &str, signal: &str) {
-    let exe = build("async", flavour, &[]);
     let dir = scratch("c-data");
     let env = [("HIPFILE_BACKEND", backend), ("HIPFILE_STREAM_SIGNAL", signal), ANY_FS];
-    let out = run_ok(&mut program(&exe, &[&dir], &env));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("async", flavour, &[&dir], &env);
 }
 
 /// `params`: parameters and driver properties (tests/c/params.c).
 fn params(flavour: Flavour) {
-    let exe = build("params", flavour, &[]);
-    let out = run_ok(&mut program(&exe, &[], &[]));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("params", flavour, &[], &[]);
 }
 
 /// `hipcalls`: the HIP calls programs around file I/O make, over the mock HIP runtime, with
 /// HIP's codes for each misuse (tests/c/hipcalls.c).
 /// `abi`: the HIP ABI the mock answers with (`HIPFILE_MOCK_HIP_ABI`).
 fn hip_calls(flavour: Flavour, abi: &str) {
-    let exe = build("hipcalls", flavour, &[]);
-    let out = run_ok(&mut program(&exe, &[], &[("HIPFILE_MOCK_HIP_ABI", abi)]));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("hipcalls", flavour, &[], &[("HIPFILE_MOCK_HIP_ABI", abi)]);
 }
 
 /// `managed`: managed memory as the buffer, over a mock that answers with HIP `abi`'s ABI
 /// (tests/c/managed.c).
 fn managed_memory(flavour: Flavour, backend: &str, abi: &str) {
-    let exe = build("managed", flavour, &[]);
     let dir = scratch("c-data");
     let env = [("HIPFILE_BACKEND", backend), ("HIPFILE_MOCK_HIP_ABI", abi), ANY_FS];
-    let out = run_ok(&mut program(&exe, &[&dir], &env));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("managed", flavour, &[&dir], &env);
 }
 
 /// `host`: host memory as the buffer, once the parameter allows it (tests/c/host.c).
 fn host_memory(flavour: Flavour, backend: &str) {
-    let exe = build("host", flavour, &[]);
     let dir = scratch("c-data");
-    let out = run_ok(&mut program(&exe, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("host", flavour, &[&dir], &[("HIPFILE_BACKEND", backend), ANY_FS]);
 }
 
 /// `stats`: the statistics after a known sequence of calls (tests/c/stats.c), read once more
@@ -192,9 +190,7 @@ fn statistics(flavour: Flavour, backend: &str, path: &str, bounced: bool) {
 fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {
     let dir = scratch(&format!("c-log-{}", std::process::id()));
     let file = write_file(&format!("logging-src-{}", std::process::id()), &pattern(1 << 20, 3));
-    let exe = build("logging", Flavour::Plain, &[]);
-    let out = run_ok(&mut program(&exe, &[&dir, &file], &[ANY_FS]));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    let out = runs_ok("logging", Flavour::Plain, &[&dir, &file], &[ANY_FS]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -204,10 +200,8 @@ fn the_logging_parameters_write_a_private_log_file_and_nothing_to_stderr() {
 fn devices(flavour: Flavour, backend: &str) {
     let src = write_file(&format!("devices-src-{backend}-{}", flavour as u8), &pattern(3 << 20, 11));
     let dst = src.with_extension("out");
-    let exe = build("devices", flavour, &[]);
     let env = [("HIPFILE_MOCK_DEVICES", "2"), ("HIPFILE_BACKEND", backend), ANY_FS];
-    let out = run_ok(&mut program(&exe, &[&src, &dst], &env));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    runs_ok("devices", flavour, &[&src, &dst], &env);
 }
 
 /// Whether files in the scratch directory can be opened with `O_DIRECT` (the p2p path
