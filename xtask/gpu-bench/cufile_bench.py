@@ -17,6 +17,10 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
                                               bytes) through load_storage into each tensor, into
                                               one tensor per shape, and through cuFileRead
                                               (ctypes) into the same; per-call medians
+    cufile_bench.py elsewhere FILE [--runs 3]  with device 0 current, KvikIO's CuFile.read into a
+                                              CuPy array on device 1 and torch.cuda.gds's
+                                              load_storage into a tensor on cuda:1, each checked
+                                              against the file (a machine of two GPUs or more)
     cufile_bench.py ab DIR --env "" --env K=V,K2=V2 [--runs 3]
                                               load_storage of the gds benchmark's calls (none
                                               registered) with each --env setting in turn, in
@@ -75,6 +79,45 @@ def kvikio_read(a):
     with open(a.file, "rb") as f:
         head = f.read(1 << 20)
     assert cp.asnumpy(buf[: 1 << 20]).tobytes() == head, "KvikIO's read gave other bytes"
+    out["libcufile"] = loaded_cufile()
+    return out
+
+
+def elsewhere(a):
+    """Reads into memory of device 1 while device 0 is current, through KvikIO and through
+    torch.cuda.gds: the bytes are checked, and the current device is still 0 afterwards."""
+    import cupy as cp
+    import kvikio
+    import torch
+    import torch.cuda.gds
+
+    size = os.path.getsize(a.file)
+    warm(a.file)
+    with open(a.file, "rb") as f:
+        head = f.read(1 << 20)
+    torch.cuda.set_device(0)
+    cp.cuda.Device(0).use()
+    with cp.cuda.Device(1):
+        buf = cp.empty(size, dtype=cp.uint8)
+    dst = torch.empty(size, dtype=torch.uint8, device="cuda:1")
+    out, kv, gds = {}, [], []
+    for _ in range(a.runs):
+        with kvikio.CuFile(a.file, "r") as f:
+            t = time.perf_counter()
+            assert f.read(buf) == size
+            kv.append(time.perf_counter() - t)
+        g = torch.cuda.gds.GdsFile(a.file, os.O_RDONLY)
+        t = time.perf_counter()
+        g.load_storage(dst.untyped_storage(), 0)
+        torch.cuda.synchronize(1)
+        gds.append(time.perf_counter() - t)
+        g.deregister_handle()
+    with cp.cuda.Device(1):
+        out["kvikio into device 1: first MiB as in the file"] = cp.asnumpy(buf[: 1 << 20]).tobytes() == head
+    out["gds into cuda:1: first MiB as in the file"] = bytes(dst[: 1 << 20].cpu().numpy()) == head
+    out["kvikio into device 1 GB/s"] = round(size / min(kv) / 1e9, 2)
+    out["gds into cuda:1 GB/s"] = round(size / min(gds) / 1e9, 2)
+    out["current device after"] = (torch.cuda.current_device(), cp.cuda.Device().id)
     out["libcufile"] = loaded_cufile()
     return out
 
@@ -347,7 +390,7 @@ def ab(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls", "ab"])
+    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls", "ab", "elsewhere"])
     p.add_argument("file")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--size-gb", type=float, default=9)
@@ -356,7 +399,8 @@ def main():
     a = p.parse_args()
     if a.what == "ab" and not a.env:
         p.error("ab needs at least one --env")
-    out = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab}[a.what](a)
+    modes = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab, "elsewhere": elsewhere}
+    out = modes[a.what](a)
     print(json.dumps(out))
 
 

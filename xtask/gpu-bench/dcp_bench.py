@@ -3,6 +3,13 @@ StorageReader beside PyTorch's FileSystemWriter and FileSystemReader, alternated
 (GB/s = tensor bytes / seconds / 1e9):
 
     python3 dcp_bench.py DIR [--size-gb 4.3] [--rounds 2]
+    torchrun --standalone --nproc-per-node N dcp_bench.py DIR [--devices shared|own|cpu] [--backend B]
+
+Under torchrun every rank saves and loads its own share of the state dict (its tensors named
+after its rank, SIZE_GB / N each; --devices: all on cuda:0 (shared, the default), each rank on
+cuda:LOCAL_RANK (own), or in host memory (cpu: a dry run on a machine without a GPU)), the
+ranks timed together between barriers over the process group (`cpu:gloo,cuda:nccl` by default:
+DCP's planning and `async_save` want a CPU backend beside NCCL); rank 0 prints.
 
 Per round and storage: ``dcp.save`` (durable: FileSystemWriter's default sync_files=True, and
 ours durable=True), again to the page cache (sync_files=False, durable=False; ours also with
@@ -25,16 +32,38 @@ from save_bench import drop, options, state_dict
 
 
 def main():
-    args = options("dir", size_gb=4.3, rounds=2)
+    args = options("dir", size_gb=4.3, rounds=2, devices="shared", backend="cpu:gloo,cuda:nccl")
     warnings.simplefilter("ignore")  # DCP without a process group says so, each call
 
     import torch
+    import torch.distributed as dist
     import torch.distributed.checkpoint as dcp
 
     import hipfile.dcp
 
-    sd = state_dict(args.size_gb)
-    nbytes = sum(t.numel() * t.element_size() for t in sd.values())
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    device = {"shared": "cuda:0", "own": f"cuda:{os.environ.get('LOCAL_RANK', '0')}", "cpu": "cpu"}[args.devices]
+    gpu = device != "cpu"
+    if gpu:
+        torch.cuda.set_device(device)
+    if world > 1:
+        dist.init_process_group(args.backend)
+
+    def together():
+        """Every rank here, its GPU work done: the ranks' times start and end together."""
+        if gpu:
+            torch.cuda.synchronize()
+        if world > 1:
+            dist.barrier()
+
+    def drop_all():
+        together()
+        if rank == 0:
+            drop()
+        together()
+
+    sd = state_dict(args.size_gb / world, device, f"rank{rank}." if world > 1 else "", seed=7 + rank)
+    nbytes = sum(t.numel() * t.element_size() for t in sd.values()) * world
     storages = {
         "pytorch": (lambda path, **kw: dcp.FileSystemWriter(path, **kw), lambda path: dcp.FileSystemReader(path)),
         "hipfile": (lambda path, **kw: hipfile.dcp.StorageWriter(path, **kw), lambda path: hipfile.dcp.StorageReader(path)),
@@ -49,10 +78,12 @@ def main():
         row = {"round": round_, "bytes": nbytes, "torch": torch.__version__}
         for name, (writer, reader) in storages.items():
             path = os.path.join(args.dir, name)
-            shutil.rmtree(path, ignore_errors=True)
-            drop()
+            if rank == 0:
+                shutil.rmtree(path, ignore_errors=True)
+            drop_all()
             start = time.perf_counter()
             dcp.save(sd, storage_writer=writer(path))
+            together()
             row[f"{name}_save_gbps"] = round(nbytes / (time.perf_counter() - start) / 1e9, 3)
             # To the page cache (not durable), into a directory of its own; ours also in one file a rank.
             variants = [("cached", not_durable[name])]
@@ -60,34 +91,40 @@ def main():
                 variants.append(("cached_1file", dict(not_durable[name], files=1)))
             for label, kw in variants:
                 other = path + "-" + label
-                shutil.rmtree(other, ignore_errors=True)
-                drop()
+                if rank == 0:
+                    shutil.rmtree(other, ignore_errors=True)
+                drop_all()
                 start = time.perf_counter()
                 dcp.save(sd, storage_writer=writer(other, **kw))
+                together()
                 row[f"{name}_save_{label}_gbps"] = round(nbytes / (time.perf_counter() - start) / 1e9, 3)
-                shutil.rmtree(other, ignore_errors=True)
+                together()
+                if rank == 0:
+                    shutil.rmtree(other, ignore_errors=True)
             # Loaded twice: cold (the page cache dropped), then warm (as the first load left it).
-            drop()
+            drop_all()
             for temperature in ("cold", "warm"):
                 out = {k: torch.zeros_like(v) for k, v in sd.items()}
-                torch.cuda.synchronize()
+                together()
                 start = time.perf_counter()
                 dcp.load(out, storage_reader=reader(path))
-                torch.cuda.synchronize()
+                together()
                 row[f"{name}_load_{temperature}_gbps"] = round(nbytes / (time.perf_counter() - start) / 1e9, 3)
                 row[f"{name}_load_{temperature}_bitwise"] = same(out, sd)
                 del out
             # async_save: blocked until it returns; the caller then changes every tensor.
-            shutil.rmtree(path, ignore_errors=True)
+            together()
+            if rank == 0:
+                shutil.rmtree(path, ignore_errors=True)
             snapshot = {k: v.clone() for k, v in sd.items()}
-            drop()
-            torch.cuda.synchronize()
+            drop_all()
             start = time.perf_counter()
             fut = dcp.async_save(snapshot, storage_writer=writer(path))
             blocked = time.perf_counter() - start
             for t in snapshot.values():
                 t.zero_()
             fut.result()
+            together()
             row[f"{name}_async_blocked_s"] = round(blocked, 3)
             row[f"{name}_async_total_s"] = round(time.perf_counter() - start, 3)
             del snapshot
@@ -95,12 +132,24 @@ def main():
             dcp.load(out, storage_reader=reader(path))
             row[f"{name}_async_bitwise"] = same(out, sd)
             del out
-            shutil.rmtree(path, ignore_errors=True)
-            torch.cuda.empty_cache()
+            together()
+            if rank == 0:
+                shutil.rmtree(path, ignore_errors=True)
+            if gpu:
+                torch.cuda.empty_cache()
         for key in ("save_gbps", "save_cached_gbps", "load_cold_gbps", "load_warm_gbps"):
             row[f"ratio_{key}"] = round(row[f"hipfile_{key}"] / row[f"pytorch_{key}"], 2)
         row["ratio_async_blocked"] = round(row["pytorch_async_blocked_s"] / row["hipfile_async_blocked_s"], 1)
-        print(json.dumps(row), flush=True)
+        # Each rank checked its own tensors: every rank's must be equal.
+        bitwise = [k for k in row if k.endswith("_bitwise")]
+        if world > 1:
+            mine = torch.tensor([int(all(row[k] for k in bitwise))], device=device)
+            dist.all_reduce(mine, op=dist.ReduceOp.MIN)
+            row.update({k: bool(mine.item()) for k in bitwise}, world=world, device=device)
+        if rank == 0:
+            print(json.dumps(row), flush=True)
+    if world > 1:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

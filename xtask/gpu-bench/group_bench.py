@@ -1,8 +1,10 @@
 """Read-once loading over a process group, on one GPU machine: run under torchrun,
 
     torchrun --standalone --nproc-per-node N group_bench.py CKPT [--cache auto] [--backend gloo]
+        [--devices shared|own]
 
-every rank loads the safetensors file CKPT into cuda:0 (each rank its own CUDA stream) three
+every rank loads the safetensors file CKPT into cuda:0 (`shared`, each rank its own CUDA stream;
+`own`: each rank into cuda:LOCAL_RANK, as NCCL needs: `--backend cpu:gloo,cuda:nccl`) three
 ways, the page cache dropped before each (by rank 0, as root) and the block devices' read bytes
 counted around it (/sys/block/*/stat, rank 0): ``group`` (hipfile.safetensors.load_file with
 process_group= a group of all ranks: each byte read by one rank, broadcast to the others),
@@ -40,17 +42,19 @@ def main():
     p.add_argument("ckpt")
     p.add_argument("--cache", default=None)
     p.add_argument("--backend", default="gloo")
+    p.add_argument("--devices", choices=["shared", "own"], default="shared")
     a = p.parse_args()
     dist.init_process_group(a.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(0)
+    device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if a.devices == "own" else "cuda:0"
+    torch.cuda.set_device(device)
     torch.cuda.set_stream(torch.cuda.Stream())
     group = dist.new_group(list(range(world)), backend=a.backend)
     size = os.path.getsize(a.ckpt)
     ways = {
-        "group": lambda: hs.load_file(a.ckpt, device="cuda:0", cache=a.cache, process_group=group),
-        "alone": lambda: hs.load_file(a.ckpt, device="cuda:0", cache=a.cache),
-        "alone-bypass": lambda: hs.load_file(a.ckpt, device="cuda:0", cache="bypass"),
+        "group": lambda: hs.load_file(a.ckpt, device=device, cache=a.cache, process_group=group),
+        "alone": lambda: hs.load_file(a.ckpt, device=device, cache=a.cache),
+        "alone-bypass": lambda: hs.load_file(a.ckpt, device=device, cache="bypass"),
     }
     for way, load in ways.items():
         if rank == 0:
@@ -65,7 +69,7 @@ def main():
         disk = disk_bytes() - before
         same = None
         if way == "group":
-            reference = hs.load_file(a.ckpt, device="cuda:0")
+            reference = hs.load_file(a.ckpt, device=device)
             ok = all(torch.equal(tensors[k].reshape(-1).view(torch.uint8), v.reshape(-1).view(torch.uint8))
                      for k, v in reference.items()) and list(tensors) == list(reference)
             flags = torch.tensor([int(ok)])
@@ -75,7 +79,8 @@ def main():
         del tensors
         torch.cuda.empty_cache()
         if rank == 0:
-            row = {"way": way, "world": world, "backend": a.backend, "cache": a.cache, "file_bytes": size,
+            row = {"way": way, "world": world, "backend": a.backend, "devices": a.devices, "cache": a.cache,
+                   "file_bytes": size,
                    "wall_s": round(seconds.item(), 3), "gbps_per_rank": round(size / seconds.item() / 1e9, 2),
                    "disk_over_file": round(disk / size, 3)}
             if same is not None:

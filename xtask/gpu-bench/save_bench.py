@@ -37,22 +37,25 @@ def drop():
         pass
 
 
-def state_dict(size_gb):
+def state_dict(size_gb, device="cuda:0", prefix="", seed=7):
+    """bf16 and fp32 tensors of an LLM's layer shapes on `device`, `size_gb` GB of them, their
+    names after `prefix`."""
     import torch
 
-    gen = torch.Generator(device="cuda:0").manual_seed(7)
+    gen = torch.Generator(device=device).manual_seed(seed)
     hidden, tensors, total, i = 4096, {}, 0, 0
     while total < size_gb * 1e9:
         for name, shape, dtype in (
-            (f"layers.{i}.attn.qkv.weight", (3 * hidden, hidden), torch.bfloat16),
-            (f"layers.{i}.mlp.up.weight", (2 * hidden, hidden), torch.bfloat16),
-            (f"layers.{i}.norm.weight", (hidden,), torch.float32),
+            (f"{prefix}layers.{i}.attn.qkv.weight", (3 * hidden, hidden), torch.bfloat16),
+            (f"{prefix}layers.{i}.mlp.up.weight", (2 * hidden, hidden), torch.bfloat16),
+            (f"{prefix}layers.{i}.norm.weight", (hidden,), torch.float32),
         ):
-            t = torch.randint(0, 1 << 15, shape, generator=gen, device="cuda:0", dtype=torch.int16).view(dtype)
-            tensors[name] = t if dtype == torch.bfloat16 else torch.randn(shape, generator=gen, device="cuda:0")
+            t = torch.randint(0, 1 << 15, shape, generator=gen, device=device, dtype=torch.int16).view(dtype)
+            tensors[name] = t if dtype == torch.bfloat16 else torch.randn(shape, generator=gen, device=device)
             total += tensors[name].numel() * tensors[name].element_size()
         i += 1
-    torch.cuda.synchronize()
+    if device != "cpu":
+        torch.cuda.synchronize()
     return tensors
 
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The two-GPU runs in one call (a machine of two GPUs or more, `nvidia-h200-x2`), from the
+# project root, with target/gpu-bench (`cargo xtask gpu-bench --peer PATH`), .whl (KvikIO's
+# wheels), WHEEL (a directory holding this build's Python wheel) and DIST (`cargo xtask dist`'s
+# directory, for lib/cufile/libcufile.so.0) carried:
+#  1. every GPU of the host: multi.sh (the C program over either device, hipfile bench into each
+#     GPU and both at once, KvikIO beside);
+#  2. read-once loading over NCCL: a cold 9 GB checkpoint, 2 ranks (a GPU each) against 1, every
+#     tensor bitwise on every rank, the block devices' bytes (group_bench.py);
+#  3. DCP over NCCL: 2 ranks saving and loading their GPUs' tensors, beside PyTorch's storage,
+#     and 1 rank (dcp_bench.py);
+#  4. KvikIO and torch.cuda.gds over our libcufile.so.0 into device 1 while device 0 is current
+#     (cufile_bench.py elsewhere).
+# Results in $OUT (or target/gpu-bench/out).
+set -uo pipefail
+G=$PWD/xtask/gpu-bench
+OUT=${OUT:-target/gpu-bench/out}
+D=${HIPFILE_BENCH_DIR:-/root/hf-bench}
+mkdir -p "$OUT" "$D"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+
+echo "== 1. every GPU of the host"
+OUT=$OUT/multi bash "$G/multi.sh"
+
+python3 -m pip install -q --no-index --no-deps --target /tmp/hf "${WHEEL:?a directory with the Python wheel}"/*.whl
+python3 -m pip install -q --no-index --no-deps --target /tmp/kv .whl/kvikio*.whl .whl/libkvikio*.whl .whl/rapids_logger*.whl
+export PYTHONPATH=/tmp/hf:/tmp/kv:$G
+ranks() { (cd "$G" && torchrun --standalone --nproc-per-node "$@"); }
+
+echo "== 2. read-once loading over NCCL, a cold 9 GB checkpoint"
+python3 -c "from load_bench import make_checkpoint; make_checkpoint('$D/ckpt9.safetensors', 9, 32)"
+for n in 1 2; do
+    ranks $n group_bench.py "$D/ckpt9.safetensors" --backend cpu:gloo,cuda:nccl --devices own 2>&1 | tee "$OUT/group-$n.txt"
+done
+
+echo "== 3. DCP over NCCL, from the GPUs' memory"
+for n in 1 2; do
+    ranks $n dcp_bench.py "$D/dcp" --devices own --rounds 2 2>&1 | grep '^{' | tee "$OUT/dcp-$n.txt"
+done
+
+echo "== 4. into device 1 while device 0 is current, over our libcufile.so.0"
+LD_PRELOAD=$PWD/${DIST:?cargo xtask dist\'s directory}/lib/cufile/libcufile.so.0 \
+    python3 "$G/cufile_bench.py" elsewhere "$D/data2g.bin" 2>&1 | tee "$OUT/elsewhere.json"
