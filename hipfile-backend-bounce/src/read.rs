@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use hipfile_core::{Error, GpuRuntime, IoRequest, Result};
 
 use crate::device::Device;
-use crate::fileio::DirectIo;
+use crate::fileio::{DirectIo, FileSide};
 use crate::profile::charge;
 use crate::stripes::{self, Setup, Stripe, Stripes};
 use crate::{Inner, Request, outcomes};
@@ -182,13 +182,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         let started = Instant::now();
         let buf = slot.window(req.file_offset, req.len());
         // A read this small is all tail: demoted as a larger read's last piece is.
-        let read = match &self.demote {
-            Some(demote) => demote.read(&req.file, buf, req.file_offset),
-            None => req.file.read_buffered(buf, req.file_offset),
-        };
-        if let (Ok(n), Some(_)) = (&read, &self.demote) {
-            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
-        }
+        let read = self.read_cached(&req.file, buf, req.file_offset, true);
         charge(&self.profile.file_ns, started);
         let copied = read.and_then(|n| {
             if n == 0 {
@@ -209,6 +203,17 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         dev.slots.put(slot);
         dev.slots.put_stream(stream);
         copied
+    }
+
+    /// `buf.len()` bytes at `offset` of `file` through the page cache, into a slot: out of the
+    /// reading core's cache where `tail` and the machine demotes ([`demote`]), counted.
+    fn read_cached(&self, file: &FileSide, buf: &mut [u8], offset: u64, tail: bool) -> Result<usize> {
+        let Some(demote) = self.demote.as_ref().filter(|_| tail) else { return file.read_buffered(buf, offset) };
+        let read = demote.read(file, buf, offset);
+        if let Ok(n) = &read {
+            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        read
     }
 
     /// Takes pieces of `work` until none is left, reading each into its stripe's slot; the
@@ -238,17 +243,11 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                         // SAFETY: the stripe is set up to read at `at`, and `take` handed this
                         // piece to this thread alone.
                         let buf = unsafe { stripe.piece(*at, piece) };
-                        let demote = self.demote.as_ref().filter(|_| !piece.direct && s >= work.demote_from);
                         let read = if piece.direct {
                             req.file.read(&self.reads, &mut DirectIo { ring: None, state: &self.uring }, buf, offset)
-                        } else if let Some(demote) = demote {
-                            demote.read(&req.file, buf, offset)
                         } else {
-                            req.file.read_buffered(buf, offset)
+                            self.read_cached(&req.file, buf, offset, s >= work.demote_from)
                         };
-                        if let (Ok(n), Some(_)) = (&read, demote) {
-                            self.profile.demoted_bytes.fetch_add(*n as u64, Ordering::Relaxed);
-                        }
                         charge(&self.profile.file_ns, started);
                         match read {
                             Ok(n) if n < piece.len => part.short(piece.from, n), // end of file
@@ -350,8 +349,7 @@ mod tests {
     use crate::test_file::TestFile;
 
     /// A read of one piece at most through the page cache waits for its one copy and records
-    /// no event; the next read takes the same slot without asking for one. Bytes right, short
-    /// at the end of the file.
+    /// no event. Bytes right, short at the end of the file, nothing copied past it.
     #[test]
     fn a_small_read_copies_once_and_records_no_event() {
         use hipfile_backend_mock::MockGpu;

@@ -11,7 +11,6 @@ waiting for them all. GB/s = 1e9 B/s of all devices together, best of --runs. Pr
 import argparse
 import json
 import os
-import threading
 import time
 
 os.environ.setdefault("KVIKIO_COMPAT_MODE", "ON")
@@ -19,6 +18,7 @@ os.environ.setdefault("KVIKIO_COMPAT_MODE", "ON")
 import cupy as cp  # noqa: E402
 import kvikio  # noqa: E402
 import kvikio.defaults  # noqa: E402
+from small_bench import together  # noqa: E402
 
 
 def best_of(runs, fn):
@@ -53,23 +53,18 @@ def main():
                 cp.cuda.runtime.deviceSynchronize()
 
     def threads_way(ds):
-        barrier = threading.Barrier(len(ds) + 1)
-
-        def one(d):
+        def one(i):
+            d = ds[i]
             cp.cuda.Device(d).use()
-            with kvikio.CuFile(a.file, "r") as f:
-                barrier.wait()
-                assert f.read(bufs[d]) == size
+            f = kvikio.CuFile(a.file, "r")
 
-        ts = [threading.Thread(target=one, args=(d,)) for d in ds]
-        for t in ts:
-            t.start()
-        barrier.wait()
-        start = time.perf_counter()
-        for t in ts:
-            t.join()
-        sync()
-        return (time.perf_counter() - start) / (size * len(ds) / 1e9)
+            def read():
+                with f:
+                    assert f.read(bufs[d]) == size
+
+            return read
+
+        return together(one, len(ds), sync) / (size * len(ds) / 1e9)
 
     def futures_way(ds):
         with kvikio.CuFile(a.file, "r") as f:

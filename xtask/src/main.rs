@@ -237,6 +237,7 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
         (root.join("xtask/gpu-bench/stats.sh"), "stats.sh"),
         (root.join("xtask/gpu-bench/tools.sh"), "tools.sh"),
         (root.join("xtask/gpu-bench/kvikio_devices.py"), "kvikio_devices.py"),
+        (root.join("xtask/gpu-bench/small_bench.py"), "small_bench.py"), // kvikio_devices.py's `together`
         (root.join("xtask/gpu-bench/copy_ceiling.py"), "copy_ceiling.py"),
         (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
         (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
