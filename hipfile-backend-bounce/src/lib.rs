@@ -57,9 +57,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use hipfile_core::sync::{lock, read, write};
-use hipfile_core::{
-    Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, Result, Score,
-};
+use hipfile_core::{Backend, BackendKind, BounceSettings, DeviceSpan, Direction, Error, GpuRuntime, IoRequest, Result};
 
 use demote::Demoter;
 use device::Device;
@@ -375,10 +373,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Backend for Bounce<G> {
 
     fn kind(&self) -> BackendKind {
         BackendKind::Bounce
-    }
-
-    fn score(&self, _req: &IoRequest<'_>) -> Score {
-        Ok(0)
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use hipfile_backend_bounce::Bounce;
 use hipfile_backend_mock::{MockGpu, pattern};
 use hipfile_core::{
-    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime, HipError, IoRequest,
-    OpError, PageCache, Platform, Result,
+    Backend, BounceSettings, Config, DeviceSpan, Direction, Driver, Error, FileHandle, GpuRuntime, HandleId, HipError,
+    IoRequest, OpError, PageCache, Platform, Result,
 };
 use proptest::prelude::*;
 
@@ -66,6 +66,21 @@ fn driver(gpu: &Arc<MockGpu>) -> Driver<BouncePlatform> {
     driver_with(gpu, settings(4, 64 << 20))
 }
 
+/// A file of `len` bytes of `pattern(len, seed)` (its directory, and the file), and a driver over a mock GPU of `devices`
+/// devices with the file registered.
+fn registered(
+    len: usize,
+    seed: u64,
+    devices: i32,
+) -> (Vec<u8>, tempfile::TempDir, File, Arc<MockGpu>, Driver<BouncePlatform>, HandleId) {
+    let data = pattern(len, seed);
+    let (dir, file) = file_with(&data);
+    let gpu = MockGpu::new(devices);
+    let driver = driver(&gpu);
+    let h = driver.handle_register(&file).unwrap();
+    (data, dir, file, gpu, driver, h)
+}
+
 /// A file on the temp directory's file system (ext4 here: O_DIRECT works) holding `data`.
 fn file_with(data: &[u8]) -> (tempfile::TempDir, File) {
     let dir = tempfile::tempdir().unwrap();
@@ -103,11 +118,7 @@ fn device_bytes(gpu: &MockGpu, addr: usize, len: usize) -> Vec<u8> {
 
 #[test]
 fn warm_and_cold_reads_at_unaligned_offsets() {
-    let data = pattern(3 * 1024 * 1024 + 777, 1);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(1);
-    let driver = driver(&gpu);
-    let h = driver.handle_register(&file).unwrap();
+    let (data, _dir, file, gpu, driver, h) = registered(3 * 1024 * 1024 + 777, 1, 1);
     let dev = gpu.malloc(data.len() + 8192).unwrap();
     for cold in [false, true] {
         for (offset, len, boff) in
@@ -378,11 +389,7 @@ fn a_file_of_its_own_durability_overrides_the_drivers() {
 
 #[test]
 fn reads_past_end_of_file_are_short_then_empty() {
-    let data = pattern(1_000_003, 3);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(1);
-    let driver = driver(&gpu);
-    let h = driver.handle_register(&file).unwrap();
+    let (data, _dir, file, gpu, driver, h) = registered(1_000_003, 3, 1);
     let dev = gpu.malloc(4 << 20).unwrap();
     // A request split over several threads, most of them past the end.
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -419,11 +426,7 @@ fn writes_land_whole_and_durable_at_unaligned_offsets() {
 
 #[test]
 fn a_copy_failing_mid_transfer_fails_the_call() {
-    let data = pattern(1 << 20, 5);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(1);
-    let driver = driver(&gpu);
-    let h = driver.handle_register(&file).unwrap();
+    let (data, _dir, _file, gpu, driver, h) = registered(1 << 20, 5, 1);
     let dev = gpu.malloc(1 << 20).unwrap();
     // A failed write may have written some chunks (it only never reports them): keep the
     // device holding the file's own bytes, so those chunks change nothing.
@@ -492,11 +495,7 @@ fn staging_memory_is_pinned_once_and_bounded() {
 
 #[test]
 fn concurrent_calls_on_one_handle() {
-    let data = pattern(8 << 20, 7);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(1);
-    let driver = driver(&gpu);
-    let h = driver.handle_register(&file).unwrap();
+    let (data, _dir, _file, gpu, driver, h) = registered(8 << 20, 7, 1);
     std::thread::scope(|s| {
         for t in 0..8usize {
             let (gpu, driver, data) = (&gpu, &driver, &data);
@@ -520,11 +519,7 @@ fn concurrent_calls_on_one_handle() {
 
 #[test]
 fn several_devices_and_the_callers_device_is_kept() {
-    let data = pattern(1 << 20, 8);
-    let (_dir, file) = file_with(&data);
-    let gpu = MockGpu::new(2);
-    let driver = driver(&gpu);
-    let h = driver.handle_register(&file).unwrap();
+    let (data, _dir, _file, gpu, driver, h) = registered(1 << 20, 8, 2);
     gpu.set_device(1).unwrap();
     let dev1 = gpu.malloc(1 << 20).unwrap();
     gpu.set_device(0).unwrap();

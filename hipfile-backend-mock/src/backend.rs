@@ -14,7 +14,7 @@ use std::sync::Arc;
 use hipfile_backend_p2p::{Engine, P2p};
 use hipfile_core::io::{fdatasync, pread, pwrite, transfer_loop};
 use hipfile_core::{
-    Backend, BackendChoice, BackendKind, Config, DeviceCopy, Direction, GpuRuntime, IoRequest, Platform, Result, Score,
+    Backend, BackendChoice, BackendKind, Config, DeviceCopy, Direction, GpuRuntime, IoRequest, Platform, Result,
 };
 
 use crate::faults::Faults;
@@ -106,10 +106,6 @@ impl<G: GpuRuntime> Backend for MockBounce<G> {
 
     fn kind(&self) -> BackendKind {
         BackendKind::Bounce
-    }
-
-    fn score(&self, _req: &IoRequest<'_>) -> Score {
-        Ok(0)
     }
 
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {

@@ -237,6 +237,14 @@ mod tests {
         api
     }
 
+    /// [`opened`], registering any file as handle 1.
+    fn opened_with_files() -> MockCuFileApi {
+        let mut api = opened();
+        api.expect_handle_register().returning(|_| Ok(CuHandle(1)));
+        api.expect_handle_deregister().return_const(());
+        api
+    }
+
     #[test]
     fn a_driver_that_does_not_open_makes_gds_unavailable_with_the_reason() {
         let mut api = MockCuFileApi::new();
@@ -314,9 +322,7 @@ mod tests {
     #[test]
     fn registered_buffers_are_passed_as_base_and_offset_and_kept_until_deregistered() {
         let (_f, file) = file(1 << 20);
-        let mut api = opened();
-        api.expect_handle_register().returning(|_| Ok(CuHandle(1)));
-        api.expect_handle_deregister().return_const(());
+        let mut api = opened_with_files();
         api.expect_buf_register().withf(|b, l| *b == 0x40_0000 && *l == 1 << 20).times(1).returning(|_, _| Ok(()));
         api.expect_io()
             .withf(|_, _, base, _, _, boff| *base == 0x40_0000 && *boff == 8192)
@@ -339,9 +345,7 @@ mod tests {
     #[test]
     fn errors_map_to_errno_or_hipfile_codes() {
         let (_f, file) = file(1 << 20);
-        let mut api = opened();
-        api.expect_handle_register().returning(|_| Ok(CuHandle(1)));
-        api.expect_handle_deregister().return_const(());
+        let mut api = opened_with_files();
         let mut seq = Sequence::new();
         api.expect_io().times(1).in_sequence(&mut seq).returning(|_, _, _, _, _, _| {
             // SAFETY: __errno_location has no preconditions.

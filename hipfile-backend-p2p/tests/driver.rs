@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hipfile_backend_p2p::P2p;
 use hipfile_backend_p2p::ais::{Ais, AisApi, AisOutcome};
 use hipfile_core::{
-    Backend, BackendKind, Config, Direction, Driver, Error, GpuRuntime, IoRequest, MemoryType, MockGpuRuntime, OpError,
-    Platform, PointerInfo, Result, Score, max_rw_count,
+    Backend, BackendKind, Config, Direction, Driver, Error, GpuRuntime, IoRequest, MockGpuRuntime, OpError, Platform,
+    Result, max_rw_count,
 };
 
 const BASE: usize = 0x7f00_0000_0000;
@@ -41,9 +41,6 @@ impl Backend for Bounce {
     }
     fn kind(&self) -> BackendKind {
         BackendKind::Bounce
-    }
-    fn score(&self, _: &IoRequest<'_>) -> Score {
-        Ok(0)
     }
     fn transfer(&self, req: &IoRequest<'_>) -> Result<usize> {
         self.0.fetch_add(1, Ordering::Relaxed);
@@ -80,15 +77,8 @@ impl Platform for TestPlatform {
 }
 
 fn platform(status: i32) -> TestPlatform {
-    let mut gpu = MockGpuRuntime::new();
-    gpu.expect_pointer_info().returning(|addr| {
-        Ok(if (BASE..BASE + SIZE).contains(&addr) {
-            PointerInfo { memory_type: MemoryType::Device, device: 0, base: BASE, size: SIZE }
-        } else {
-            PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 }
-        })
-    });
-    TestPlatform { gpu: Arc::new(gpu), sizes: Arc::default(), status, bounced: Arc::default() }
+    let gpu = Arc::new(MockGpuRuntime::with_allocation(BASE, SIZE));
+    TestPlatform { gpu, sizes: Arc::default(), status, bounced: Arc::default() }
 }
 
 /// A file with O_DIRECT, in the workspace's target directory.

@@ -179,8 +179,11 @@ pub trait Backend: Send + Sync {
     /// P2p or bounce.
     fn kind(&self) -> BackendKind;
 
-    /// How well this backend would serve `req` (higher is better), or why it would not.
-    fn score(&self, req: &IoRequest<'_>) -> Score;
+    /// How well this backend would serve `req` (higher is better), or why it would not. By
+    /// default any request, at 0: the staged path's score, which a p2p backend's beats.
+    fn score(&self, _req: &IoRequest<'_>) -> Score {
+        Ok(0)
+    }
 
     /// Whether this backend would serve `file` at all (requests may still be declined, for
     /// example when unaligned). All files by default.
@@ -233,7 +236,6 @@ pub fn is_no_path(error: &crate::Error) -> bool {
 /// impl Backend for Nothing {
 ///     fn name(&self) -> &'static str { "nothing" }
 ///     fn kind(&self) -> BackendKind { BackendKind::Bounce }
-///     fn score(&self, _: &IoRequest<'_>) -> hipfile_core::backend::Score { Ok(0) }
 ///     fn transfer(&self, _: &IoRequest<'_>) -> Result<usize> { Ok(0) }
 /// }
 /// hipfile_core::backend_set! {

@@ -17,7 +17,7 @@ use crate::log::log_once_keyed;
 use crate::platform::BufferInfo;
 use crate::stats::{Counter, Path, Stats};
 
-/// A checked request, ready to run: what `Driver::plan` gives. It holds the file and the
+/// A checked request, ready to run: what [`Deferred::plan`] gives. It holds the file and the
 /// backends, so the driver closing waits for it.
 pub(crate) struct Planned<B> {
     pub(crate) flight: InFlight<B>,

@@ -197,6 +197,23 @@ impl DeviceSpan {
     }
 }
 
+#[cfg(any(test, feature = "mock"))]
+impl MockGpuRuntime {
+    /// A mocked runtime whose one allocation is device 0's `[base, base + size)`: pointer
+    /// queries inside it answer device memory, any other address unregistered memory.
+    pub fn with_allocation(base: usize, size: usize) -> Self {
+        let mut rt = MockGpuRuntime::new();
+        rt.expect_pointer_info().returning(move |addr| {
+            Ok(if (base..base + size).contains(&addr) {
+                PointerInfo { memory_type: MemoryType::Device, device: 0, base, size }
+            } else {
+                PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 }
+            })
+        });
+        rt
+    }
+}
+
 /// A host function queued on a stream: runs once all earlier work on the stream has finished.
 pub type HostFn = Box<dyn FnOnce() + Send + 'static>;
 

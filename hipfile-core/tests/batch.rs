@@ -3,10 +3,12 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{contents, driver, file_with, pattern};
-use hipfile_core::{BatchEntry, Direction, Error, HandleId, OpError};
+use hipfile_backend_mock::{MockGpu, MockPlatform};
+use hipfile_core::{BatchEntry, BatchId, Direction, Driver, Error, HandleId, OpError};
 
 const OP: usize = 4096;
 
@@ -72,10 +74,7 @@ fn reads_and_writes_run_and_report_each_entry_once() {
 
 #[test]
 fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_reaped() {
-    let (gpu, d) = driver(&[]);
-    let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(&f).unwrap();
-    let dev = gpu.malloc(4 * OP).unwrap();
+    let (_gpu, d, _dir, h, dev) = registered(4, &[]);
     let b = d.batch_setup(4).unwrap();
     let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
@@ -96,10 +95,7 @@ fn a_small_event_buffer_gets_the_rest_later_and_capacity_frees_as_events_are_rea
 
 #[test]
 fn invalid_submissions_run_nothing() {
-    let (gpu, d) = driver(&[]);
-    let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(&f).unwrap();
-    let dev = gpu.malloc(4 * OP).unwrap();
+    let (gpu, d, _dir, h, dev) = registered(4, &[]);
     d.buf_register(dev, 4 * OP, 0).unwrap();
     let b = d.batch_setup(4).unwrap();
     let good = entry(Direction::Read, h, dev, 0, OP);
@@ -155,10 +151,7 @@ fn setup_needs_no_open_driver_and_zero_sizes_complete_with_zero() {
 
 #[test]
 fn a_failing_entry_is_an_event_with_its_error() {
-    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
-    let (_dir, f) = file_with(&pattern(4 * OP, 1));
-    let h = d.handle_register(&f).unwrap();
-    let dev = gpu.malloc(4 * OP).unwrap();
+    let (gpu, d, _dir, h, dev) = registered(4, &[("HIPFILE_BACKEND", "bounce")]);
     gpu.faults().eio_at((2 * OP) as u64);
     let b = d.batch_setup(4).unwrap();
     let reads: Vec<_> = (0..4).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
@@ -171,17 +164,36 @@ fn a_failing_entry_is_an_event_with_its_error() {
     assert!(events.iter().enumerate().all(|(i, e)| i == 2 || e.result == Ok(OP)));
 }
 
-#[test]
-fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
-    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
-    let (_dir, f) = file_with(&pattern(128 * OP, 1));
+/// A driver configured by `vars`, a file of `n` ops registered with it, and `n` ops of device
+/// memory: the GPU, the driver, the file's directory, its handle and the memory.
+fn registered(
+    n: usize,
+    vars: &[(&str, &str)],
+) -> (Arc<MockGpu>, Driver<MockPlatform>, tempfile::TempDir, HandleId, usize) {
+    let (gpu, d) = driver(vars);
+    let (dir, f) = file_with(&pattern(n * OP, 1));
     let h = d.handle_register(&f).unwrap();
-    let dev = gpu.malloc(128 * OP).unwrap();
-    gpu.faults().delay_copies(Duration::from_millis(20));
-    let b = d.batch_setup(128).unwrap();
-    let reads: Vec<_> = (0..128).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
+    let dev = gpu.malloc(n * OP).unwrap();
+    (gpu, d, dir, h, dev)
+}
+
+/// A batch of `n` reads of `OP` bytes submitted on the bounce backend, each copy delayed by
+/// `delay`: the GPU, the driver, the file's directory, the device memory, the batch and the reads.
+type Slow = (Arc<MockGpu>, Driver<MockPlatform>, tempfile::TempDir, usize, BatchId, Vec<BatchEntry>);
+
+fn slow_batch(n: usize, delay: Duration) -> Slow {
+    let (gpu, d, dir, h, dev) = registered(n, &[("HIPFILE_BACKEND", "bounce")]);
+    gpu.faults().delay_copies(delay);
+    let b = d.batch_setup(n).unwrap();
+    let reads: Vec<_> = (0..n).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
     // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
     unsafe { d.batch_submit(b, &reads) }.unwrap();
+    (gpu, d, dir, dev, b, reads)
+}
+
+#[test]
+fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
+    let (gpu, d, _dir, dev, b, reads) = slow_batch(128, Duration::from_millis(20));
     // Not all: 128 copies of 20 ms each cannot all finish within the 30 ms waited, however
     // fast or slow the machine (no clock is asserted on).
     let some = d.batch_status(b, 128, 128, Some(Duration::from_millis(30))).unwrap();
@@ -199,15 +211,7 @@ fn a_timeout_returns_what_finished_and_cancel_stops_the_rest() {
 
 #[test]
 fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
-    let (gpu, d) = driver(&[("HIPFILE_BACKEND", "bounce")]);
-    let (_dir, f) = file_with(&pattern(64 * OP, 1));
-    let h = d.handle_register(&f).unwrap();
-    let dev = gpu.malloc(64 * OP).unwrap();
-    gpu.faults().delay_copies(Duration::from_millis(5));
-    let b = d.batch_setup(64).unwrap();
-    let reads: Vec<_> = (0..64).map(|i| entry(Direction::Read, h, dev, i, OP)).collect();
-    // SAFETY: mock device memory, or an address refused before use (no host memory allowed here).
-    unsafe { d.batch_submit(b, &reads) }.unwrap();
+    let (gpu, d, _dir, dev, b, reads) = slow_batch(64, Duration::from_millis(5));
     d.batch_destroy(b);
     assert_untouched(&gpu, dev, 64 * OP, Duration::from_millis(50), "the destroy");
     // Closing the driver with entries queued ends the batch as a destroy does (entries not
@@ -230,7 +234,6 @@ fn destroy_with_entries_in_flight_and_close_with_a_batch_pending() {
 
 #[test]
 fn the_rust_api_destroys_a_batch_on_drop() {
-    use std::sync::Arc;
     let (gpu, d) = driver(&[]);
     let d = Arc::new(d);
     let guard = hipfile_core::DriverGuard::open(Arc::clone(&d)).unwrap();

@@ -7,10 +7,7 @@ use std::sync::Arc;
 
 use hipfile_backend_mock::{Faults, MockBounce};
 use hipfile_core::Direction;
-use hipfile_core::{
-    Config, CopyKind, Driver, Error, GpuRuntime, HipError, MemoryType, MockGpuRuntime, OpError, Platform, PointerInfo,
-    Result,
-};
+use hipfile_core::{Config, CopyKind, Driver, Error, GpuRuntime, HipError, MockGpuRuntime, OpError, Platform, Result};
 
 const BASE: usize = 0x7f00_0000_0000;
 const SIZE: usize = 1 << 20;
@@ -31,15 +28,7 @@ impl Platform for BounceOnly {
 }
 
 fn runtime() -> MockGpuRuntime {
-    let mut rt = MockGpuRuntime::new();
-    rt.expect_pointer_info().returning(|addr| {
-        Ok(if (BASE..BASE + SIZE).contains(&addr) {
-            PointerInfo { memory_type: MemoryType::Device, device: 0, base: BASE, size: SIZE }
-        } else {
-            PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 }
-        })
-    });
-    rt
+    MockGpuRuntime::with_allocation(BASE, SIZE)
 }
 
 #[test]

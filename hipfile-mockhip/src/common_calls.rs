@@ -46,40 +46,28 @@ pub extern "C" fn hipMemsetAsync(dst: *mut c_void, value: c_int, size: usize, s:
     })
 }
 
-/// `hipMemsetD8`: `count` bytes of `value`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD8(dest: *mut c_void, value: u8, count: usize) -> c_int {
-    call(|| fill(dest, &[value], count))
+/// `hipMemsetD8`, `D16` and `D32`: `count` elements of `value` (a byte, a 16-bit and a 32-bit
+/// word); and their `Async` forms, in the stream's order.
+macro_rules! memset_elements {
+    ($($plain:ident, $queued:ident: $t:ty;)*) => {$(
+        #[doc = concat!("`", stringify!($plain), "`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $plain(dest: *mut c_void, value: $t, count: usize) -> c_int {
+            call(|| fill(dest, &value.to_ne_bytes(), count))
+        }
+
+        #[doc = concat!("`", stringify!($queued), "`.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $queued(dest: *mut c_void, value: $t, count: usize, s: *mut c_void) -> c_int {
+            call(|| after_queued(s).and_then(|()| fill(dest, &value.to_ne_bytes(), count)))
+        }
+    )*};
 }
 
-/// `hipMemsetD8Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD8Async(dest: *mut c_void, value: u8, count: usize, s: *mut c_void) -> c_int {
-    call(|| after_queued(s).and_then(|()| fill(dest, &[value], count)))
-}
-
-/// `hipMemsetD16`: `count` 16-bit words of `value`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD16(dest: *mut c_void, value: u16, count: usize) -> c_int {
-    call(|| fill(dest, &value.to_ne_bytes(), count))
-}
-
-/// `hipMemsetD16Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD16Async(dest: *mut c_void, value: u16, count: usize, s: *mut c_void) -> c_int {
-    call(|| after_queued(s).and_then(|()| fill(dest, &value.to_ne_bytes(), count)))
-}
-
-/// `hipMemsetD32`: `count` 32-bit words of `value`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD32(dest: *mut c_void, value: c_int, count: usize) -> c_int {
-    call(|| fill(dest, &value.to_ne_bytes(), count))
-}
-
-/// `hipMemsetD32Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipMemsetD32Async(dest: *mut c_void, value: c_int, count: usize, s: *mut c_void) -> c_int {
-    call(|| after_queued(s).and_then(|()| fill(dest, &value.to_ne_bytes(), count)))
+memset_elements! {
+    hipMemsetD8, hipMemsetD8Async: u8;
+    hipMemsetD16, hipMemsetD16Async: u16;
+    hipMemsetD32, hipMemsetD32Async: c_int;
 }
 
 /// One of the `hipMemcpy{HtoD,DtoH,DtoD}[Async]` forms.

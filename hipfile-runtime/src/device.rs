@@ -187,117 +187,49 @@ pub struct DevicePropR0600 {
 
 impl From<&DeviceProp> for DevicePropR0600 {
     /// The same device in HIP 6's layout: the fields both have carried over, HIP 6's new ones
-    /// those of a discrete GPU without textures' extra limits or the CUDA-only features.
+    /// those of a discrete GPU without textures' extra limits or the CUDA-only features (0
+    /// where not set here).
     fn from(p: &DeviceProp) -> Self {
-        DevicePropR0600 {
-            name: p.name,
-            uuid: [0; 16],
-            luid: [0; 8],
-            luid_device_node_mask: 0,
-            total_global_mem: p.total_global_mem,
-            shared_mem_per_block: p.shared_mem_per_block,
-            regs_per_block: p.regs_per_block,
-            warp_size: p.warp_size,
-            mem_pitch: p.mem_pitch,
-            max_threads_per_block: p.max_threads_per_block,
-            max_threads_dim: p.max_threads_dim,
-            max_grid_size: p.max_grid_size,
-            clock_rate: p.clock_rate,
-            total_const_mem: p.total_const_mem,
-            major: p.major,
-            minor: p.minor,
-            texture_alignment: p.texture_alignment,
-            texture_pitch_alignment: p.texture_pitch_alignment,
-            device_overlap: 1,
-            multi_processor_count: p.multi_processor_count,
-            kernel_exec_timeout_enabled: p.kernel_exec_timeout_enabled,
-            integrated: p.integrated,
-            can_map_host_memory: p.can_map_host_memory,
-            compute_mode: p.compute_mode,
-            max_texture_1d: p.max_texture_1d,
-            max_texture_1d_mipmap: p.max_texture_1d,
-            max_texture_1d_linear: p.max_texture_1d_linear,
-            max_texture_2d: p.max_texture_2d,
-            max_texture_2d_mipmap: p.max_texture_2d,
-            max_texture_2d_linear: [p.max_texture_2d[0], p.max_texture_2d[1], p.max_texture_2d[0] * 4],
-            max_texture_2d_gather: p.max_texture_2d,
-            max_texture_3d: p.max_texture_3d,
-            max_texture_3d_alt: p.max_texture_3d,
-            max_texture_cubemap: p.max_texture_2d[0],
-            max_texture_1d_layered: [p.max_texture_1d, 2048],
-            max_texture_2d_layered: [p.max_texture_2d[0], p.max_texture_2d[1], 2048],
-            max_texture_cubemap_layered: [p.max_texture_2d[0], 2046],
-            max_surface_1d: p.max_texture_1d,
-            max_surface_2d: p.max_texture_2d,
-            max_surface_3d: p.max_texture_3d,
-            max_surface_1d_layered: [p.max_texture_1d, 2048],
-            max_surface_2d_layered: [p.max_texture_2d[0], p.max_texture_2d[1], 2048],
-            max_surface_cubemap: p.max_texture_2d[0],
-            max_surface_cubemap_layered: [p.max_texture_2d[0], 2046],
-            surface_alignment: p.texture_alignment,
-            concurrent_kernels: p.concurrent_kernels,
-            ecc_enabled: p.ecc_enabled,
-            pci_bus_id: p.pci_bus_id,
-            pci_device_id: p.pci_device_id,
-            pci_domain_id: p.pci_domain_id,
-            tcc_driver: p.tcc_driver,
-            async_engine_count: 2,
-            unified_addressing: 1,
-            memory_clock_rate: p.memory_clock_rate,
-            memory_bus_width: p.memory_bus_width,
-            l2_cache_size: p.l2_cache_size,
-            persisting_l2_cache_max_size: 0,
-            max_threads_per_multi_processor: p.max_threads_per_multi_processor,
-            stream_priorities_supported: 1,
-            global_l1_cache_supported: 1,
-            local_l1_cache_supported: 1,
-            shared_mem_per_multiprocessor: p.max_shared_memory_per_multi_processor,
-            regs_per_multiprocessor: p.regs_per_block,
-            managed_memory: p.managed_memory,
-            is_multi_gpu_board: p.is_multi_gpu_board,
-            multi_gpu_board_group_id: 0,
-            host_native_atomic_supported: 1,
-            single_to_double_precision_perf_ratio: 0,
-            pageable_memory_access: p.pageable_memory_access,
-            concurrent_managed_access: p.concurrent_managed_access,
-            compute_preemption_supported: 0,
-            can_use_host_pointer_for_registered_mem: 0,
-            cooperative_launch: p.cooperative_launch,
-            cooperative_multi_device_launch: p.cooperative_multi_device_launch,
-            shared_mem_per_block_optin: p.shared_mem_per_block,
-            pageable_memory_access_uses_host_page_tables: p.pageable_memory_access_uses_host_page_tables,
-            direct_managed_mem_access_from_host: p.direct_managed_mem_access_from_host,
-            max_blocks_per_multi_processor: 32,
-            access_policy_max_window_size: 0,
-            reserved_shared_mem_per_block: 0,
-            host_register_supported: 1,
-            sparse_hip_array_supported: 0,
-            host_register_read_only_supported: 1,
-            timeline_semaphore_interop_supported: 0,
-            memory_pools_supported: 0,
-            gpu_direct_rdma_supported: 0,
-            gpu_direct_rdma_flush_writes_options: 0,
-            gpu_direct_rdma_writes_ordering: 0,
-            memory_pool_supported_handle_types: 0,
-            deferred_mapping_hip_array_supported: 0,
-            ipc_event_supported: 0,
-            cluster_launch: 0,
-            unified_function_pointers: 0,
-            reserved: [0; 63],
-            hip_reserved: [0; 32],
-            gcn_arch_name: p.gcn_arch_name,
-            max_shared_memory_per_multi_processor: p.max_shared_memory_per_multi_processor,
-            clock_instruction_rate: p.clock_instruction_rate,
-            arch: p.arch,
-            hdp_mem_flush_cntl: p.hdp_mem_flush_cntl,
-            hdp_reg_flush_cntl: p.hdp_reg_flush_cntl,
-            cooperative_multi_device_unmatched_func: p.cooperative_multi_device_unmatched_func,
-            cooperative_multi_device_unmatched_grid_dim: p.cooperative_multi_device_unmatched_grid_dim,
-            cooperative_multi_device_unmatched_block_dim: p.cooperative_multi_device_unmatched_block_dim,
-            cooperative_multi_device_unmatched_shared_mem: p.cooperative_multi_device_unmatched_shared_mem,
-            is_large_bar: p.is_large_bar,
-            asic_revision: p.asic_revision,
+        // SAFETY: every field is an integer, an array of integers or a raw pointer, for which
+        // all-zero bytes are a valid value (the pointers null).
+        let mut r: DevicePropR0600 = unsafe { std::mem::zeroed() };
+        macro_rules! carry {
+            ($($field:ident),* $(,)?) => { $(r.$field = p.$field;)* };
         }
+        carry! {
+            name, total_global_mem, shared_mem_per_block, regs_per_block, warp_size, mem_pitch, max_threads_per_block,
+            max_threads_dim, max_grid_size, clock_rate, total_const_mem, major, minor, texture_alignment,
+            texture_pitch_alignment, multi_processor_count, kernel_exec_timeout_enabled, integrated,
+            can_map_host_memory, compute_mode, max_texture_1d, max_texture_1d_linear, max_texture_2d, max_texture_3d,
+            concurrent_kernels, ecc_enabled, pci_bus_id, pci_device_id, pci_domain_id, tcc_driver, memory_clock_rate,
+            memory_bus_width, l2_cache_size, max_threads_per_multi_processor, managed_memory, is_multi_gpu_board,
+            pageable_memory_access, concurrent_managed_access, cooperative_launch, cooperative_multi_device_launch,
+            pageable_memory_access_uses_host_page_tables, direct_managed_mem_access_from_host, gcn_arch_name,
+            max_shared_memory_per_multi_processor, clock_instruction_rate, arch, hdp_mem_flush_cntl,
+            hdp_reg_flush_cntl, cooperative_multi_device_unmatched_func, cooperative_multi_device_unmatched_grid_dim,
+            cooperative_multi_device_unmatched_block_dim, cooperative_multi_device_unmatched_shared_mem, is_large_bar,
+            asic_revision
+        }
+        // Texture and surface limits: HIP 5's, and layered ones of 2048 layers (2046 faces).
+        let ([w, h], one, three) = (p.max_texture_2d, p.max_texture_1d, p.max_texture_3d);
+        (r.max_texture_1d_mipmap, r.max_texture_2d_mipmap, r.max_texture_2d_gather) = (one, [w, h], [w, h]);
+        (r.max_texture_2d_linear, r.max_texture_3d_alt, r.max_texture_cubemap) = ([w, h, w * 4], three, w);
+        (r.max_texture_1d_layered, r.max_texture_2d_layered, r.max_texture_cubemap_layered) =
+            ([one, 2048], [w, h, 2048], [w, 2046]);
+        (r.max_surface_1d, r.max_surface_2d, r.max_surface_3d, r.max_surface_cubemap) = (one, [w, h], three, w);
+        (r.max_surface_1d_layered, r.max_surface_2d_layered, r.max_surface_cubemap_layered) =
+            ([one, 2048], [w, h, 2048], [w, 2046]);
+        r.surface_alignment = p.texture_alignment;
+        // Named again under HIP 6's names.
+        r.shared_mem_per_multiprocessor = p.max_shared_memory_per_multi_processor;
+        r.regs_per_multiprocessor = p.regs_per_block;
+        r.shared_mem_per_block_optin = p.shared_mem_per_block;
+        // What a discrete GPU has.
+        (r.device_overlap, r.async_engine_count, r.unified_addressing, r.max_blocks_per_multi_processor) =
+            (1, 2, 1, 32);
+        (r.stream_priorities_supported, r.global_l1_cache_supported, r.local_l1_cache_supported) = (1, 1, 1);
+        (r.host_native_atomic_supported, r.host_register_supported, r.host_register_read_only_supported) = (1, 1, 1);
+        r
     }
 }
 

@@ -29,14 +29,30 @@ pub(crate) enum Command {
     Stats(StatsArgs),
 }
 
+/// `--backend`, as each subcommand that opens the library takes it: in place of
+/// `HIPFILE_BACKEND`, whose names it takes (the library's table of them).
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct BackendArg {
+    /// The backend: auto, p2p, bounce or mock (see the subcommand's page for its default)
+    #[arg(long = "backend", value_name = "NAME", value_parser = backend_name)]
+    pub(crate) name: Option<String>,
+}
+
+fn backend_name(text: &str) -> Result<String, String> {
+    use hipfile::Words;
+    let names = hipfile::BackendChoice::words();
+    hipfile::BackendChoice::parse(text)
+        .map(|b| b.word().to_owned())
+        .ok_or_else(|| format!("not a backend: {text:?} (HIPFILE_BACKEND takes {names})"))
+}
+
 /// `hipfile check`.
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct CheckArgs {
     /// Files (or directories) to check
     pub(crate) paths: Vec<PathBuf>,
-    /// The backend the paths must be served by: auto (any), p2p, bounce, mock
-    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
-    pub(crate) backend: Option<String>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArg,
     /// Print JSON
     #[arg(long)]
     pub(crate) json: bool,
@@ -49,9 +65,8 @@ pub(crate) struct CpArgs {
     pub(crate) src: PathBuf,
     /// Where to copy it
     pub(crate) dst: PathBuf,
-    /// The backend: auto, p2p, bounce, mock
-    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
-    pub(crate) backend: Option<String>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArg,
     /// Chunk size (K, M and G suffixes)
     #[arg(long, default_value = "64M", value_parser = parse_size)]
     pub(crate) chunk: u64,
@@ -78,9 +93,8 @@ pub(crate) struct LoadArgs {
     /// Compare every tensor in GPU memory with the file's bytes afterwards
     #[arg(long)]
     pub(crate) verify: bool,
-    /// The backend: auto, p2p, bounce, mock
-    #[arg(long, value_parser = ["auto", "p2p", "bounce", "mock"])]
-    pub(crate) backend: Option<String>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArg,
     /// Print the result as JSON
     #[arg(long)]
     pub(crate) json: bool,
@@ -187,9 +201,8 @@ pub(crate) struct BenchArgs {
     /// Calls per random run
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = positive)]
     pub(crate) count: usize,
-    /// auto, p2p, bounce or mock (default: HIPFILE_BACKEND, else auto)
-    #[arg(long, value_name = "NAME")]
-    pub(crate) backend: Option<String>,
+    #[command(flatten)]
+    pub(crate) backend: BackendArg,
     /// Drop the page cache before each read run (needs root)
     #[arg(long)]
     pub(crate) cold: bool,

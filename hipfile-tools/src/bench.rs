@@ -94,12 +94,12 @@ const PIECE: usize = 64 << 20;
 pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     // The mock GPU gets as many devices as --devices names.
     let mock_devices = args.devices.iter().map(|&d| d + 1).max().unwrap_or(1);
-    let (platform, why_mock) = crate::open::platform(args.backend.as_deref(), mock_devices);
+    let (platform, why_mock) = crate::open::platform(args.backend.name.as_deref(), mock_devices);
     if let Some(why) = why_mock {
         eprintln!("hipfile: no GPU runtime found; using the mock GPU (HIPFILE_LOG=debug says why)");
         tracing::debug!(target: "hipfile", "{why}");
     }
-    let driver = crate::open::driver(platform, args.backend.clone());
+    let driver = crate::open::driver(platform, args.backend.name.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
     let gpu = Arc::clone(driver.platform().runtime());
 

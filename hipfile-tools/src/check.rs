@@ -17,7 +17,7 @@ use crate::args::CheckArgs;
 
 /// The report, and whether every path can be served by the backend asked for.
 pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
-    let (platform, why_mock) = crate::open::platform(args.backend.as_deref(), 1);
+    let (platform, why_mock) = crate::open::platform(args.backend.name.as_deref(), 1);
     let runtime = json!({
         "found": why_mock.is_none(),
         "description": platform.description(),
@@ -26,7 +26,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     let gpu = Arc::clone(platform.runtime());
     let count = gpu.device_count().unwrap_or(0);
     let devices: Vec<Value> = (0..count).map(|d| json!({"device": d, "pci_bus_id": gpu.pci_bus_id(d).ok()})).collect();
-    let driver = crate::open::driver(platform, args.backend.clone());
+    let driver = crate::open::driver(platform, args.backend.name.clone());
     let capabilities = driver.capabilities().map_err(|e| e.to_string())?;
     let backends: Vec<Value> = capabilities
         .iter()
@@ -44,7 +44,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
     let bounce_available = capabilities.iter().any(|c| c.kind == BackendKind::Bounce && c.available.is_ok());
     // Only a p2p backend's verdict on a file needs the driver open (and its staging made).
     let guard = if p2p_available { DriverGuard::open(Arc::clone(&driver)).ok() } else { None };
-    let want = args.backend.as_deref().unwrap_or("auto");
+    let want = args.backend.name.as_deref().unwrap_or("auto");
     let mut all_served = match want {
         "p2p" => p2p_available,
         "bounce" => bounce_available,

@@ -231,7 +231,7 @@ fn unique_name<T>(dir: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> i
 /// reads until a read returns nothing.
 fn copy(args: &CpArgs, src: &File, dst: &File, size: Option<u64>, chunk: usize) -> Result<Copied, String> {
     let crate::open::Opened { description, guard, gpu: _ } =
-        crate::open::open_driver(args.backend.as_deref(), 1, args.json)?;
+        crate::open::open_driver(args.backend.name.as_deref(), 1, args.json)?;
     let chunk = match size {
         Some(size) => chunk.min(usize::try_from(size).unwrap_or(usize::MAX).max(4096)),
         // Files of unknown size are mostly small: no need for the whole chunk.

@@ -86,7 +86,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
         .collect::<Result<_, String>>()?;
     let mock_devices = args.device.unwrap_or(0) + 1;
     let crate::open::Opened { description, guard, gpu } =
-        crate::open::open_driver(args.backend.as_deref(), mock_devices, args.json)?;
+        crate::open::open_driver(args.backend.name.as_deref(), mock_devices, args.json)?;
     let device = match args.device {
         Some(d) => d,
         None => gpu.current_device().map_err(|e| format!("current device: {e}"))?,

@@ -223,29 +223,33 @@ fn gpu_bench(args: &[String]) -> Result<(), String> {
     run("cargo", &["build", "--release", "--locked", "-p", "hipfile-cxx"], &[])?;
     let bundle = root.join("target/gpu-bench");
     std::fs::create_dir_all(&bundle).map_err(|e| format!("{}: {e}", bundle.display()))?;
+    // The scripts, under their own names; the probe needs CUDA's headers, so it is compiled on
+    // the GPU machine (see its first lines); small_bench.py holds kvikio_devices.py's `together`.
+    const SCRIPTS: [&str; 16] = [
+        "env.sh",
+        "run.sh",
+        "profile.sh",
+        "safety.sh",
+        "ab.sh",
+        "multi.sh",
+        "sweep.sh",
+        "streams.sh",
+        "stats.sh",
+        "tools.sh",
+        "kvikio_devices.py",
+        "small_bench.py",
+        "copy_ceiling.py",
+        "compare.py",
+        "rounds.py",
+        "copy_probe.c",
+    ];
+    let scripts = SCRIPTS.map(|name| (root.join("xtask/gpu-bench").join(name), name));
     let copies = [
         (root.join("target/release/hipfile"), "hipfile"),
         (root.join("target/release/libhipfile_capi.so"), "libhipfile.so.0"),
-        (root.join("xtask/gpu-bench/env.sh"), "env.sh"),
-        (root.join("xtask/gpu-bench/run.sh"), "run.sh"),
-        (root.join("xtask/gpu-bench/profile.sh"), "profile.sh"),
-        (root.join("xtask/gpu-bench/safety.sh"), "safety.sh"),
-        (root.join("xtask/gpu-bench/ab.sh"), "ab.sh"),
-        (root.join("xtask/gpu-bench/multi.sh"), "multi.sh"),
-        (root.join("xtask/gpu-bench/sweep.sh"), "sweep.sh"),
-        (root.join("xtask/gpu-bench/streams.sh"), "streams.sh"),
-        (root.join("xtask/gpu-bench/stats.sh"), "stats.sh"),
-        (root.join("xtask/gpu-bench/tools.sh"), "tools.sh"),
-        (root.join("xtask/gpu-bench/kvikio_devices.py"), "kvikio_devices.py"),
-        (root.join("xtask/gpu-bench/small_bench.py"), "small_bench.py"), // kvikio_devices.py's `together`
-        (root.join("xtask/gpu-bench/copy_ceiling.py"), "copy_ceiling.py"),
-        (root.join("xtask/gpu-bench/compare.py"), "compare.py"),
-        (root.join("xtask/gpu-bench/rounds.py"), "rounds.py"),
-        // Needs CUDA's headers: compiled on the GPU machine (see its first lines).
-        (root.join("xtask/gpu-bench/copy_probe.c"), "copy_probe.c"),
         (peer, "kvikio_baseline.py"),
     ];
-    for (from, name) in copies {
+    for (from, name) in copies.into_iter().chain(scripts) {
         std::fs::copy(&from, bundle.join(name)).map_err(|e| format!("copy {}: {e}", from.display()))?;
     }
     build_programs(&root, &bundle)?;

@@ -69,7 +69,11 @@ impl<P: Platform> Driver<P> {
         let planned: Vec<(usize, Planned<P::Backend>)> = entries
             .iter()
             .map(|e| {
-                let p = self.plan(e.direction, e.handle, e.buffer_base, e.size, e.file_offset, e.buffer_offset)?;
+                let p = self.deferred(e.direction, e.handle, e.buffer_base)?.plan(
+                    e.size,
+                    e.file_offset,
+                    e.buffer_offset,
+                )?;
                 Ok((e.cookie, p))
             })
             .collect::<Result<_>>()?;

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::backend::{Backend, BackendKind, Capability, Declined, Direction};
 use crate::config::Config;
 use crate::config::DriverProperties;
-use crate::dispatch::{Deferred, Dispatcher, InFlight, Planned};
+use crate::dispatch::{Deferred, Dispatcher, InFlight};
 use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
 use crate::gpu::MemoryType;
@@ -602,29 +602,16 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        self.plan(direction, handle, buffer_base, size, file_offset, buffer_offset)?.run()
+        self.deferred(direction, handle, buffer_base)?.plan(size, file_offset, buffer_offset)?.run()
     }
 
-    /// The one I/O path up to moving the bytes: checks, in upstream's order, driver open
-    /// (`DriverNotInitialized`, which the C ABI reports as `-1`/`EINVAL`), handle, offsets and
-    /// buffer bounds, memory type; the request it gives then runs outside the lock, with the
-    /// best-scoring backend ([`Planned::run`]). A batch checks all its entries this way before
-    /// any runs.
-    pub(crate) fn plan(
-        &self,
-        direction: Direction,
-        handle: HandleId,
-        buffer_base: usize,
-        size: usize,
-        file_offset: i64,
-        buffer_offset: i64,
-    ) -> Result<Planned<P::Backend>> {
-        self.deferred(direction, handle, buffer_base)?.plan(size, file_offset, buffer_offset)
-    }
-
-    /// The part of [`plan`](Self::plan) that needs the driver: the file, the backends and the
-    /// buffer, looked up now; the sizes and offsets come later (a stream-ordered operation
-    /// reads them when its stream reaches it).
+    /// The one I/O path up to moving the bytes, with [`Deferred::plan`]: checks, in upstream's
+    /// order, driver open (`DriverNotInitialized`, which the C ABI reports as `-1`/`EINVAL`),
+    /// handle, then (in `plan`) offsets and buffer bounds and memory type; the request it gives
+    /// runs outside the lock, with the best-scoring backend ([`Planned::run`](crate::dispatch::Planned::run)). A batch checks
+    /// all its entries this way before any runs. This part needs the driver: the file, the
+    /// backends and the buffer, looked up now; the sizes and offsets come later (a
+    /// stream-ordered operation reads them when its stream reaches it).
     pub(crate) fn deferred(
         &self,
         direction: Direction,

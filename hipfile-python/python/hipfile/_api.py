@@ -7,6 +7,7 @@ import os
 from typing import Any, Iterable, List, Optional, Tuple
 
 from hipfile import _hipfile
+from hipfile._held import read_only
 from hipfile._open import open_driver
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
@@ -59,20 +60,9 @@ class DeviceBuffer:
                 pass
             self._ptr = 0
 
-    @property
-    def ptr(self) -> int:
-        """The device address."""
-        return self._ptr
-
-    @property
-    def nbytes(self) -> int:
-        """Its size in bytes."""
-        return self._size
-
-    @property
-    def device(self) -> int:
-        """The device that holds it."""
-        return self._device
+    ptr = read_only("_ptr", "The device address.")
+    nbytes = read_only("_size", "Its size in bytes.")
+    device = read_only("_device", "The device that holds it.")
 
     def __len__(self) -> int:
         return self._size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hipfile._held import read_only
+
 
 class HipFileException(Exception):
     """A hipFile error: ``hipfile_err`` is hipFile's code (an :class:`hipfile.OpError` value),
@@ -14,15 +16,8 @@ class HipFileException(Exception):
         self._hipfile_err = hipfile_err
         self._hip_err = hip_err
 
-    @property
-    def hipfile_err(self) -> int:
-        """hipFile's code (5000 and up)."""
-        return self._hipfile_err
-
-    @property
-    def hip_err(self) -> int:
-        """The HIP runtime's error for ``HIP_DRIVER_ERROR``, else 0."""
-        return self._hip_err
+    hipfile_err = read_only("_hipfile_err", "hipFile's code (5000 and up).")
+    hip_err = read_only("_hip_err", "The HIP runtime's error for ``HIP_DRIVER_ERROR``, else 0.")
 
     def __str__(self) -> str:
         from hipfile import _hipfile

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from ctypes import c_void_p
 
 from hipfile import _hipfile
+from hipfile._held import Registration, read_only
 
 
-class Buffer:
+class Buffer(Registration):
     """Device memory at ``buffer_ptr`` (an int) of ``length`` bytes, registered with
     ``hipFileBufRegister`` by :meth:`register` or for the duration of a ``with`` block."""
 
@@ -25,23 +25,7 @@ class Buffer:
         self._length = length
         self._registered = False
 
-    def __del__(self) -> None:
-        try:
-            self.deregister()
-        except Exception:
-            print("Failed to deregister hipFile.Buffer at destruction time.", file=sys.stderr)
-
-    def __enter__(self) -> "Buffer":
-        self.register()
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.deregister()
-
-    @property
-    def ptr(self) -> int:
-        """The buffer's address."""
-        return self._buffer_ptr
+    ptr = read_only("_buffer_ptr", "The buffer's address.")
 
     def register(self) -> None:
         """``hipFileBufRegister`` (opens the driver if it is closed)."""
@@ -53,3 +37,5 @@ class Buffer:
         if self._registered:
             _hipfile.buf_deregister(self._buffer_ptr)
             self._registered = False
+
+    _begin, _end = register, deregister

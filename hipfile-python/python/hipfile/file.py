@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from typing import Union
 
 from hipfile import _hipfile
+from hipfile._held import Registration, read_only
 from hipfile.enums import FileHandleType, OpError
 
-class FileHandle:
+
+class FileHandle(Registration):
     """A file opened with ``os.open(path, flags, mode)`` and registered with
     ``hipFileHandleRegister`` by :meth:`open` or for the duration of a ``with`` block."""
 
@@ -31,38 +32,10 @@ class FileHandle:
         self._path = path
         self.handle_type = handle_type
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            print("Failed to deregister hipFile.FileHandle at destruction time.", file=sys.stderr)
-
-    def __enter__(self) -> "FileHandle":
-        self.open()
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.close()
-
-    @property
-    def flags(self) -> int:
-        """The ``os.open`` flags."""
-        return self._flags
-
-    @property
-    def mode(self) -> int:
-        """The ``os.open`` mode."""
-        return self._mode
-
-    @property
-    def path(self):
-        """The file's path."""
-        return self._path
-
-    @property
-    def handle(self):
-        """The registered handle (an int), or ``None`` while closed."""
-        return self._handle
+    flags = read_only("_flags", "The ``os.open`` flags.")
+    mode = read_only("_mode", "The ``os.open`` mode.")
+    path = read_only("_path", "The file's path.")
+    handle = read_only("_handle", "The registered handle (an int), or ``None`` while closed.")
 
     @property
     def handle_type(self) -> FileHandleType:
@@ -101,6 +74,8 @@ class FileHandle:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    _begin, _end = open, close
 
     def _check_open(self) -> int:
         if self._handle is None:
@@ -158,17 +133,9 @@ class AsyncIOHandle:
         """Whether the stream has run the operation."""
         return self._op.done()
 
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
-    def file_offset(self) -> int:
-        return self._file_offset
-
-    @property
-    def buffer_offset(self) -> int:
-        return self._buffer_offset
+    size = read_only("_size", "The operation's size.")
+    file_offset = read_only("_file_offset", "Its file offset.")
+    buffer_offset = read_only("_buffer_offset", "Its buffer offset.")
 
 
 class Stream:
@@ -180,15 +147,8 @@ class Stream:
         self._flags = int(flags)
         self._registered = False
 
-    @property
-    def handle(self) -> int:
-        """The stream's handle."""
-        return self._stream
-
-    @property
-    def registered(self) -> bool:
-        """Whether it is registered."""
-        return self._registered
+    handle = read_only("_stream", "The stream's handle.")
+    registered = read_only("_registered", "Whether it is registered.")
 
     def register(self) -> None:
         """``hipFileStreamRegister`` (once)."""
