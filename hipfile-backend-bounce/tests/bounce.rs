@@ -26,10 +26,7 @@ struct BouncePlatform {
 impl Platform for BouncePlatform {
     type Backend = Bounce<MockGpu>;
 
-    fn gpu(&self) -> &dyn GpuRuntime {
-        &*self.gpu
-    }
-    fn shared_gpu(&self) -> Arc<dyn GpuRuntime> {
+    fn gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
         self.gpu.clone()
     }
 

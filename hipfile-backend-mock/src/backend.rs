@@ -177,10 +177,7 @@ impl MockPlatform {
 impl Platform for MockPlatform {
     type Backend = MockBackend;
 
-    fn gpu(&self) -> &dyn GpuRuntime {
-        &*self.gpu
-    }
-    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+    fn gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
         self.gpu.clone()
     }
 

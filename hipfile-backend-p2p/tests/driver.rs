@@ -61,10 +61,7 @@ struct TestPlatform {
 
 impl Platform for TestPlatform {
     type Backend = TestBackend;
-    fn gpu(&self) -> &dyn GpuRuntime {
-        &*self.gpu
-    }
-    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+    fn gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
         self.gpu.clone()
     }
     fn backends(&self, config: &Config) -> Result<Vec<TestBackend>> {

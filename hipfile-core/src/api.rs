@@ -67,7 +67,7 @@ impl<P: Platform> DriverGuard<P> {
     /// `len` bytes of device memory on the calling thread's current device, allocated through
     /// the driver's runtime; freed when dropped and no longer used (see [`DeviceMemory`]).
     pub fn device_alloc(&self, len: usize) -> Result<DeviceMemory> {
-        let gpu = self.driver.platform().shared_gpu();
+        let gpu = Arc::clone(self.driver.gpu());
         let device = gpu.current_device()?;
         Ok(DeviceMemory::alloc(&gpu, device, len)?)
     }

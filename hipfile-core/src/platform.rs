@@ -13,11 +13,9 @@ pub trait Platform: Send + Sync {
     /// The closed set of backends (see [`crate::backend_set!`]).
     type Backend: Backend + 'static;
 
-    /// The runtime that answers pointer queries for buffer registration and I/O.
-    fn gpu(&self) -> &dyn GpuRuntime;
-
-    /// The same runtime, for library threads that outlive a call (stream-ordered I/O).
-    fn shared_gpu(&self) -> Arc<dyn GpuRuntime>;
+    /// The runtime that answers pointer queries for buffer registration and I/O, and that
+    /// library threads outliving a call use (stream-ordered I/O). The driver takes it once.
+    fn gpu(&self) -> Arc<dyn GpuRuntime>;
 
     /// The backends for a driver opening with `config`, p2p backends first. The driver drops
     /// the kinds the compat-mode settings switch off.

@@ -16,10 +16,7 @@ struct BounceOnly(Arc<MockGpuRuntime>);
 
 impl Platform for BounceOnly {
     type Backend = MockBounce<MockGpuRuntime>;
-    fn gpu(&self) -> &dyn GpuRuntime {
-        &*self.0
-    }
-    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+    fn gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
         self.0.clone()
     }
     fn backends(&self, _: &Config) -> Result<Vec<Self::Backend>> {

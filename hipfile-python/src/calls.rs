@@ -10,6 +10,15 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::common::*;
 
+/// A dict of `value`'s fields, each under its own name: `fields!(py, value: a, b)`.
+macro_rules! fields {
+    ($py:expr, $value:ident: $($field:ident),+) => {{
+        let d = PyDict::new($py);
+        $(d.set_item(stringify!($field), $value.$field)?;)+
+        d
+    }};
+}
+
 /// Opens the driver (`hipFileDriverOpen`): the use count goes up.
 #[pyfunction]
 pub(crate) fn driver_open(py: Python<'_>) -> PyResult<()> {
@@ -53,19 +62,8 @@ pub(crate) fn runtime_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[pyfunction]
 pub(crate) fn properties(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let p = driver().properties();
-    let d = PyDict::new(py);
-    d.set_item("version", p.version)?;
-    d.set_item("poll_threshold_kb", p.poll_threshold_kb)?;
-    d.set_item("max_direct_io_kb", p.max_direct_io_kb)?;
-    d.set_item("status_flags", p.status_flags)?;
-    d.set_item("control_flags", p.control_flags)?;
-    d.set_item("feature_flags", p.feature_flags)?;
-    d.set_item("max_device_cache_kb", p.max_device_cache_kb)?;
-    d.set_item("per_buffer_cache_kb", p.per_buffer_cache_kb)?;
-    d.set_item("max_pinned_kb", p.max_pinned_kb)?;
-    d.set_item("max_batch_io_count", p.max_batch_io_count)?;
-    d.set_item("max_batch_io_timeout_ms", p.max_batch_io_timeout_ms)?;
-    Ok(d)
+    Ok(fields!(py, p: version, poll_threshold_kb, max_direct_io_kb, status_flags, control_flags, feature_flags,
+        max_device_cache_kb, per_buffer_cache_kb, max_pinned_kb, max_batch_io_count, max_batch_io_timeout_ms))
 }
 
 /// Every parameter: its name (the C enum's, less `hipFileParam`) and kind (`size`, `bool`,
@@ -176,12 +174,7 @@ pub(crate) fn buf_deregister(py: Python<'_>, addr: usize) -> PyResult<()> {
 }
 
 pub(crate) fn totals<'py>(py: Python<'py>, t: hipfile::stats::Totals) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("ok", t.ok)?;
-    d.set_item("err", t.err)?;
-    d.set_item("bytes", t.bytes)?;
-    d.set_item("micros", t.micros)?;
-    d.set_item("unaligned", t.unaligned)?;
+    let d = fields!(py, t: ok, err, bytes, micros, unaligned);
     d.set_item("bytes_per_second", t.bandwidth())?;
     d.set_item("latency_avg_us", t.latency_avg_us())?;
     Ok(d)

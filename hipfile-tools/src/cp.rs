@@ -21,33 +21,27 @@ use hipfile::{DeviceMemory, DriverGuard, SystemPlatform};
 use serde_json::{Value, json};
 
 use crate::args::CpArgs;
+use crate::moved::Moved;
 
-/// What a copy did.
+/// What a copy did: DST's size, and the data bytes moved (its holes are not).
 pub(crate) struct Copied {
-    pub(crate) bytes: u64,
-    pub(crate) data_bytes: u64,
-    pub(crate) seconds: f64,
+    pub(crate) size: u64,
+    pub(crate) moved: Moved,
     pub(crate) verified: Option<bool>,
-    pub(crate) platform: String,
     pub(crate) backends: Vec<String>,
 }
 
 impl Copied {
     pub(crate) fn json(&self) -> Value {
         json!({
-            "bytes": self.bytes,
-            "data_bytes": self.data_bytes,
-            "seconds": self.seconds,
-            "gbps": self.gbps(),
+            "bytes": self.size,
+            "data_bytes": self.moved.bytes,
+            "seconds": self.moved.seconds,
+            "gbps": self.moved.gbps(),
             "verified": self.verified,
-            "platform": self.platform,
+            "platform": self.moved.platform,
             "backends": self.backends,
         })
-    }
-
-    /// GB/s (1e9 bytes/s) of the bytes moved.
-    pub(crate) fn gbps(&self) -> f64 {
-        if self.seconds > 0.0 { self.data_bytes as f64 / self.seconds / 1e9 } else { 0.0 }
     }
 }
 
@@ -246,7 +240,8 @@ fn copy(args: &CpArgs, src: &File, dst: &File, size: Option<u64>, chunk: usize) 
         .filter(|(_, c)| c.iter().any(|(k, v)| *k == "served_requests" && *v > 0))
         .map(|(name, _)| name.to_owned())
         .collect();
-    Ok(Copied { bytes, data_bytes, seconds, verified: None, platform: description, backends })
+    let moved = Moved { bytes: data_bytes, seconds, platform: description };
+    Ok(Copied { size: bytes, moved, verified: None, backends })
 }
 
 /// The registered part of [`copy`]: (DST's size, bytes moved, seconds).

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::args::LoadArgs;
 use crate::bench::device_memory;
+use crate::moved::Moved;
 
 /// Bytes per read call: the progress bar moves between them.
 const STEP: u64 = 1 << 30;
@@ -33,28 +34,22 @@ fn pad(header: &Header) -> u64 {
 pub(crate) struct Loaded {
     pub(crate) files: usize,
     pub(crate) tensors: usize,
-    pub(crate) bytes: u64,
-    pub(crate) seconds: f64,
+    pub(crate) moved: Moved,
     pub(crate) verified: Option<usize>,
     pub(crate) device: i32,
-    pub(crate) platform: String,
 }
 
 impl Loaded {
-    pub(crate) fn gbps(&self) -> f64 {
-        if self.seconds > 0.0 { self.bytes as f64 / self.seconds / 1e9 } else { 0.0 }
-    }
-
     pub(crate) fn json(&self) -> Value {
         json!({
             "files": self.files,
             "tensors": self.tensors,
-            "bytes": self.bytes,
-            "seconds": self.seconds,
-            "gbps": self.gbps(),
+            "bytes": self.moved.bytes,
+            "seconds": self.moved.seconds,
+            "gbps": self.moved.gbps(),
             "verified_tensors": self.verified,
             "device": self.device,
-            "platform": self.platform,
+            "platform": self.moved.platform,
         })
     }
 }
@@ -133,11 +128,9 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     Ok(Loaded {
         files: opened.len(),
         tensors: opened.iter().map(|c| c.header.tensors.len()).sum(),
-        bytes: total,
-        seconds,
+        moved: Moved { bytes: total, seconds, platform: description },
         verified,
         device,
-        platform: description,
     })
 }
 

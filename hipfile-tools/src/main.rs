@@ -12,6 +12,7 @@ mod bench;
 mod check;
 mod cp;
 mod load;
+mod moved;
 mod open;
 mod stats;
 
@@ -55,11 +56,11 @@ fn main() -> ExitCode {
                 };
                 println!(
                     "copied {} bytes ({} of data) in {:.3} s: {:.2} GB/s through {} ({}){verified}",
-                    c.bytes,
-                    c.data_bytes,
-                    c.seconds,
-                    c.gbps(),
-                    c.platform,
+                    c.size,
+                    c.moved.bytes,
+                    c.moved.seconds,
+                    c.moved.gbps(),
+                    c.moved.platform,
                     if c.backends.is_empty() { "no request".into() } else { c.backends.join(", ") }
                 );
             }
@@ -74,11 +75,11 @@ fn main() -> ExitCode {
                     l.tensors,
                     l.files,
                     if l.files == 1 { "" } else { "s" },
-                    l.bytes,
+                    l.moved.bytes,
                     l.device,
-                    l.seconds,
-                    l.gbps(),
-                    l.platform
+                    l.moved.seconds,
+                    l.moved.gbps(),
+                    l.moved.platform
                 );
             }
         }),

@@ -1,13 +1,11 @@
 //! `hipfile bench` end to end on this machine (the mock GPU, as it has no GPU).
 
+mod common;
+
 use std::process::Command;
 
+use common::{hipfile, refused};
 use serde_json::Value;
-
-fn hipfile(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hipfile")).args(args).env_remove("HIPFILE_BACKEND").output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
 
 /// `hipfile bench` with the options written as one line (words split at spaces).
 fn bench(options: &str) -> (bool, String, String) {
@@ -77,10 +75,8 @@ fn several_gpus_at_once_each_with_its_own_buffer_and_threads() {
         }
         assert_eq!(report["results"][0]["bytes_per_run"], 2 * (8 << 20), "both GPUs read the whole file: {out}");
     }
-    let (ok, _, err) = hipfile(&["bench", "--devices", "1,1"]);
-    assert!(!ok && err.contains("twice"), "{err}");
-    let (ok, _, err) = hipfile(&["bench", "--devices=-1"]);
-    assert!(!ok && err.contains("not a device"), "{err}");
+    refused(&["bench", "--devices", "1,1"], "twice");
+    refused(&["bench", "--devices=-1"], "not a device");
 }
 
 #[test]
@@ -102,8 +98,7 @@ fn every_mode_runs_verified_as_batches() {
             assert_eq!(results[2]["profile"]["bounce"]["served_requests"], 48, "{out}");
         }
     }
-    let (ok, _, err) = hipfile(&["bench", "--batch", "129"]);
-    assert!(!ok && err.contains("0 to 128"), "{err}");
+    refused(&["bench", "--batch", "129"], "0 to 128");
 }
 
 #[test]
@@ -115,14 +110,11 @@ fn no_arguments_runs_a_short_verified_benchmark() {
 
 #[test]
 fn bad_options_say_what_is_wrong() {
-    let (ok, _, err) = hipfile(&["bench", "--size", "big"]);
-    assert!(!ok && err.contains("not a size"), "{err}");
-    let (ok, _, err) = hipfile(&["frobnicate"]);
-    assert!(!ok && err.contains("Usage"), "{err}");
+    refused(&["bench", "--size", "big"], "not a size");
+    refused(&["frobnicate"], "Usage");
     let (ok, _, err) = hipfile(&["bench", "--mode", "sideways"]);
     assert!(!ok && err.contains("sideways") && err.contains("randread"), "{err}");
-    let (ok, _, err) = hipfile(&["bench", "--backend", "warp"]);
-    assert!(!ok && err.contains("HIPFILE_BACKEND"), "{err}");
+    refused(&["bench", "--backend", "warp"], "HIPFILE_BACKEND");
 }
 
 #[test]

@@ -1,19 +1,12 @@
 //! `hipfile check`, `hipfile cp`, `hipfile load` and `hipfile stats` on the mock GPU.
 
+mod common;
+
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn hipfile(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hipfile"))
-        .args(args)
-        .env_remove("HIPFILE_BACKEND")
-        .env_remove("HIPFILE_LOG")
-        .output()
-        .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.success(), text(&out.stdout), text(&out.stderr))
-}
+use common::{hipfile, refused};
 
 /// `hipfile cp OPTIONS SRC DST`.
 fn cp(options: &[&str], src: &Path, dst: &Path) -> (bool, String, String) {
@@ -416,10 +409,8 @@ fn stats_shows_a_commands_statistics_at_its_exit() {
     assert!(report["read"]["all"]["bytes"].as_u64().unwrap() >= 32 << 20, "{report}");
     assert!(report["files_registered"].as_u64().unwrap() >= 1);
     // A process that publishes nothing, and one that is not there.
-    let (ok, _, err) = hipfile(&["stats", "--", "true"]);
-    assert!(!ok && err.contains("published no hipfile statistics"), "{err}");
-    let (ok, _, err) = hipfile(&["stats", "999999999"]);
-    assert!(!ok && err.contains("no process"), "{err}");
+    refused(&["stats", "--", "true"], "published no hipfile statistics");
+    refused(&["stats", "999999999"], "no process");
 }
 
 #[test]
@@ -495,8 +486,7 @@ fn load_reads_checkpoints_into_gpu_memory_and_refuses_lying_files() {
     let (ok, _, err) = hipfile(&["load", "--backend", "mock", lying.to_str().unwrap()]);
     assert!(!ok && err.contains("past the") && err.contains("lying.safetensors"), "{err}");
     std::fs::write(&lying, b"not a safetensors file at all").unwrap();
-    let (ok, _, err) = hipfile(&["load", "--backend", "mock", lying.to_str().unwrap()]);
-    assert!(!ok && err.contains("header length"), "{err}");
+    refused(&["load", "--backend", "mock", lying.to_str().unwrap()], "header length");
 }
 
 /// A checkpoint directory saved by the Python package (`hipfile.safetensors.save_model_dir`:

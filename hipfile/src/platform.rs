@@ -201,10 +201,7 @@ impl SystemPlatform {
 impl Platform for SystemPlatform {
     type Backend = SystemBackend;
 
-    fn gpu(&self) -> &dyn GpuRuntime {
-        &*self.gpu
-    }
-    fn shared_gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
+    fn gpu(&self) -> std::sync::Arc<dyn GpuRuntime> {
         self.gpu.clone()
     }
 

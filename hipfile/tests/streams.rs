@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hipfile::stream::{STREAM_FIXED_FILE_OFFSET, STREAM_FIXED_FILE_SIZE};
-use hipfile::{BatchEntry, Direction, Driver, DriverGuard, GpuRuntime, OpError, Stream, SystemPlatform};
+use hipfile::{
+    BatchEntry, Direction, Driver, DriverGuard, GpuRuntime, OpError, RegisteredBuffer, RegisteredFile, Stream,
+    SystemPlatform,
+};
 use hipfile_backend_mock::MockGpu;
 
 fn guard(gpu: &Arc<MockGpu>, vars: &[(&'static str, &'static str)]) -> DriverGuard<SystemPlatform> {
@@ -37,6 +40,18 @@ fn contents(file: &File) -> Vec<u8> {
     std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap()
 }
 
+/// `f` and `len` bytes of fresh device memory, registered with `g`: the file, the memory's
+/// address and the buffer.
+fn registered<'g>(
+    g: &'g DriverGuard<SystemPlatform>,
+    gpu: &MockGpu,
+    f: &'g File,
+    len: usize,
+) -> (RegisteredFile<'g, SystemPlatform>, usize, RegisteredBuffer<'g, SystemPlatform>) {
+    let dev = gpu.malloc(len).unwrap();
+    (g.register_file(f).unwrap(), dev, g.register_buffer(dev, len).unwrap())
+}
+
 /// A host function holding `stream` until the returned flag is set.
 fn hold(gpu: &MockGpu, stream: Stream) -> Arc<AtomicBool> {
     let open = Arc::new(AtomicBool::new(false));
@@ -59,9 +74,7 @@ fn without_stream_memory_operations_operations_still_run_in_order() {
     let g = guard(&gpu, &[]);
     let data = pattern(1 << 20, 3);
     let (_dir, f) = file_with(&data);
-    let file = g.register_file(&f).unwrap();
-    let dev = gpu.malloc(1 << 20).unwrap();
-    let buffer = g.register_buffer(dev, 1 << 20).unwrap();
+    let (file, dev, buffer) = registered(&g, &gpu, &f, 1 << 20);
     let s = gpu.stream_create().unwrap();
     let gate = hold(&gpu, s);
     // The first operation finds the wait refused: a host function waits for it instead.
@@ -83,9 +96,7 @@ fn the_rust_api_registers_streams_and_fixes_what_the_flags_say() {
     let g = guard(&gpu, &[]);
     let data = pattern(64 << 10, 5);
     let (_dir, f) = file_with(&data);
-    let file = g.register_file(&f).unwrap();
-    let dev = gpu.malloc(64 << 10).unwrap();
-    let buffer = g.register_buffer(dev, 64 << 10).unwrap();
+    let (file, dev, buffer) = registered(&g, &gpu, &f, 64 << 10);
     let s = gpu.stream_create().unwrap();
     assert!(g.register_stream(s, 0x10).is_err());
     g.register_stream(s, STREAM_FIXED_FILE_SIZE | STREAM_FIXED_FILE_OFFSET).unwrap();

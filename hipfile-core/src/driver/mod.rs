@@ -14,7 +14,7 @@ use crate::config::DriverProperties;
 use crate::dispatch::{Deferred, Dispatcher, InFlight};
 use crate::error::{HipError, OpError, Result};
 use crate::file::FileHandle;
-use crate::gpu::MemoryType;
+use crate::gpu::{GpuRuntime, MemoryType};
 use crate::params::{Setting, StringParam};
 use crate::stats::{Counter, Stats};
 use crate::sync::{lock, read, write};
@@ -30,6 +30,8 @@ type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// hipFile's driver over a platform `P`.
 pub struct Driver<P: Platform> {
     platform: P,
+    /// The platform's runtime, taken once.
+    gpu: Arc<dyn GpuRuntime>,
     env: EnvLookup,
     state: RwLock<State<P::Backend>>,
     next_handle: AtomicU64,
@@ -112,6 +114,7 @@ impl<P: Platform> Driver<P> {
         // handles are never valid keys here.
         let salt = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
         Driver {
+            gpu: platform.gpu(),
             platform,
             env: Box::new(env),
             state: RwLock::new(State { use_count: 0, open: None }),
@@ -147,6 +150,11 @@ impl<P: Platform> Driver<P> {
     /// The platform the driver runs on.
     pub fn platform(&self) -> &P {
         &self.platform
+    }
+
+    /// The platform's GPU runtime.
+    pub fn gpu(&self) -> &Arc<dyn GpuRuntime> {
+        &self.gpu
     }
 
     pub(crate) fn batches(&self) -> &crate::batch::Batches {
@@ -532,7 +540,7 @@ impl<P: Platform> Driver<P> {
         if open.buffers.contains_key(&base) {
             return Err(OpError::MemoryAlreadyRegistered.into());
         }
-        let info = match self.platform.gpu().pointer_info(base) {
+        let info = match self.gpu.pointer_info(base) {
             Ok(info) => info,
             Err(HipError::NOT_FOUND) => return Err(OpError::InvalidValue.into()),
             Err(e) => return Err(e.into()),
@@ -650,7 +658,7 @@ impl<P: Platform> Driver<P> {
         if addr == 0 {
             return Err(OpError::InvalidValue.into());
         }
-        let info = self.platform.gpu().pointer_info(addr)?;
+        let info = self.gpu.pointer_info(addr)?;
         match info.memory_type {
             kind @ (MemoryType::Device | MemoryType::Managed) => Ok((info.bytes_after(addr), info.device, kind)),
             MemoryType::Host | MemoryType::Unregistered if system_memory => {

@@ -27,7 +27,7 @@ impl<P: Platform> Driver<P> {
         if state.word == 0 {
             // The gate's word now, so the first operation does not pay for pinning it (it
             // tries again if this fails).
-            state.word = self.streams().word(self.platform().gpu()).unwrap_or(0);
+            state.word = self.streams().word(&**self.gpu()).unwrap_or(0);
         }
         Ok(())
     }
@@ -82,7 +82,7 @@ impl<P: Platform> Driver<P> {
             StreamSignal::Inline => None,
             _ => {
                 if state.word == 0 || state.last == u32::MAX {
-                    state.word = streams.word(self.platform().gpu())?;
+                    state.word = streams.word(&**self.gpu())?;
                     state.last = 0;
                 }
                 state.last += 1;
@@ -112,7 +112,7 @@ impl<P: Platform> Driver<P> {
     /// thread, an event a library thread polls, or a host function that runs it and waits.
     fn queue(&self, signal: StreamSignal, stream: Stream, op: Operation<P::Backend>) -> Result<()> {
         let streams = self.streams();
-        let gpu = self.platform().gpu();
+        let gpu = self.gpu();
         let runner = Arc::clone(&streams.runner);
         match signal {
             StreamSignal::HostFn => {
@@ -124,7 +124,7 @@ impl<P: Platform> Driver<P> {
                     let _ = gpu.event_destroy(event);
                     return Err(e.into());
                 }
-                streams.poller.watch(self.platform().shared_gpu(), &runner, event, Box::new(move || op.run()));
+                streams.poller.watch(Arc::clone(self.gpu()), &runner, event, Box::new(move || op.run()));
             }
             StreamSignal::Inline => {
                 gpu.launch_host_func(
@@ -152,7 +152,7 @@ impl<P: Platform> Driver<P> {
     /// operation's end): a stream memory wait, else a host function that waits (and every
     /// later operation runs inline). A gate that cannot be queued abandons the operation.
     fn gate(&self, stream: Stream, word: usize, number: u32, abandoned: &AtomicBool) -> Result<()> {
-        let (streams, gpu) = (self.streams(), self.platform().gpu());
+        let (streams, gpu) = (self.streams(), self.gpu());
         // SAFETY: the stream's word, pinned and never freed.
         let Err(e) = (unsafe { gpu.stream_wait_value32(stream, word, number) }) else { return Ok(()) };
         // No stream memory operations here: this operation's gate becomes a host function
