@@ -19,10 +19,11 @@
 #define CALLS 20000
 #define MOST_THREADS 16
 
-enum step { READ_ONLY, COPY_SYNC, COPY_EVENT, READ_COPY_SYNC, READ_COPY_EVENT, READ_MEMCPY, GROUPS };
+enum step { READ_ONLY, COPY_SYNC, COPY_EVENT, READ_COPY_SYNC, READ_COPY_EVENT, READ_MEMCPY, GROUPS, BATCHES };
 static const char *names[] = {"pread only", "copy + stream sync", "copy + event spin",
                               "pread + copy + stream sync", "pread + copy + event spin",
-                              "pread + cudaMemcpy", "16 preads, 16 copies, 1 sync"};
+                              "pread + cudaMemcpy", "16 preads, 16 copies, 1 sync",
+                              "16 preads, 1 batch copy, 1 sync"};
 #define GROUP 16
 
 static int fd;
@@ -30,6 +31,30 @@ static long file_size;
 static size_t io;
 static enum step step;
 static char *dev;
+
+/// The GROUP pieces of `host` to the first GROUP of `dev`, in one call, in `s`'s order.
+static void batch_copy(char *host, cudaStream_t s) {
+#if CUDART_VERSION >= 12080
+    void *dsts[GROUP], *srcs[GROUP];
+    size_t sizes[GROUP], first = 0;
+    for (int g = 0; g < GROUP; g++) {
+        dsts[g] = dev + g * io;
+        srcs[g] = host + g * io;
+        sizes[g] = io;
+    }
+    struct cudaMemcpyAttributes attrs = {0};
+    attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+#if CUDART_VERSION >= 13000
+    CHECK(cudaMemcpyBatchAsync((void *const *)dsts, (const void *const *)srcs, sizes, GROUP, &attrs, &first, 1, s));
+#else
+    size_t failed;
+    CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, GROUP, &attrs, &first, 1, &failed, s));
+#endif
+#else
+    fprintf(stderr, "no cudaMemcpyBatchAsync before CUDA 12.8\n");
+    exit(1);
+#endif
+}
 
 static void *run(void *arg) {
     long t = (long)arg;
@@ -42,9 +67,10 @@ static void *run(void *arg) {
     CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     unsigned seed = 7 + t;
     char *dst = dev + t * io;
-    if (step == GROUPS) {
-        // One thread's reads gathered and their copies queued back to back: what a thread that
-        // copies for several callers at once would pay per read (CALLS reads in all).
+    if (step >= GROUPS) {
+        // One thread's reads gathered and their copies queued back to back, or as one
+        // cudaMemcpyBatchAsync (CUDA 12.8 and later): what a thread that copies for several
+        // callers at once would pay per read (CALLS reads in all).
         for (int i = 0; i < CALLS / GROUP; i++) {
             for (int g = 0; g < GROUP; g++) {
                 off_t off = (off_t)(rand_r(&seed) % (file_size / io)) * io;
@@ -53,12 +79,15 @@ static void *run(void *arg) {
                     exit(1);
                 }
             }
-            for (int g = 0; g < GROUP; g++)
-                CHECK(cudaMemcpyAsync(dev + g * io, host + g * io, io, cudaMemcpyHostToDevice, s));
+            if (step == GROUPS)
+                for (int g = 0; g < GROUP; g++)
+                    CHECK(cudaMemcpyAsync(dev + g * io, host + g * io, io, cudaMemcpyHostToDevice, s));
+            else
+                batch_copy(host, s);
             CHECK(cudaStreamSynchronize(s));
         }
     }
-    for (int i = 0; i < CALLS && step != GROUPS; i++) {
+    for (int i = 0; i < CALLS && step < GROUPS; i++) {
         off_t off = (off_t)(rand_r(&seed) % (file_size / io)) * io;
         if (step != COPY_SYNC && step != COPY_EVENT && pread(fd, host, io, off) != (ssize_t)io) {
             perror("pread");
@@ -82,7 +111,7 @@ static void *run(void *arg) {
         case READ_MEMCPY:
             CHECK(cudaMemcpy(dst, host, io, cudaMemcpyHostToDevice));
             break;
-        case GROUPS:
+        default:
             break;
         }
     }
@@ -108,10 +137,10 @@ int main(int argc, char **argv) {
     int thread_counts[] = {1, 16};
     for (int z = 0; z < 2; z++)
         for (int c = 0; c < 2; c++)
-            for (step = READ_ONLY; step <= GROUPS; step++) {
+            for (step = READ_ONLY; step <= BATCHES; step++) {
                 io = sizes[z];
                 int n = thread_counts[c];
-                if (step == GROUPS && n > 1)
+                if (step >= GROUPS && n > 1)
                     continue;
                 pthread_t th[MOST_THREADS];
                 double t0 = now();

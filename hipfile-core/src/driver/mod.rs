@@ -616,10 +616,11 @@ impl<P: Platform> Driver<P> {
     /// The one I/O path up to moving the bytes, with [`Deferred::plan`]: checks, in upstream's
     /// order, driver open (`DriverNotInitialized`, which the C ABI reports as `-1`/`EINVAL`),
     /// handle, then (in `plan`) offsets and buffer bounds and memory type; the request it gives
-    /// runs outside the lock, with the best-scoring backend ([`Planned::run`](crate::dispatch::Planned::run)). A batch checks
-    /// all its entries this way before any runs. This part needs the driver: the file, the
-    /// backends and the buffer, looked up now; the sizes and offsets come later (a
-    /// stream-ordered operation reads them when its stream reaches it).
+    /// runs outside the lock, with the best-scoring backend
+    /// ([`Planned::run`](crate::dispatch::Planned::run)). A batch checks all its entries this
+    /// way before any runs. This part needs the driver: the file, the backends and the buffer,
+    /// looked up now; the sizes and offsets come later (a stream-ordered operation reads them
+    /// when its stream reaches it).
     pub(crate) fn deferred(
         &self,
         direction: Direction,
