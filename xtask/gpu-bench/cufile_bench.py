@@ -91,6 +91,9 @@ def elsewhere(a):
     import torch
     import torch.cuda.gds
 
+    devices = cp.cuda.runtime.getDeviceCount()
+    if devices < 2:
+        raise SystemExit(f"elsewhere needs two GPUs; this machine has {devices}")
     size = os.path.getsize(a.file)
     warm(a.file)
     with open(a.file, "rb") as f:

@@ -11,33 +11,48 @@
 #     and 1 rank (dcp_bench.py);
 #  4. KvikIO and torch.cuda.gds over our libcufile.so.0 into device 1 while device 0 is current
 #     (cufile_bench.py elsewhere).
-# Results in $OUT (or target/gpu-bench/out).
+# Results in $OUT (or target/gpu-bench/out). A dry run on one GPU: PARTS="2 3" RANKS=1 (the parts
+# to run, and the rank counts of parts 2 and 3; by default all four parts, 1 and 2 ranks).
 set -uo pipefail
+PARTS=${PARTS:-1 2 3 4}
+RANKS=${RANKS:-1 2}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 G=$PWD/xtask/gpu-bench
 OUT=${OUT:-target/gpu-bench/out}
 D=${HIPFILE_BENCH_DIR:-/root/hf-bench}
 mkdir -p "$OUT" "$D"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 
-echo "== 1. every GPU of the host"
-OUT=$OUT/multi bash "$G/multi.sh"
+if part 1; then
+    echo "== 1. every GPU of the host"
+    OUT=$OUT/multi bash "$G/multi.sh"
+fi
 
 python3 -m pip install -q --no-index --no-deps --target /tmp/hf "${WHEEL:?a directory with the Python wheel}"/*.whl
 python3 -m pip install -q --no-index --no-deps --target /tmp/kv .whl/kvikio*.whl .whl/libkvikio*.whl .whl/rapids_logger*.whl
 export PYTHONPATH=/tmp/hf:/tmp/kv:$G
 ranks() { (cd "$G" && torchrun --standalone --nproc-per-node "$@"); }
 
-echo "== 2. read-once loading over NCCL, a cold 9 GB checkpoint"
-python3 -c "from load_bench import make_checkpoint; make_checkpoint('$D/ckpt9.safetensors', 9, 32)"
-for n in 1 2; do
-    ranks $n group_bench.py "$D/ckpt9.safetensors" --backend cpu:gloo,cuda:nccl --devices own 2>&1 | tee "$OUT/group-$n.txt"
-done
+if part 2; then
+    echo "== 2. read-once loading over NCCL, a cold 9 GB checkpoint"
+    python3 -c "from load_bench import make_checkpoint; make_checkpoint('$D/ckpt9.safetensors', 9, 32)"
+    for n in $RANKS; do
+        ranks $n group_bench.py "$D/ckpt9.safetensors" --backend cpu:gloo,cuda:nccl --devices own 2>&1 |
+            tee "$OUT/group-$n.txt"
+    done
+fi
 
-echo "== 3. DCP over NCCL, from the GPUs' memory"
-for n in 1 2; do
-    ranks $n dcp_bench.py "$D/dcp" --devices own --rounds 2 2>&1 | grep '^{' | tee "$OUT/dcp-$n.txt"
-done
+if part 3; then
+    echo "== 3. DCP over NCCL, from the GPUs' memory"
+    for n in $RANKS; do
+        ranks $n dcp_bench.py "$D/dcp" --devices own --rounds 2 2>&1 | grep '^{' | tee "$OUT/dcp-$n.txt"
+    done
+fi
 
-echo "== 4. into device 1 while device 0 is current, over our libcufile.so.0"
-LD_PRELOAD=$PWD/${DIST:?cargo xtask dist\'s directory}/lib/cufile/libcufile.so.0 \
-    python3 "$G/cufile_bench.py" elsewhere "$D/data2g.bin" 2>&1 | tee "$OUT/elsewhere.json"
+if part 4; then
+    echo "== 4. into device 1 while device 0 is current, over our libcufile.so.0"
+    # Part 1 makes the file; alone, this part makes it.
+    [ -s "$D/data2g.bin" ] || head -c $((2 << 30)) /dev/urandom > "$D/data2g.bin"
+    LD_PRELOAD=$PWD/${DIST:?cargo xtask dist\'s directory}/lib/cufile/libcufile.so.0 \
+        python3 "$G/cufile_bench.py" elsewhere "$D/data2g.bin" 2>&1 | tee "$OUT/elsewhere.json"
+fi
