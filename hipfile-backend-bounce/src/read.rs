@@ -181,8 +181,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
         self.profile.chunks.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let buf = slot.window(req.file_offset, req.len());
-        // A read this small is all tail: demoted as a larger read's last piece is.
-        let read = self.read_cached(&req.file, buf, req.file_offset, true);
+        let read = self.read_cached(&req.file, buf, req.file_offset, demote_small(dev, req.len()));
         charge(&self.profile.file_ns, started);
         let copied = read.and_then(|n| {
             if n == 0 {
@@ -338,6 +337,19 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     }
 }
 
+/// The smallest small read whose bytes are demoted when its device is busy.
+const DEMOTE_SMALL_FROM: usize = 32 << 10;
+
+/// Whether a small read of `len` bytes on `dev` is demoted out of the reading core's cache
+/// before its copy, as a larger read's tail is. Only where that pays, measured on the H200
+/// (docs/bench/2026-12-02-h200-review/call4): with other requests in flight on the device, from
+/// 32 KiB (sixteen threads' 32 and 64 KiB reads 35-55% faster; at 4 and 8 KiB 4% slower, 16 KiB
+/// even). A read alone on its device copies its bytes faster from the core's cache at every
+/// size (demoting cost 16 KiB to 64 KiB reads 2-6 us).
+fn demote_small<G: GpuRuntime + ?Sized>(dev: &Device<G>, len: usize) -> bool {
+    len >= DEMOTE_SMALL_FROM && dev.in_flight.load(Ordering::Relaxed) > 1
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -375,6 +387,40 @@ mod tests {
         assert_eq!(gpu.faults().copy_count() - copies, 3, "one copy a read, none past the end");
         assert_eq!(gpu.faults().events_recorded(), events);
         assert_eq!(bounce.inner.profile.chunks.load(Ordering::Relaxed), 4);
+    }
+
+    /// A small read's bytes are demoted out of the reading core's cache only from 32 KiB and
+    /// with another request in flight on its device; the bytes are the file's either way.
+    #[test]
+    fn a_small_read_is_demoted_only_from_32_kib_on_a_busy_device() {
+        use hipfile_backend_mock::MockGpu;
+        let gpu = MockGpu::new(1);
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
+        let can = |_: &std::path::Path, mode| crate::demote::Demoter::with_cache(mode, 1 << 20);
+        let bounce = Bounce::with_demote(Arc::clone(&gpu), &settings, "/sys".into(), can);
+        let data: Vec<u8> = (0..1usize << 20).map(|i| (i * 7 % 251) as u8).collect();
+        let file = TestFile::new(&data);
+        let dev = gpu.malloc(64 << 10).unwrap();
+        let demoted = || bounce.inner.profile.demoted_bytes.load(Ordering::Relaxed);
+        let mut back = vec![0u8; 64 << 10];
+        let mut read = |len: usize, at: usize| {
+            // SAFETY: the allocation above.
+            let req = IoRequest::new(Direction::Read, &file.handle, unsafe { DeviceSpan::new(dev, len) }, 0, at as u64);
+            assert_eq!(bounce.transfer(&req), Ok(len));
+            gpu.read_device(dev, &mut back[..len]).unwrap();
+            assert!(back[..len] == data[at..at + len]);
+        };
+        for len in [4 << 10, 32 << 10, 64 << 10] {
+            read(len, 4096 + len);
+        }
+        assert_eq!(demoted(), 0, "alone on the device");
+        let device = bounce.inner.device(0).unwrap();
+        device.in_flight.fetch_add(1, Ordering::Relaxed);
+        for len in [4 << 10, 16 << 10, 32 << 10, 64 << 10] {
+            read(len, 8192 + 3 * len);
+        }
+        device.in_flight.fetch_sub(1, Ordering::Relaxed);
+        assert_eq!(demoted(), (32 << 10) + (64 << 10), "from 32 KiB, another request in flight");
     }
 
     /// Small reads from many threads at once: every read's bytes land where it asked, and a
