@@ -33,7 +33,7 @@ pub(crate) enum Command {
 /// `HIPFILE_BACKEND`, whose names it takes (the library's table of them).
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct BackendArg {
-    /// The backend: auto, p2p, bounce or mock (see the subcommand's page for its default)
+    /// The backend, in place of HIPFILE_BACKEND: auto, p2p, bounce or mock
     #[arg(long = "backend", value_name = "NAME", value_parser = backend_name)]
     pub(crate) name: Option<String>,
 }
