@@ -27,7 +27,7 @@ pub(crate) fn driver() -> &'static Driver<SystemPlatform> {
 }
 
 pub(crate) fn gpu() -> &'static Arc<dyn GpuRuntime> {
-    driver().platform().runtime()
+    driver().gpu()
 }
 
 /// A Rust error as the Python exception the package raises for it.

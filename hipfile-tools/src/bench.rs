@@ -101,7 +101,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
     }
     let driver = crate::open::driver(platform, args.backend.name.clone());
     let guard = DriverGuard::open(Arc::clone(&driver)).map_err(|e| format!("cannot open the driver: {e}"))?;
-    let gpu = Arc::clone(driver.platform().runtime());
+    let gpu = Arc::clone(driver.gpu());
 
     let temp = args.file.is_none();
     let path = args
@@ -388,14 +388,10 @@ fn measure(
     })
 }
 
-/// The CPU time this process has used so far, user and system, in seconds.
+/// The CPU time this process has used so far, user and system, every thread's, in seconds.
 fn cpu_seconds() -> f64 {
-    // SAFETY: `rusage` is plain integers, for which all zero bytes is a value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `getrusage` fills the struct it is given and reads nothing else.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// Whether each call of the run that no other call shares a file range or buffer slot with left

@@ -45,7 +45,7 @@ pub(crate) fn open_driver(backend: Option<&str>, mock_devices: i32, quiet: bool)
     }
     let description = platform.description().to_owned();
     let driver = driver(platform, backend.map(str::to_owned));
-    let gpu = std::sync::Arc::clone(driver.platform().runtime());
+    let gpu = std::sync::Arc::clone(driver.gpu());
     let guard = hipfile::DriverGuard::open(driver).map_err(|e| format!("cannot open the driver: {e}"))?;
     Ok(Opened { description, guard, gpu })
 }
