@@ -38,6 +38,7 @@ mod bounded;
 mod demote;
 mod device;
 mod fileio;
+mod gather;
 mod lanes;
 mod profile;
 mod read;
@@ -86,6 +87,9 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     profile: Profile,
     /// How the last bytes of a read leave the reading cores' caches (`None`: they stay).
     demote: Option<Demoter>,
+    /// Small reads from several threads are copied together ([`gather`]): the settings allow
+    /// it and the runtime gathers in one operation.
+    gather: bool,
     topology: Topology,
     /// Where the topology was read (`/sys`), for the devices' PCI addresses.
     sysfs: PathBuf,
@@ -211,6 +215,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
             n => n,
         };
         let current = gpu.current_device();
+        let gather = settings.gather && gpu.gathers();
         let bounce = Bounce {
             inner: Arc::new(Inner {
                 gpu,
@@ -220,6 +225,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 reads: ReadPolicy::new(settings.direct_streams),
                 profile: Profile::default(),
                 demote,
+                gather,
                 topology: Topology::read(&sysfs),
                 sysfs,
                 devices: RwLock::new(HashMap::new()),

@@ -27,6 +27,10 @@ pub(crate) struct Profile {
     pub(crate) ship_ns: AtomicU64,
     /// Reads: bytes moved out of the reading cores' caches before their copies ([`demote`]).
     pub(crate) demoted_bytes: AtomicU64,
+    /// Small reads' copies gathered from several threads ([`crate::gather`]), and the pieces
+    /// in them.
+    pub(crate) gathered_copies: AtomicU64,
+    pub(crate) gathered_pieces: AtomicU64,
     /// Reads, wall time per call (not thread time): from its start to its first copy queued,
     /// and to its last.
     pub(crate) first_copy_wall_ns: AtomicU64,
@@ -55,6 +59,8 @@ impl Profile {
             ("setup_wait_ns", get(&self.setup_wait_ns)),
             ("ship_ns", get(&self.ship_ns)),
             ("demoted_bytes", get(&self.demoted_bytes)),
+            ("gathered_copies", get(&self.gathered_copies)),
+            ("gathered_pieces", get(&self.gathered_pieces)),
             ("first_copy_wall_ns", get(&self.first_copy_wall_ns)),
             ("last_copy_wall_ns", get(&self.last_copy_wall_ns)),
             ("direct_slot_wait_ns", get(&reads.direct_streams.wait_ns)),

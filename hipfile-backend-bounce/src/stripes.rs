@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use hipfile_core::sync::lock;
-use hipfile_core::{DeviceCopy, Event, GpuRuntime, HipError, Result, Stream};
+use hipfile_core::{DeviceCopy, Event, GatherPiece, GpuRuntime, HipError, Result, Stream};
 
 use crate::bounded::Bounded;
 use crate::fileio::PAGE;
@@ -99,10 +99,20 @@ impl Slot {
         gpu: &G,
         stream: Stream,
     ) -> std::result::Result<(), HipError> {
-        gpu.stream_synchronize(stream).inspect_err(|_| {
-            let _ = gpu.event_record(self.event, stream);
-            self.queued = true;
-        })
+        gpu.stream_synchronize(stream).inspect_err(|_| self.queued_behind(gpu, stream))
+    }
+
+    /// The piece of a gathered copy ([`crate::gather`]) of the first `dst.len()` bytes of the
+    /// window at `offset` into `dst`.
+    pub(crate) fn piece(&mut self, offset: u64, dst: hipfile_core::DeviceSpan) -> GatherPiece {
+        GatherPiece { src: self.stage.window(offset, dst.len()).as_ptr() as usize, dst }
+    }
+
+    /// Marks the slot queued behind the work queued on `stream` so far (a copy from it that may
+    /// still run there), so that its next taker waits for that.
+    pub(crate) fn queued_behind<G: GpuRuntime + ?Sized>(&mut self, gpu: &G, stream: Stream) {
+        let _ = gpu.event_record(self.event, stream);
+        self.queued = true;
     }
 }
 

@@ -14,6 +14,7 @@ use hipfile_core::{Error, HipError, Result};
 pub struct Faults {
     armed: AtomicBool,
     copies: AtomicU64,
+    gathers: AtomicU64,
     events_recorded: AtomicU64,
     state: Mutex<State>,
 }
@@ -92,6 +93,15 @@ impl Faults {
     /// Copies performed so far.
     pub fn copy_count(&self) -> u64 {
         self.copies.load(Ordering::Relaxed)
+    }
+
+    /// Gathered copies queued so far (each counts its pieces among the copies too).
+    pub fn gather_count(&self) -> u64 {
+        self.gathers.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn gathered(&self) {
+        self.gathers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Events recorded on streams so far.

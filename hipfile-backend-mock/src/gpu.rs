@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 use hipfile_core::sync::{lock, wait};
-use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, Event, GatherPiece, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::faults::Faults;
 
@@ -484,6 +484,33 @@ impl GpuRuntime for MockGpu {
     ) -> Result<(), HipError> {
         // SAFETY: the trait's contract; without a stream the null stream runs the copy now.
         unsafe { self.hip_memcpy(dst, src, len, kind, stream.unwrap_or(Stream::NULL)) }
+    }
+
+    /// The mock gathers as a GPU's kernel would: all the pieces in one operation on the stream
+    /// (so that the bounce path's gathering runs in every test).
+    fn gathers(&self) -> bool {
+        true
+    }
+
+    unsafe fn gather(&self, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
+        // Each piece's device side checked and translated to its bytes, as a copy's is.
+        let at = |p: &GatherPiece| Ok((self.device_view(p.dst.addr(), p.dst.len())?, self.view_of(p.src), p.dst.len()));
+        let pieces = pieces.iter().map(at).collect::<Result<Vec<_>, HipError>>()?;
+        self.faults.gathered();
+        let faults = Arc::clone(&self.faults);
+        self.enqueue(
+            stream,
+            Box::new(move || {
+                let _pass = crate::fork_gate::pass(); // the faults' table (see fork_gate)
+                for (dst, src, len) in pieces {
+                    faults.before_copy()?;
+                    // SAFETY: the caller keeps every piece's ranges valid until the stream has
+                    // run it; mock device memory is host memory.
+                    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
+                }
+                Ok(())
+            }),
+        )
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {

@@ -193,6 +193,10 @@ pub struct BounceSettings {
     /// `HIPFILE_BOUNCE_DIRECT_STREAMS`: direct reads in flight at once, over all requests
     /// (default 8; storage with deep queues, such as NVMe arrays, may want more).
     pub direct_streams: usize,
+    /// `HIPFILE_BOUNCE_GATHER` (default true): small reads from several threads at once are
+    /// copied to the device together, one operation for all of them, where the runtime can
+    /// ([`crate::GpuRuntime::gathers`]).
+    pub gather: bool,
 }
 
 impl Default for BounceSettings {
@@ -205,6 +209,7 @@ impl Default for BounceSettings {
             io_uring: true,
             demote: Demote::Auto,
             direct_streams: 8,
+            gather: true,
         }
     }
 }
@@ -393,6 +398,7 @@ impl Config {
             BoolTarget::Param(p) => self.bool_parameter(p),
             BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems,
             BoolTarget::DurableWrites => self.bounce.durable_writes,
+            BoolTarget::Gather => self.bounce.gather,
         }
     }
 
@@ -402,6 +408,7 @@ impl Config {
             BoolTarget::Param(p) => self.set_bool_parameter(p, v),
             BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems = v,
             BoolTarget::DurableWrites => self.bounce.durable_writes = v,
+            BoolTarget::Gather => self.bounce.gather = v,
         }
     }
 
@@ -601,6 +608,7 @@ mod tests {
             ("HIPFILE_BOUNCE_IO_URING", "no"),
             ("HIPFILE_BOUNCE_DEMOTE", "false"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "16"),
+            ("HIPFILE_BOUNCE_GATHER", "no"),
         ])
         .unwrap();
         let expected = BounceSettings {
@@ -611,6 +619,7 @@ mod tests {
             io_uring: false,
             demote: Demote::Off,
             direct_streams: 16,
+            gather: false,
         };
         assert_eq!(c.bounce, expected);
         for (word, demote) in [("on", Demote::Auto), (" Stream", Demote::Stream)] {

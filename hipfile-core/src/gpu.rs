@@ -217,6 +217,16 @@ impl MockGpuRuntime {
 /// A host function queued on a stream: runs once all earlier work on the stream has finished.
 pub type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
+/// One piece of a gathered copy ([`GpuRuntime::gather`]): `dst.len()` bytes of pinned host
+/// memory at `src` to `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatherPiece {
+    /// The host bytes' address.
+    pub src: usize,
+    /// Where they go.
+    pub dst: DeviceSpan,
+}
+
 /// The GPU runtime operations hipFile uses. Every method returns the runtime's own error code
 /// unchanged, so the C ABI can report it as `hip_drv_err`.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -242,6 +252,24 @@ pub trait GpuRuntime: Send + Sync {
         len: usize,
         stream: Option<Stream>,
     ) -> Result<(), HipError>;
+
+    /// Whether [`GpuRuntime::gather`] copies its pieces as one operation (a kernel that copies
+    /// them all, one launch), not one copy each: whether copies of small reads from several
+    /// threads are worth gathering (docs/performance.md, "Small reads and many callers").
+    fn gathers(&self) -> bool {
+        false
+    }
+
+    /// Queues copies of `pieces` to the device on `stream`: one operation where the runtime
+    /// [`gathers`](GpuRuntime::gathers), else a copy each (the same bytes either way).
+    ///
+    /// # Safety
+    /// As [`GpuRuntime::memcpy`] to the device for each piece; the host ranges must be pinned
+    /// memory from [`GpuRuntime::host_alloc`] or [`GpuRuntime::host_register`].
+    unsafe fn gather(&self, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
+        // SAFETY: the caller's contract.
+        unsafe { copy_each(self, pieces, stream) }
+    }
 
     /// Creates a stream on the current device.
     fn stream_create(&self) -> Result<Stream, HipError>;
@@ -318,6 +346,19 @@ pub trait GpuRuntime: Send + Sync {
     /// The PCI address of `device` (`domain:bus:device.function`, as `hipDeviceGetPCIBusId`
     /// writes it), which says where the device sits in the machine (its NUMA node).
     fn pci_bus_id(&self, device: i32) -> Result<String, HipError>;
+}
+
+/// Queues a copy of each of `pieces` on `stream`: a gathered copy where the runtime has no
+/// single operation for it ([`GpuRuntime::gather`]).
+///
+/// # Safety
+/// As [`GpuRuntime::gather`].
+pub unsafe fn copy_each<G: GpuRuntime + ?Sized>(gpu: &G, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
+    for p in pieces {
+        // SAFETY: the caller's contract, piece by piece.
+        unsafe { gpu.memcpy(CopyKind::HostToDevice, p.dst.addr(), p.src, p.dst.len(), Some(stream))? };
+    }
+    Ok(())
 }
 
 /// Typed copies between host slices and device spans, built on [`GpuRuntime::memcpy`] for every

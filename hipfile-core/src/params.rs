@@ -238,17 +238,21 @@ pub enum BoolTarget {
     UnsupportedFileSystems,
     /// `HIPFILE_DURABLE_WRITES`: writes are durable when they return (semantics §5).
     DurableWrites,
+    /// `HIPFILE_BOUNCE_GATHER`: small reads from several threads at once are copied to the
+    /// device together where the runtime can.
+    Gather,
 }
 
 /// The boolean `HIPFILE_*` variables and what each sets (its default is the configuration's):
 /// one list, read by the configuration and held to docs/configuration.md by a test.
-pub const BOOL_VARIABLES: [(&str, BoolTarget); 6] = [
+pub const BOOL_VARIABLES: [(&str, BoolTarget); 7] = [
     ("HIPFILE_ALLOW_COMPAT_MODE", BoolTarget::Param(BoolParam::AllowCompatMode)),
     ("HIPFILE_FORCE_COMPAT_MODE", BoolTarget::Param(BoolParam::ForceCompatMode)),
     ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", BoolTarget::UnsupportedFileSystems),
     ("HIPFILE_ALLOW_SYSTEM_MEMORY", BoolTarget::Param(BoolParam::AllowSystemMemory)),
     ("HIPFILE_DURABLE_WRITES", BoolTarget::DurableWrites),
     ("HIPFILE_BOUNCE_IO_URING", BoolTarget::Param(BoolParam::PreferIoUring)),
+    ("HIPFILE_BOUNCE_GATHER", BoolTarget::Gather),
 ];
 
 /// Whether size parameter `p` takes `v`: inside its [`size_range`], and for

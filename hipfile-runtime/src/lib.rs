@@ -28,6 +28,7 @@
 
 pub mod ais;
 pub mod device;
+mod gather;
 mod loader;
 pub mod nvidia_cufile;
 pub mod runtime;

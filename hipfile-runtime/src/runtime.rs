@@ -5,8 +5,9 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 
-use hipfile_core::{CopyKind, Event, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
+use hipfile_core::{CopyKind, Event, GatherPiece, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
+use crate::gather::Gather;
 use crate::loader::{Library, LoadError};
 
 /// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
@@ -154,8 +155,8 @@ impl Abi {
     }
 }
 
-type HipResult = c_int;
-type RawStream = *mut c_void;
+pub(crate) type HipResult = c_int;
+pub(crate) type RawStream = *mut c_void;
 type HostCallback = unsafe extern "C" fn(*mut c_void);
 type StreamCallback = unsafe extern "C" fn(RawStream, HipResult, *mut c_void);
 
@@ -294,7 +295,7 @@ impl Api {
     }
 }
 
-fn check(rc: HipResult) -> Result<(), HipError> {
+pub(crate) fn check(rc: HipResult) -> Result<(), HipError> {
     if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
 }
 
@@ -306,6 +307,8 @@ pub struct LoadedRuntime {
     abi: Abi,
     path: String,
     mock: bool,
+    /// CUDA's gathered copy, where the runtime can launch it.
+    gather: Option<Gather>,
 }
 
 impl fmt::Debug for LoadedRuntime {
@@ -367,7 +370,8 @@ impl LoadedRuntime {
             Vendor::Cuda => Abi::V6,
         };
         let mock = lib.symbol(MOCK_MARKER).is_some();
-        Ok(LoadedRuntime { api, vendor, version, abi, path, mock })
+        let gather = if vendor == Vendor::Cuda { Gather::resolve(lib) } else { None };
+        Ok(LoadedRuntime { api, vendor, version, abi, path, mock, gather })
     }
 
     /// Whose runtime this is.
@@ -543,6 +547,21 @@ impl GpuRuntime for LoadedRuntime {
     ) -> Result<(), HipError> {
         // SAFETY: the trait's contract, which is `memcpy_raw`'s.
         unsafe { self.memcpy_raw(dst, src, len, kind as i32, stream) }
+    }
+
+    fn gathers(&self) -> bool {
+        self.gather.is_some()
+    }
+
+    unsafe fn gather(&self, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
+        if let Some(Ok(launched)) = self.gather.as_ref().map(|g| {
+            // SAFETY: the trait's contract.
+            unsafe { g.launch(pieces, stream.as_raw() as RawStream) }
+        }) {
+            return launched;
+        }
+        // SAFETY: the trait's contract.
+        unsafe { hipfile_core::gpu::copy_each(self, pieces, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {
