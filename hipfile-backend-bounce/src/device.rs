@@ -7,7 +7,6 @@ use hipfile_core::pool::WorkerPool;
 use hipfile_core::{BounceSettings, GpuRuntime};
 
 use crate::fileio::PAGE;
-use crate::gather::Gatherer;
 use crate::lanes::LanePool;
 use crate::stripes::SlotPool;
 use crate::topology::{self, Placement};
@@ -19,8 +18,6 @@ pub(crate) struct Device<G: GpuRuntime + ?Sized + 'static> {
     pub(crate) slots: SlotPool<G>,
     pub(crate) lanes: LanePool<G>,
     pub(crate) workers: WorkerPool,
-    /// Small reads' copies gathered from several threads.
-    pub(crate) gatherer: Gatherer,
     /// Threads one request for this device uses at most (the caller's included).
     pub(crate) threads: usize,
     /// Staging has been (or is being) set up ahead of use.
@@ -58,7 +55,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
             slots: SlotPool::new(Arc::clone(gpu), id, node, s.chunk, for_slots, most_slots),
             lanes: LanePool::new(Arc::clone(gpu), id, node, Arc::clone(uring), s.chunk, for_lanes),
             workers: WorkerPool::new(threads.saturating_sub(1), format!("hipfile-d{id}"), setup),
-            gatherer: Gatherer::default(),
             threads,
             warming: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),

@@ -194,7 +194,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 // gathered copy has run (or, should it fail, until the slot's next taker has
                 // waited for its stream); the request's device memory is valid until its caller
                 // returns.
-                let gathered = unsafe { dev.gatherer.copy(&*self.gpu, piece, stream, &self.profile) };
+                let gathered = unsafe { dev.slots.gatherer.copy(&*self.gpu, piece, stream, &self.profile) };
                 charge(&self.profile.copy_wait_ns, waited);
                 return gathered.map(|()| n).map_err(|(e, on)| {
                     slot.queued_behind(&*self.gpu, on);

@@ -33,6 +33,7 @@ use hipfile_core::{DeviceCopy, Event, GatherPiece, GpuRuntime, HipError, Result,
 
 use crate::bounded::Bounded;
 use crate::fileio::PAGE;
+use crate::gather::Gatherer;
 use crate::lanes::{Stage, Staging};
 
 /// Smallest piece a thread reads of a cached stripe (smaller pieces cost more in system calls
@@ -117,7 +118,7 @@ impl Slot {
 }
 
 /// The slots of one device and the streams its reads copy on, made on first use up to their
-/// limits and kept for the backend's life.
+/// limits and kept for the backend's life, and the queue of small reads' copies to be gathered.
 pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
     staging: Staging<G>,
     device: i32,
@@ -127,6 +128,8 @@ pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
     /// As many as reads in flight on the device at once, up to a limit (a read waits for one
     /// beyond it).
     streams: Bounded<Stream>,
+    /// Where small reads from several threads queue their copies to be made together.
+    pub(crate) gatherer: Gatherer,
 }
 
 /// Waits (looking, not sleeping: a copy takes microseconds) until `event` has completed.
@@ -155,6 +158,7 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
             stripe,
             slots: Bounded::new((memory_limit / (stripe + 2 * PAGE as usize)).min(most)),
             streams: Bounded::new(most),
+            gatherer: Gatherer::default(),
         }
     }
 

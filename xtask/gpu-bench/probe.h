@@ -1,8 +1,12 @@
-// What the probes share: a monotonic clock in seconds, and CHECK, which ends the program with
+// What the probes share: a monotonic clock in seconds, the data file named on the command line
+// (open_data), and CHECK, which ends the program with
 // the runtime's message when a CUDA call fails (include cuda_runtime_api.h first to use it).
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void) {
     struct timespec t;
@@ -18,3 +22,30 @@ static double now(void) {
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
+
+// The file named by the one argument, opened for reading, and its size in *size; exits with
+// the usage or the reason otherwise.
+static int open_data(int argc, char **argv, long *size) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s FILE\n", argv[0]);
+        exit(2);
+    }
+    int fd = open(argv[1], O_RDONLY);
+    if (fd < 0) {
+        perror(argv[1]);
+        exit(1);
+    }
+    *size = lseek(fd, 0, SEEK_END);
+    return fd;
+}
+
+// Runs fn on n threads (each given its index), and returns the seconds until all have ended.
+static double run_threads(int n, void *(*fn)(void *)) {
+    pthread_t th[64];
+    double t0 = now();
+    for (long t = 0; t < n; t++)
+        pthread_create(&th[t], NULL, fn, (void *)t);
+    for (int t = 0; t < n; t++)
+        pthread_join(th[t], NULL);
+    return now() - t0;
+}

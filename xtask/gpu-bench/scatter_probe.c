@@ -223,16 +223,7 @@ static void check(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s FILE\n", argv[0]);
-        return 2;
-    }
-    fd = open(argv[1], O_RDONLY);
-    if (fd < 0) {
-        perror(argv[1]);
-        return 1;
-    }
-    file_size = lseek(fd, 0, SEEK_END);
+    fd = open_data(argc, argv, &file_size);
     CHECK(cudaSetDevice(0));
     CHECK(cudaMalloc((void **)&dev, (size_t)THREADS << 20));
     CHECK(cudaMalloc((void **)&staging, (size_t)GROUP << 20));
@@ -246,14 +237,8 @@ int main(int argc, char **argv) {
             int n = (mode == EACH_COPY || mode == COMBINED || mode == LONE_KERNEL) ? THREADS : 1;
             for (int k = 0; k < (mode == EACH_COPY || mode == LONE_KERNEL ? 2 : 1); k++) {
                 int threads = k ? 1 : n;
-                pthread_t th[THREADS];
                 atomic_store(&rounds, 0);
-                double t0 = now();
-                for (long t = 0; t < threads; t++)
-                    pthread_create(&th[t], NULL, run, (void *)t);
-                for (int t = 0; t < threads; t++)
-                    pthread_join(th[t], NULL);
-                double secs = now() - t0;
+                double secs = run_threads(threads, run);
                 long reads = (long)CALLS * threads;
                 printf("%7zu B x %2d threads  %-42s %7.2f us/read/thread  %6.2f GB/s", io, threads, names[mode],
                        secs / CALLS * 1e6, (double)io * reads / secs / 1e9);

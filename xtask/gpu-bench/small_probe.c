@@ -121,16 +121,7 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s FILE\n", argv[0]);
-        return 2;
-    }
-    fd = open(argv[1], O_RDONLY);
-    if (fd < 0) {
-        perror(argv[1]);
-        return 1;
-    }
-    file_size = lseek(fd, 0, SEEK_END);
+    fd = open_data(argc, argv, &file_size);
     CHECK(cudaSetDevice(0));
     CHECK(cudaMalloc((void **)&dev, (size_t)MOST_THREADS << 16));
     size_t sizes[] = {4096, 65536};
@@ -142,13 +133,7 @@ int main(int argc, char **argv) {
                 int n = thread_counts[c];
                 if (step >= GROUPS && n > 1)
                     continue;
-                pthread_t th[MOST_THREADS];
-                double t0 = now();
-                for (long t = 0; t < n; t++)
-                    pthread_create(&th[t], NULL, run, (void *)t);
-                for (int t = 0; t < n; t++)
-                    pthread_join(th[t], NULL);
-                double secs = now() - t0;
+                double secs = run_threads(n, run);
                 printf("%6zu B x %2d threads  %-28s %7.2f us/call  %6.2f GB/s\n", io, n, names[step],
                        secs / CALLS * 1e6, (double)io * CALLS * n / secs / 1e9);
             }
