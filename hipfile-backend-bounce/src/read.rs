@@ -164,7 +164,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// on the caller's thread: into a slot, copied, and the copy waited for before the slot goes
     /// back, so that no event is recorded or asked about (each runtime call counts in a 4 KiB
     /// read's time, and more when threads call at once: docs/performance.md, "Small reads and many
-    /// callers").
+    /// callers"). On a busy device the copy may be gathered with other threads' ([`gather`]).
     fn read_small(&self, dev: &Device<G>, req: &Request) -> Result<usize> {
         let stream = dev.slots.stream()?;
         let waited = Instant::now();

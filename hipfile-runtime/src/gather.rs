@@ -12,10 +12,36 @@
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-use hipfile_core::{GatherPiece, HipError};
+use hipfile_core::{GatherPiece, GpuRuntime, HipError, Stream};
 
 use crate::loader::Library;
-use crate::runtime::{HipResult, RawStream};
+
+/// `cudaError_t`, and `cudaStream_t`.
+type HipResult = c_int;
+type RawStream = *mut c_void;
+
+fn check(rc: HipResult) -> Result<(), HipError> {
+    if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
+}
+
+/// [`GpuRuntime::gather`] for `gpu`: one launch of the kernel where `gather` has it (and it
+/// loads), else a copy each.
+///
+/// # Safety
+/// As [`GpuRuntime::gather`].
+pub(crate) unsafe fn launch_or_copy<G: GpuRuntime + ?Sized>(
+    gather: Option<&Gather>,
+    gpu: &G,
+    pieces: &[GatherPiece],
+    stream: Stream,
+) -> Result<(), HipError> {
+    // SAFETY: the caller's contract.
+    if let Some(Ok(launched)) = gather.map(|g| unsafe { g.launch(pieces, stream.as_raw() as RawStream) }) {
+        return launched;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { hipfile_core::gpu::copy_each(gpu, pieces, stream) }
+}
 
 /// The kernel: block (x, y) copies its share of piece y, 16 bytes a thread where the piece's
 /// addresses and length are multiples of 16, else a byte a thread; x strides the piece in
@@ -112,10 +138,10 @@ impl Gather {
             let loaded = unsafe {
                 (self.load_data)(&mut lib, PTX.as_ptr().cast(), no_options, no_values, 0, no_options, no_values, 0)
             };
-            crate::runtime::check(loaded)?;
+            check(loaded)?;
             // SAFETY: resolved `cudaLibraryGetKernel` on the library just loaded (kept for the
             // process's life), a NUL-terminated name; `kernel` is writable.
-            crate::runtime::check(unsafe { (self.get_kernel)(&mut kernel, lib, c"hipfile_gather".as_ptr()) })?;
+            check(unsafe { (self.get_kernel)(&mut kernel, lib, c"hipfile_gather".as_ptr()) })?;
             Ok(kernel as usize)
         })
     }
@@ -125,7 +151,7 @@ impl Gather {
     ///
     /// # Safety
     /// As [`GpuRuntime::gather`](hipfile_core::GpuRuntime::gather).
-    pub(crate) unsafe fn launch(&self, pieces: &[GatherPiece], stream: RawStream) -> Result<Result<(), HipError>, HipError> {
+    unsafe fn launch(&self, pieces: &[GatherPiece], stream: RawStream) -> Result<Result<(), HipError>, HipError> {
         let kernel = self.kernel()?;
         for group in pieces.chunks(MOST) {
             let mut params = [[0u64; 3]; MOST];
@@ -142,7 +168,7 @@ impl Gather {
             // and its two arguments (read when the launch is queued); the pieces' ranges are the
             // caller's to keep valid until the stream has run the kernel.
             let rc = unsafe { (self.launch)(kernel as *const c_void, grid, block, args.as_mut_ptr(), 0, stream) };
-            if let Err(e) = crate::runtime::check(rc) {
+            if let Err(e) = check(rc) {
                 return Ok(Err(e));
             }
         }

@@ -155,8 +155,8 @@ impl Abi {
     }
 }
 
-pub(crate) type HipResult = c_int;
-pub(crate) type RawStream = *mut c_void;
+type HipResult = c_int;
+type RawStream = *mut c_void;
 type HostCallback = unsafe extern "C" fn(*mut c_void);
 type StreamCallback = unsafe extern "C" fn(RawStream, HipResult, *mut c_void);
 
@@ -295,7 +295,7 @@ impl Api {
     }
 }
 
-pub(crate) fn check(rc: HipResult) -> Result<(), HipError> {
+fn check(rc: HipResult) -> Result<(), HipError> {
     if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
 }
 
@@ -554,14 +554,8 @@ impl GpuRuntime for LoadedRuntime {
     }
 
     unsafe fn gather(&self, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
-        if let Some(Ok(launched)) = self.gather.as_ref().map(|g| {
-            // SAFETY: the trait's contract.
-            unsafe { g.launch(pieces, stream.as_raw() as RawStream) }
-        }) {
-            return launched;
-        }
         // SAFETY: the trait's contract.
-        unsafe { hipfile_core::gpu::copy_each(self, pieces, stream) }
+        unsafe { crate::gather::launch_or_copy(self.gather.as_ref(), self, pieces, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {
