@@ -353,7 +353,11 @@ pub trait GpuRuntime: Send + Sync {
 ///
 /// # Safety
 /// As [`GpuRuntime::gather`].
-pub unsafe fn copy_each<G: GpuRuntime + ?Sized>(gpu: &G, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
+pub unsafe fn copy_each<G: GpuRuntime + ?Sized>(
+    gpu: &G,
+    pieces: &[GatherPiece],
+    stream: Stream,
+) -> Result<(), HipError> {
     for p in pieces {
         // SAFETY: the caller's contract, piece by piece.
         unsafe { gpu.memcpy(CopyKind::HostToDevice, p.dst.addr(), p.src, p.dst.len(), Some(stream))? };

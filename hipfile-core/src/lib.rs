@@ -77,7 +77,9 @@ pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]
 pub use gpu::MockGpuRuntime;
-pub use gpu::{CopyKind, DeviceCopy, DeviceSpan, Event, GatherPiece, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream};
+pub use gpu::{
+    CopyKind, DeviceCopy, DeviceSpan, Event, GatherPiece, GpuRuntime, HostFn, MemoryType, PointerInfo, Stream,
+};
 pub use io::max_rw_count;
 pub use memory::DeviceMemory;
 pub use params::{
