@@ -6,11 +6,12 @@
 //! call, which the runtime pays one call at a time (docs/performance.md, "Small reads and many
 //! callers"); a gathered copy pays it once for all its pieces.
 //!
-//! A leader leads until its own piece has been copied, then leaves the queue to the threads
-//! still waiting (each of which looks, while it waits, whether someone leads), so that no
-//! caller keeps copying for others while its own call could return.
+//! Up to [`LEADERS`] threads lead at once, each with a round of its own. A leader leads until
+//! its own piece has been copied, then leaves the queue to the threads still waiting (each of
+//! which looks, while it waits, whether it may lead), so that no caller keeps copying for
+//! others while its own call could return.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hipfile_core::sync::lock;
@@ -20,6 +21,14 @@ use crate::profile::Profile;
 
 /// Most pieces in one gathered copy.
 const MOST: usize = 64;
+
+/// Threads leading at once, each copying its own round on its own stream (so that one round's
+/// launch and wait overlap another's copy). Measured on the H200 (docs/bench/
+/// 2026-12-02-h200-gather/call3), sixteen threads' reads against a copy each: with two, 16 KiB
+/// 3-16% faster, 32 KiB 20-24%, 64 KiB 4-6%; with one, 16 KiB 14-24% slower and 64 KiB 5-19%
+/// on one machine (call2), -2 to +8% on another (call3); with eight, 64 KiB 16% faster but
+/// 16 KiB 11-13% slower.
+const LEADERS: usize = 2;
 
 /// How a piece's copy went: on failure, the runtime's error and the stream the copy was queued
 /// on (it may still read the piece's bytes until that stream has been waited for).
@@ -31,8 +40,8 @@ type Ticket = Arc<OnceLock<Outcome>>;
 #[derive(Default)]
 pub(crate) struct Gatherer {
     queue: Mutex<Vec<(GatherPiece, Ticket)>>,
-    /// A thread is copying queued pieces.
-    leading: AtomicBool,
+    /// Threads copying queued pieces.
+    leading: AtomicUsize,
 }
 
 impl Gatherer {
@@ -59,9 +68,10 @@ impl Gatherer {
             if let Some(outcome) = ticket.get() {
                 return *outcome;
             }
-            if !self.leading.swap(true, Ordering::Acquire) {
+            let lead = |n: usize| (n < LEADERS).then_some(n + 1);
+            if self.leading.fetch_update(Ordering::Acquire, Ordering::Relaxed, lead).is_ok() {
                 self.lead(gpu, stream, &ticket, profile);
-                self.leading.store(false, Ordering::Release);
+                self.leading.fetch_sub(1, Ordering::Release);
                 continue;
             }
             // A gathered copy takes microseconds: look again soon, and let others run now and

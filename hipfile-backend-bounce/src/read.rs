@@ -358,9 +358,10 @@ const GATHER_FROM: usize = 16 << 10;
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Whether a small read of `len` bytes on `dev` has its copy gathered with other threads'
     /// ([`crate::gather`]): where the runtime gathers, from 16 KiB, with other requests in
-    /// flight on the device. Measured by hand on the H200 (docs/bench/2026-12-02-h200-gather):
-    /// sixteen threads' 16 KiB reads 7.0 GB/s gathered against 6.8 with a copy each, 64 KiB
-    /// 18.4 against 11.3; 4 KiB 2.3 against 2.6.
+    /// flight on the device. Measured on the H200 (docs/bench/2026-12-02-h200-gather): by hand,
+    /// sixteen threads' 4 KiB reads 2.3 GB/s gathered against 2.6 with a copy each (call1);
+    /// the library's 16 / 32 / 64 KiB reads from sixteen threads 3-16% / 20-24% / 4-6% faster
+    /// gathered (call3).
     fn gathers(&self, dev: &Device<G>, len: usize) -> bool {
         self.gather && len >= GATHER_FROM && dev.in_flight.load(Ordering::Relaxed) > 1
     }
