@@ -24,10 +24,9 @@ const MOST: usize = 64;
 
 /// Threads leading at once, each copying its own round on its own stream (so that one round's
 /// launch and wait overlap another's copy). Measured on the H200 (docs/bench/
-/// 2026-12-02-h200-gather/call3), sixteen threads' reads against a copy each: with two, 16 KiB
-/// 3-16% faster, 32 KiB 20-24%, 64 KiB 4-6%; with one, 16 KiB 14-24% slower and 64 KiB 5-19%
-/// on one machine (call2), -2 to +8% on another (call3); with eight, 64 KiB 16% faster but
-/// 16 KiB 11-13% slower.
+/// 2026-12-02-h200-gather/call3), sixteen threads' reads against a copy each: with one leader,
+/// 16 KiB -2 to +6% and 32 KiB +7 to +11% (and 16 KiB 17-24% slower on another machine, call2);
+/// with two, 16 KiB +3 to +16%, 32 KiB +20 to +24%; with eight, 16 KiB 11-13% slower.
 const LEADERS: usize = 2;
 
 /// How a piece's copy went: on failure, the runtime's error and the stream the copy was queued

@@ -351,19 +351,19 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     }
 }
 
-/// The smallest small read whose copy is gathered with other threads' ([`crate::gather`]) when
-/// its device is busy.
-const GATHER_FROM: usize = 16 << 10;
+/// The small reads whose copies are gathered with other threads' ([`crate::gather`]) when
+/// their device is busy.
+const GATHERED: std::ops::Range<usize> = (16 << 10)..(64 << 10);
 
 impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
     /// Whether a small read of `len` bytes on `dev` has its copy gathered with other threads'
-    /// ([`crate::gather`]): where the runtime gathers, from 16 KiB, with other requests in
-    /// flight on the device. Measured on the H200 (docs/bench/2026-12-02-h200-gather): by hand,
-    /// sixteen threads' 4 KiB reads 2.3 GB/s gathered against 2.6 with a copy each (call1);
-    /// the library's 16 / 32 / 64 KiB reads from sixteen threads 3-16% / 20-24% / 4-6% faster
-    /// gathered (call3).
+    /// ([`crate::gather`]): where the runtime gathers, from 16 KiB and under 64 KiB, with other
+    /// requests in flight on the device. Measured on the H200 (docs/bench/2026-12-02-h200-gather),
+    /// sixteen threads' reads gathered against a copy each: 16 KiB -2 to +16% (calls 3 and 4),
+    /// 32 KiB +8 to +24%, 64 KiB -4 to +6% (no gain: its copies, demoted, are fast already);
+    /// by hand, 4 KiB 2.3 GB/s gathered against 2.6 (call1).
     fn gathers(&self, dev: &Device<G>, len: usize) -> bool {
-        self.gather && len >= GATHER_FROM && dev.in_flight.load(Ordering::Relaxed) > 1
+        self.gather && GATHERED.contains(&len) && dev.in_flight.load(Ordering::Relaxed) > 1
     }
 }
 
