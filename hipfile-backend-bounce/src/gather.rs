@@ -1,6 +1,6 @@
 //! Small reads from several threads at once, copied to the device together. Each reading
-//! thread queues its piece (the bytes it read into its slot, and where they go); one of them,
-//! the leader, copies every piece queued so far with one operation of the runtime
+//! thread queues its piece (the bytes it read into its slot, and where they go); a leader, one
+//! of them, copies every piece queued so far with one operation of the runtime
 //! ([`GpuRuntime::gather`]: on CUDA one kernel launch), waits for it and tells each piece's
 //! thread how it went. From many threads a small read is bounded by the runtime's cost per copy
 //! call, which the runtime pays one call at a time (docs/performance.md, "Small reads and many
@@ -46,8 +46,8 @@ pub(crate) struct Gatherer {
 impl Gatherer {
     /// Copies `piece` to the device together with the pieces other threads queue meanwhile,
     /// and returns once it has been copied (or failed). `stream` is the calling thread's own,
-    /// on which it queues the copies it leads (counted in `profile`). The calling thread's current device must be the
-    /// gatherer's.
+    /// on which it queues the copies it leads (counted in `profile`). The calling thread's
+    /// current device must be the gatherer's.
     ///
     /// # Safety
     /// As [`GpuRuntime::gather`] for `piece`: its source is pinned memory that stays untouched,
