@@ -14,15 +14,8 @@ use std::sync::OnceLock;
 
 use hipfile_core::{GatherPiece, GpuRuntime, HipError, Stream};
 
+use crate::ffi::{HipResult, RawStream, check};
 use crate::loader::Library;
-
-/// `cudaError_t`, and `cudaStream_t`.
-type HipResult = c_int;
-type RawStream = *mut c_void;
-
-fn check(rc: HipResult) -> Result<(), HipError> {
-    if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
-}
 
 /// [`GpuRuntime::gather`] for `gpu`: one launch of the kernel where `gather` has it (and it
 /// loads), else a copy each.
@@ -36,7 +29,7 @@ pub(crate) unsafe fn launch_or_copy<G: GpuRuntime + ?Sized>(
     stream: Stream,
 ) -> Result<(), HipError> {
     // SAFETY: the caller's contract.
-    if let Some(Ok(launched)) = gather.map(|g| unsafe { g.launch(pieces, stream.as_raw() as RawStream) }) {
+    if let Some(launched) = gather.and_then(|g| unsafe { g.launch(pieces, stream.as_raw() as RawStream) }) {
         return launched;
     }
     // SAFETY: the caller's contract.
@@ -146,13 +139,13 @@ impl Gather {
         })
     }
 
-    /// Launches the kernel on `stream` for `pieces`, [`MOST`] at a time; `Err` where the kernel
+    /// Launches the kernel on `stream` for `pieces`, [`MOST`] at a time; `None` where the kernel
     /// could not be loaded, before anything is queued (the caller then copies piece by piece).
     ///
     /// # Safety
     /// As [`GpuRuntime::gather`](hipfile_core::GpuRuntime::gather).
-    unsafe fn launch(&self, pieces: &[GatherPiece], stream: RawStream) -> Result<Result<(), HipError>, HipError> {
-        let kernel = self.kernel()?;
+    unsafe fn launch(&self, pieces: &[GatherPiece], stream: RawStream) -> Option<Result<(), HipError>> {
+        let kernel = self.kernel().ok()?;
         for group in pieces.chunks(MOST) {
             let mut params = [[0u64; 3]; MOST];
             for (p, piece) in params.iter_mut().zip(group) {
@@ -169,9 +162,9 @@ impl Gather {
             // caller's to keep valid until the stream has run the kernel.
             let rc = unsafe { (self.launch)(kernel as *const c_void, grid, block, args.as_mut_ptr(), 0, stream) };
             if let Err(e) = check(rc) {
-                return Ok(Err(e));
+                return Some(Err(e));
             }
         }
-        Ok(Ok(()))
+        Some(Ok(()))
     }
 }

@@ -28,6 +28,7 @@
 
 pub mod ais;
 pub mod device;
+mod ffi;
 mod gather;
 mod loader;
 pub mod nvidia_cufile;

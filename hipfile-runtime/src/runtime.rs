@@ -7,6 +7,7 @@ use std::panic::AssertUnwindSafe;
 
 use hipfile_core::{CopyKind, Event, GatherPiece, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
+use crate::ffi::{HipResult, RawStream, check};
 use crate::gather::Gather;
 use crate::loader::{Library, LoadError};
 
@@ -155,8 +156,6 @@ impl Abi {
     }
 }
 
-type HipResult = c_int;
-type RawStream = *mut c_void;
 type HostCallback = unsafe extern "C" fn(*mut c_void);
 type StreamCallback = unsafe extern "C" fn(RawStream, HipResult, *mut c_void);
 
@@ -293,10 +292,6 @@ impl Api {
             get_error_string = lib "hipGetErrorString" "cudaGetErrorString",
         })
     }
-}
-
-fn check(rc: HipResult) -> Result<(), HipError> {
-    if rc == 0 { Ok(()) } else { Err(HipError(rc)) }
 }
 
 /// A loaded GPU runtime (HIP or CUDA).

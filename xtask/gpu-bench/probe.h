@@ -1,6 +1,6 @@
 // What the probes share: a monotonic clock in seconds, the data file named on the command line
-// (open_data), and CHECK, which ends the program with
-// the runtime's message when a CUDA call fails (include cuda_runtime_api.h first to use it).
+// (open_data), threads run and timed together (run_threads), and CHECK, which ends the program
+// with the runtime's message when a CUDA call fails (include cuda_runtime_api.h first to use it).
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
