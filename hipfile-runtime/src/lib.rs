@@ -29,10 +29,11 @@
 pub mod ais;
 pub mod device;
 mod ffi;
-mod gather;
+mod kernels;
 mod loader;
 pub mod nvidia_cufile;
 pub mod runtime;
+mod serve;
 
 pub use ais::{AmdFileHandle, AmdFileIo};
 pub use device::{DeviceProp, DevicePropR0600, device_attribute_v5};
