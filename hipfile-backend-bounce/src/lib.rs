@@ -90,8 +90,6 @@ struct Inner<G: GpuRuntime + ?Sized + 'static> {
     /// Small reads from several threads are copied together ([`gather`]): the settings allow
     /// it and the runtime gathers in one operation.
     gather: bool,
-    /// Small reads' copies are served ([`GpuRuntime::serve`]) where the runtime can.
-    serve: bool,
     topology: Topology,
     /// Where the topology was read (`/sys`), for the devices' PCI addresses.
     sysfs: PathBuf,
@@ -228,7 +226,6 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
                 profile: Profile::default(),
                 demote,
                 gather,
-                serve: settings.serve,
                 topology: Topology::read(&sysfs),
                 sysfs,
                 devices: RwLock::new(HashMap::new()),

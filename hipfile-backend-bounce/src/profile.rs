@@ -31,8 +31,6 @@ pub(crate) struct Profile {
     /// in them.
     pub(crate) gathered_copies: AtomicU64,
     pub(crate) gathered_pieces: AtomicU64,
-    /// Small reads' copies served with no runtime call ([`hipfile_core::GpuRuntime::serve`]).
-    pub(crate) served_copies: AtomicU64,
     /// Reads, wall time per call (not thread time): from its start to its first copy queued,
     /// and to its last.
     pub(crate) first_copy_wall_ns: AtomicU64,
@@ -63,7 +61,6 @@ impl Profile {
             ("demoted_bytes", get(&self.demoted_bytes)),
             ("gathered_copies", get(&self.gathered_copies)),
             ("gathered_pieces", get(&self.gathered_pieces)),
-            ("served_copies", get(&self.served_copies)),
             ("first_copy_wall_ns", get(&self.first_copy_wall_ns)),
             ("last_copy_wall_ns", get(&self.last_copy_wall_ns)),
             ("direct_slot_wait_ns", get(&reads.direct_streams.wait_ns)),

@@ -187,18 +187,8 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
             if n == 0 {
                 return Ok(0);
             }
-            let piece = slot.piece(req.file_offset, req.memory.part(0, n));
-            if self.serve {
-                let waited = Instant::now();
-                // SAFETY: the window holds the `n` bytes just read and stays untouched until the
-                // call returns; the request's device memory is valid until its caller returns.
-                if let Some(served) = unsafe { self.gpu.serve(piece) } {
-                    charge(&self.profile.copy_wait_ns, waited);
-                    self.profile.served_copies.fetch_add(1, Ordering::Relaxed);
-                    return served.map(|()| n).map_err(Into::into);
-                }
-            }
             if self.gathers(dev, n) {
+                let piece = slot.piece(req.file_offset, req.memory.part(0, n));
                 let waited = Instant::now();
                 // SAFETY: the window holds the `n` bytes just read and stays untouched until the
                 // gathered copy has run (or, should it fail, until the slot's next taker has
@@ -464,48 +454,34 @@ mod tests {
     }
 
     /// Small reads from many threads at once: every read's bytes land where it asked, and a
-    /// copy that fails fails its own read alone. The runtime serves the copies it can (on the
-    /// mock as on CUDA: those whose addresses and length are multiples of 16), the others are
-    /// copied the usual way.
+    /// copy that fails fails its own read alone.
     #[test]
     fn small_reads_from_many_threads_each_get_their_bytes() {
-        let (copies, failed) = small_reads_from_threads(4096, true);
-        assert_eq!(copies.gathered, 0, "under 16 KiB, nothing gathered");
-        assert!(copies.served > 0 && copies.served < (THREADS * READS) as u64, "{copies:?}");
+        let (gathered, failed) = small_reads_from_threads(4096);
+        assert_eq!(gathered, 0, "under 16 KiB, a copy each");
         assert_eq!(failed, 1, "one copy failed, one read");
     }
 
-    /// From 16 KiB on a busy device, small reads' copies that are not served are gathered
-    /// ([`crate::gather`]): each thread still gets its own bytes, and a failed copy fails the
-    /// reads gathered with it (each thread has one in flight), no more.
+    /// From 16 KiB on a busy device, small reads' copies are gathered ([`crate::gather`]): each
+    /// thread still gets its own bytes, and a failed copy fails the reads gathered with it
+    /// (each thread has one in flight), no more.
     #[test]
     fn small_reads_gathered_from_many_threads_each_get_their_bytes() {
-        for serve in [false, true] {
-            let (copies, failed) = small_reads_from_threads(64 << 10, serve);
-            assert!(copies.gathered > 0, "gathered copies ({serve})");
-            assert_eq!(copies.served > 0, serve);
-            assert!((1..=THREADS).contains(&failed), "{failed} reads failed");
-        }
+        let (gathered, failed) = small_reads_from_threads(64 << 10);
+        assert!(gathered > 0, "gathered copies");
+        assert!((1..=THREADS).contains(&failed), "{failed} reads failed");
     }
 
     const THREADS: usize = 8;
-    const READS: usize = 100;
-
-    /// Copies counted by the mock GPU.
-    #[derive(Debug)]
-    struct Copies {
-        gathered: u64,
-        served: u64,
-    }
 
     /// [`THREADS`] threads' small reads of up to `longest` bytes, each into its own device
-    /// range, copies served where `serve`: every read's bytes checked; then again with one copy
-    /// failing. The copies of the first run, and the failed reads of the second.
-    fn small_reads_from_threads(longest: usize, serve: bool) -> (Copies, usize) {
+    /// range: every read's bytes checked; then again with one copy failing. The gathered copies
+    /// of the first run, and the failed reads of the second.
+    fn small_reads_from_threads(longest: usize) -> (u64, usize) {
         use hipfile_backend_mock::MockGpu;
+        const READS: usize = 100;
         let gpu = MockGpu::new(1);
-        let settings =
-            BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, serve, ..BounceSettings::default() };
+        let settings = BounceSettings { threads: 4, chunk: 1 << 20, io_uring: false, ..BounceSettings::default() };
         let bounce = Bounce::new(Arc::clone(&gpu), &settings);
         let data: Vec<u8> = (0..8usize << 20).map(|i| (i * 31 % 251) as u8).collect();
         let file = TestFile::new(&data);
@@ -539,8 +515,8 @@ mod tests {
             gpu.read_device(dev + slot * longest, &mut back[..len]).unwrap();
             assert!(back[..len] == data[at as usize..at as usize + len], "read {slot}");
         }
-        let copies = Copies { gathered: gpu.faults().gather_count(), served: gpu.faults().serve_count() };
+        let gathered = gpu.faults().gather_count();
         gpu.faults().fail_copy((THREADS * READS / 2) as u64, hipfile_core::HipError::INVALID_VALUE);
-        (copies, run().into_iter().filter(|r| r.3.is_err()).count())
+        (gathered, run().into_iter().filter(|r| r.3.is_err()).count())
     }
 }

@@ -15,7 +15,6 @@ pub struct Faults {
     armed: AtomicBool,
     copies: AtomicU64,
     gathers: AtomicU64,
-    serves: AtomicU64,
     events_recorded: AtomicU64,
     state: Mutex<State>,
 }
@@ -103,16 +102,6 @@ impl Faults {
 
     pub(crate) fn gathered(&self) {
         self.gathers.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Served copies so far ([`GpuRuntime::serve`](hipfile_core::GpuRuntime::serve); each
-    /// counts among the copies too).
-    pub fn serve_count(&self) -> u64 {
-        self.serves.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn served(&self) {
-        self.serves.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Events recorded on streams so far.

@@ -513,25 +513,6 @@ impl GpuRuntime for MockGpu {
         )
     }
 
-    /// The mock serves small copies as CUDA's kernel does, done when the call returns, and
-    /// only those whose addresses and length are multiples of 16, as there (so that the bounce
-    /// path's served reads, and the others, run in every test).
-    unsafe fn serve(&self, piece: GatherPiece) -> Option<Result<(), HipError>> {
-        if !(piece.src | piece.dst.addr() | piece.dst.len()).is_multiple_of(16) {
-            return None;
-        }
-        let dst = match self.device_view(piece.dst.addr(), piece.dst.len()) {
-            Ok(dst) => dst,
-            Err(e) => return Some(Err(e)),
-        };
-        self.faults.served();
-        Some(self.faults.before_copy().map(|()| {
-            // SAFETY: the caller keeps the source valid until this returns; the destination was
-            // just checked to lie inside a device allocation, whose bytes are host memory.
-            unsafe { std::ptr::copy(self.view_of(piece.src) as *const u8, dst as *mut u8, piece.dst.len()) }
-        }))
-    }
-
     fn stream_create(&self) -> Result<Stream, HipError> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         lock(&self.streams).insert(id, Arc::new(StreamWorker::start()));

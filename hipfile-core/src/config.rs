@@ -197,9 +197,6 @@ pub struct BounceSettings {
     /// copied to the device together, one operation for all of them, where the runtime can
     /// ([`crate::GpuRuntime::gathers`]).
     pub gather: bool,
-    /// `HIPFILE_BOUNCE_SERVE` (default true): small reads' copies are served with no runtime
-    /// call each, where the runtime can ([`crate::GpuRuntime::serve`]).
-    pub serve: bool,
 }
 
 impl Default for BounceSettings {
@@ -213,7 +210,6 @@ impl Default for BounceSettings {
             demote: Demote::Auto,
             direct_streams: 8,
             gather: true,
-            serve: true,
         }
     }
 }
@@ -403,7 +399,6 @@ impl Config {
             BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems,
             BoolTarget::DurableWrites => self.bounce.durable_writes,
             BoolTarget::Gather => self.bounce.gather,
-            BoolTarget::Serve => self.bounce.serve,
         }
     }
 
@@ -414,7 +409,6 @@ impl Config {
             BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems = v,
             BoolTarget::DurableWrites => self.bounce.durable_writes = v,
             BoolTarget::Gather => self.bounce.gather = v,
-            BoolTarget::Serve => self.bounce.serve = v,
         }
     }
 
@@ -615,7 +609,6 @@ mod tests {
             ("HIPFILE_BOUNCE_DEMOTE", "false"),
             ("HIPFILE_BOUNCE_DIRECT_STREAMS", "16"),
             ("HIPFILE_BOUNCE_GATHER", "no"),
-            ("HIPFILE_BOUNCE_SERVE", "off"),
         ])
         .unwrap();
         let expected = BounceSettings {
@@ -627,7 +620,6 @@ mod tests {
             demote: Demote::Off,
             direct_streams: 16,
             gather: false,
-            serve: false,
         };
         assert_eq!(c.bounce, expected);
         for (word, demote) in [("on", Demote::Auto), (" Stream", Demote::Stream)] {

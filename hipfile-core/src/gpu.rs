@@ -271,19 +271,6 @@ pub trait GpuRuntime: Send + Sync {
         unsafe { copy_each(self, pieces, stream) }
     }
 
-    /// Copies `piece` to the current device and returns once it is there, with no runtime
-    /// call of its own where the runtime serves small copies (CUDA: a kernel kept running while
-    /// they come; docs/performance.md, "Small reads and many callers"). `None` where this one
-    /// is not served, nothing having been copied: the caller copies it the usual way.
-    ///
-    /// # Safety
-    /// As [`GpuRuntime::memcpy`] to the device, the copy done when this returns; the source
-    /// must be pinned memory from [`GpuRuntime::host_alloc`] or [`GpuRuntime::host_register`].
-    unsafe fn serve(&self, piece: GatherPiece) -> Option<Result<(), HipError>> {
-        let _ = piece;
-        None
-    }
-
     /// Creates a stream on the current device.
     fn stream_create(&self) -> Result<Stream, HipError>;
 

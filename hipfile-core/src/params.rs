@@ -241,14 +241,11 @@ pub enum BoolTarget {
     /// `HIPFILE_BOUNCE_GATHER`: small reads from several threads at once are copied to the
     /// device together where the runtime can.
     Gather,
-    /// `HIPFILE_BOUNCE_SERVE`: small reads' copies are served without a runtime call each where
-    /// the runtime can.
-    Serve,
 }
 
 /// The boolean `HIPFILE_*` variables and what each sets (its default is the configuration's):
 /// one list, read by the configuration and held to docs/configuration.md by a test.
-pub const BOOL_VARIABLES: [(&str, BoolTarget); 8] = [
+pub const BOOL_VARIABLES: [(&str, BoolTarget); 7] = [
     ("HIPFILE_ALLOW_COMPAT_MODE", BoolTarget::Param(BoolParam::AllowCompatMode)),
     ("HIPFILE_FORCE_COMPAT_MODE", BoolTarget::Param(BoolParam::ForceCompatMode)),
     ("HIPFILE_UNSUPPORTED_FILE_SYSTEMS", BoolTarget::UnsupportedFileSystems),
@@ -256,7 +253,6 @@ pub const BOOL_VARIABLES: [(&str, BoolTarget); 8] = [
     ("HIPFILE_DURABLE_WRITES", BoolTarget::DurableWrites),
     ("HIPFILE_BOUNCE_IO_URING", BoolTarget::Param(BoolParam::PreferIoUring)),
     ("HIPFILE_BOUNCE_GATHER", BoolTarget::Gather),
-    ("HIPFILE_BOUNCE_SERVE", BoolTarget::Serve),
 ];
 
 /// Whether size parameter `p` takes `v`: inside its [`size_range`], and for

@@ -29,11 +29,10 @@
 pub mod ais;
 pub mod device;
 mod ffi;
-mod kernels;
+mod gather;
 mod loader;
 pub mod nvidia_cufile;
 pub mod runtime;
-mod serve;
 
 pub use ais::{AmdFileHandle, AmdFileIo};
 pub use device::{DeviceProp, DevicePropR0600, device_attribute_v5};

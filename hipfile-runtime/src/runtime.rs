@@ -8,7 +8,7 @@ use std::panic::AssertUnwindSafe;
 use hipfile_core::{CopyKind, Event, GatherPiece, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::ffi::{HipResult, RawStream, check};
-use crate::kernels::Kernels;
+use crate::gather::Gather;
 use crate::loader::{Library, LoadError};
 
 /// HIP libraries tried by `dlopen` when the process has no runtime symbols, in order.
@@ -303,7 +303,7 @@ pub struct LoadedRuntime {
     path: String,
     mock: bool,
     /// CUDA's gathered copy, where the runtime can launch it.
-    kernels: Option<Kernels>,
+    gather: Option<Gather>,
 }
 
 impl fmt::Debug for LoadedRuntime {
@@ -365,8 +365,8 @@ impl LoadedRuntime {
             Vendor::Cuda => Abi::V6,
         };
         let mock = lib.symbol(MOCK_MARKER).is_some();
-        let kernels = if vendor == Vendor::Cuda { Kernels::resolve(lib) } else { None };
-        Ok(LoadedRuntime { api, vendor, version, abi, path, mock, kernels })
+        let gather = if vendor == Vendor::Cuda { Gather::resolve(lib) } else { None };
+        Ok(LoadedRuntime { api, vendor, version, abi, path, mock, gather })
     }
 
     /// Whose runtime this is.
@@ -545,17 +545,12 @@ impl GpuRuntime for LoadedRuntime {
     }
 
     fn gathers(&self) -> bool {
-        self.kernels.is_some()
+        self.gather.is_some()
     }
 
     unsafe fn gather(&self, pieces: &[GatherPiece], stream: Stream) -> Result<(), HipError> {
         // SAFETY: the trait's contract.
-        unsafe { crate::kernels::launch_or_copy(self.kernels.as_ref(), self, pieces, stream) }
-    }
-
-    unsafe fn serve(&self, piece: GatherPiece) -> Option<Result<(), HipError>> {
-        // SAFETY: the trait's contract.
-        unsafe { self.kernels.as_ref()?.serve(self, piece) }
+        unsafe { crate::gather::launch_or_copy(self.gather.as_ref(), self, pieces, stream) }
     }
 
     fn stream_create(&self) -> Result<Stream, HipError> {

@@ -8,6 +8,9 @@
 //   gcc -O2 -I/usr/local/cuda/include serve_probe.c -L/usr/local/cuda/lib64 \
 //       -L/usr/local/cuda/lib64/stubs -lcudart -lcuda -lpthread
 //   ./a.out FILE            (FILE warm, at least 64 MiB)
+//
+// Result (docs/bench/history.md, 2026-12-03): slower than a copy and a wait per read except for
+// kernels kept running without bound; a relaunch costs about 100 µs. Not used by the library.
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -39,8 +42,8 @@ static const char PTX[] =
     "ld.volatile.global.u32 %r5, [%rd2];\nsetp.ne.u32 %p2, %r5, 0;\n@%p2 bra QUIT;\n"
     "mov.u64 %rd14, %globaltimer;\nsub.u64 %rd37, %rd14, %rd35;\nsetp.gt.u64 %p11, %rd37, %rd36;\n@%p11 bra CLOSE;\n"
     "ld.acquire.sys.global.u64 %rd13, [%rd7];\nsetp.ne.u64 %p3, %rd13, %rd8;\n@%p3 bra TAKE;\n"
-    "ld.volatile.global.u64 %rd34, [%rd2+8];\nmax.u64 %rd34, %rd34, %rd9;\n"
-    "sub.u64 %rd15, %rd14, %rd34;\nsetp.gt.u64 %p4, %rd15, %rd5;\n@%p4 bra CLOSE;\n"
+    "ld.volatile.global.u64 %rd34, [%rd2+8];\nmax.u64 %rd34, %rd34, %rd9;\nmov.u64 %rd14, %globaltimer;\n"
+    "sub.s64 %rd15, %rd14, %rd34;\nsetp.gt.s64 %p4, %rd15, %rd5;\n@%p4 bra CLOSE;\n"
     "setp.eq.u32 %p5, %r1, 0;\n@%p5 bra POLL;\nnanosleep.u32 %r1;\nbra POLL;\n"
     "CLOSE:\nmov.u32 %r6, 1;\nst.volatile.global.u32 [%rd2], %r6;\nmembar.sys;\nst.volatile.global.u64 [%rd3], %rd4;\n"
     "QUIT:\nmov.u64 %rd16, 0;\nst.shared.u64 [job], %rd16;\nbra WAIT;\n"
@@ -85,6 +88,7 @@ static _Atomic long launches;
 static uint64_t idle_ns = 1000000;
 static unsigned nap, per_block = 1024;
 static uint64_t life = ~0ull;
+static unsigned queued = 1; // kernels kept launched: the running one and those waiting behind it
 static int fd;
 static long file_size;
 static size_t io;
@@ -104,12 +108,12 @@ static void load(void) {
     CHECK(cudaLibraryGetKernel(&kernel, lib, "serve"));
 }
 
-// Launches the kernel again where the last one has closed (or none has run).
+// Launches a kernel where fewer than `queued` are running or waiting (one a call).
 static void ensure_serving(void) {
-    if (*closed != atomic_load(&live_gen))
+    if (atomic_load(&live_gen) - *closed >= queued)
         return;
     pthread_mutex_lock(&launching);
-    if (*closed == atomic_load(&live_gen)) {
+    if (atomic_load(&live_gen) - *closed < queued) {
         uint64_t gen = atomic_load(&live_gen) + 1;
         atomic_store(&live_gen, gen);
         CHECK(cudaMemsetAsync(state, 0, 16, serve_stream));
@@ -155,6 +159,7 @@ static enum mode mode;
 static _Atomic long wrong;
 
 static _Atomic int readers_done;
+static _Atomic long spaced_ns; // summed time of the spaced requests (each launches a kernel)
 static double sync_most, sync_sum;
 static long syncs;
 
@@ -193,7 +198,10 @@ static void *run(void *arg) {
             CHECK(cudaStreamSynchronize(s));
             continue;
         }
+        double t0 = now();
         serve((int)t, host, to, io);
+        if (mode == SPACED)
+            atomic_fetch_add(&spaced_ns, (long)((now() - t0) * 1e9));
         if (mode == CHECKED || mode == SPACED) {
             CHECK(cudaMemcpyAsync(back, to, io, cudaMemcpyDeviceToHost, s));
             CHECK(cudaStreamSynchronize(s));
@@ -236,23 +244,25 @@ int main(int argc, char **argv) {
     long before = atomic_load(&launches);
     run_threads(2, run);
     printf("bytes checked: %ld wrong (4 sizes x 16 threads x 2000, 256 KiB x 2 threads x 500 spaced; %ld launches "
-           "for the spaced ones)\n",
-           atomic_load(&wrong), atomic_load(&launches) - before);
+           "for the spaced ones, %.1f us a spaced request)\n",
+           atomic_load(&wrong), atomic_load(&launches) - before, atomic_load(&spaced_ns) / 1000.0 / 1e3);
     idle_ns = 20000;
     struct config {
         int threads;
         enum mode mode;
         unsigned per_block, nap;
         uint64_t life;
+        unsigned queued;
     } configs[] = {
-        {THREADS, COPY, 0, 0, 0},
-        {1, COPY, 0, 0, 0},
-        {1, SERVED, 1024, 0, 200000},
-        {THREADS, SERVED, 1024, 0, ~0ull},
-        {THREADS, SERVED, 1024, 500, ~0ull},
-        {THREADS, SERVED, 256, 0, ~0ull},
-        {THREADS, SERVED, 1024, 0, 200000},
-        {THREADS, SERVED_NO_READ, 1024, 0, ~0ull},
+        {THREADS, COPY, 0, 0, 0, 0},
+        {1, COPY, 0, 0, 0, 0},
+        {1, SERVED, 1024, 0, 200000, 1},
+        {1, SERVED, 1024, 0, 200000, 2},
+        {THREADS, SERVED, 1024, 0, ~0ull, 1},
+        {THREADS, SERVED, 1024, 0, 200000, 1},
+        {THREADS, SERVED, 1024, 0, 200000, 2},
+        {THREADS, SERVED, 256, 0, 200000, 2},
+        {THREADS, SERVED_NO_READ, 1024, 0, 200000, 2},
     };
     for (int z = 0; z < 4; z++)
         for (int c = 0; c < (int)(sizeof configs / sizeof *configs); c++) {
@@ -262,25 +272,29 @@ int main(int argc, char **argv) {
             per_block = k.per_block;
             nap = k.nap;
             life = k.life;
+            queued = k.queued ? k.queued : 1;
             long l0 = atomic_load(&launches);
             double secs = run_threads(k.threads, run);
             long reads = (long)CALLS * k.threads;
-            printf("%7zu B x %2d threads  %-20s block %4u nap %3u life %6.0f us  %7.2f us/read/thread  %6.2f GB/s  "
+            printf("%7zu B x %2d threads  %-20s block %4u queued %u life %6.0f us  %7.2f us/read/thread  %6.2f GB/s  "
                    "(%ld launches)\n",
-                   io, k.threads, names[mode], per_block, nap, life == ~0ull ? -1.0 : life / 1e3,
+                   io, k.threads, names[mode], per_block, queued, life == ~0ull ? -1.0 : life / 1e3,
                    secs / CALLS * 1e6, (double)io * reads / secs / 1e9, atomic_load(&launches) - l0);
         }
     // cudaDeviceSynchronize from one thread, every 1 ms, while 15 threads read 64 KiB (served).
     io = 65536;
     mode = SYNCING;
-    for (int c = 0; c < 2; c++) {
+    per_block = 1024;
+    for (int c = 0; c < 3; c++) {
         life = c ? 200000 : ~0ull;
+        queued = c == 2 ? 2 : 1;
         sync_most = sync_sum = 0;
         syncs = 0;
         atomic_store(&readers_done, 0);
         double secs = run_threads(THREADS, run);
-        printf("device syncs under 15 readers (life %s): %ld syncs, mean %.1f us, most %.1f us; reads took %.2f s\n",
-               c ? "200 us" : "unbounded", syncs, sync_sum / syncs * 1e6, sync_most * 1e6, secs);
+        printf("device syncs under 15 readers (life %s, queued %u): %ld syncs, mean %.1f us, most %.1f us; reads "
+               "took %.2f s\n",
+               c ? "200 us" : "unbounded", queued, syncs, sync_sum / syncs * 1e6, sync_most * 1e6, secs);
     }
     return 0;
 }
