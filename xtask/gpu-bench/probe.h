@@ -1,6 +1,7 @@
 // What the probes share: a monotonic clock in seconds, the data file named on the command line
-// (open_data), threads run and timed together (run_threads), and CHECK, which ends the program
-// with the runtime's message when a CUDA call fails (include cuda_runtime_api.h first to use it).
+// (open_data), threads run and timed together (run_threads), CHECK, which ends the program
+// with the runtime's message when a CUDA call fails (include cuda_runtime_api.h first to use it),
+// and load_kernel, a kernel of a PTX module (include cuda.h first to use it).
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -49,3 +50,23 @@ static double run_threads(int n, void *(*fn)(void *)) {
         pthread_join(th[t], NULL);
     return now() - t0;
 }
+
+#ifdef __cuda_cuda_h__
+// The kernel `name` of the PTX module `ptx`; where the module does not load, exits with the
+// driver's log of why.
+static cudaKernel_t load_kernel(const char *ptx, const char *name) {
+    cudaLibrary_t lib;
+    cudaKernel_t kernel;
+    if (cudaLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess) {
+        char log[8192] = "";
+        CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *vals[] = {log, (void *)(size_t)sizeof log};
+        CUmodule m;
+        CUresult r = cuModuleLoadDataEx(&m, ptx, 2, opts, vals);
+        fprintf(stderr, "cudaLibraryLoadData failed; cuModuleLoadDataEx: %d\n%s\n", r, log);
+        exit(1);
+    }
+    CHECK(cudaLibraryGetKernel(&kernel, lib, name));
+    return kernel;
+}
+#endif

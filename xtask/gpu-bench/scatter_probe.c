@@ -58,21 +58,6 @@ static char *dev, *staging;
 #define GROUP 16
 #define THREADS 16
 
-static void load(void) {
-    cudaLibrary_t lib;
-    if (cudaLibraryLoadData(&lib, PTX, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess) {
-        // The driver's log says why.
-        char log[8192] = "";
-        CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-        void *vals[] = {log, (void *)(size_t)sizeof log};
-        CUmodule m;
-        CUresult r = cuModuleLoadDataEx(&m, PTX, 2, opts, vals);
-        fprintf(stderr, "cudaLibraryLoadData failed; cuModuleLoadDataEx: %d\n%s\n", r, log);
-        exit(1);
-    }
-    CHECK(cudaLibraryGetKernel(&kernel, lib, "scatter"));
-}
-
 static void launch(struct pieces *ps, unsigned n, cudaStream_t s) {
     unsigned long long most = 0;
     for (unsigned i = 0; i < n; i++)
@@ -228,7 +213,7 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc((void **)&dev, (size_t)THREADS << 20));
     CHECK(cudaMalloc((void **)&staging, (size_t)GROUP << 20));
     CHECK(cudaStreamCreateWithFlags(&lead_stream, cudaStreamNonBlocking));
-    load();
+    kernel = load_kernel(PTX, "scatter");
     check();
     size_t sizes[] = {4096, 16384, 65536, 262144};
     for (int z = 0; z < 4; z++)

@@ -94,20 +94,6 @@ static long file_size;
 static size_t io;
 static char *dev;
 
-static void load(void) {
-    cudaLibrary_t lib;
-    if (cudaLibraryLoadData(&lib, PTX, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess) {
-        char log[8192] = "";
-        CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-        void *vals[] = {log, (void *)(size_t)sizeof log};
-        CUmodule m;
-        CUresult r = cuModuleLoadDataEx(&m, PTX, 2, opts, vals);
-        fprintf(stderr, "cudaLibraryLoadData failed; cuModuleLoadDataEx: %d\n%s\n", r, log);
-        exit(1);
-    }
-    CHECK(cudaLibraryGetKernel(&kernel, lib, "serve"));
-}
-
 // Launches a kernel where fewer than `queued` are running or waiting (one a call).
 static void ensure_serving(void) {
     if (atomic_load(&live_gen) - *closed >= queued)
@@ -143,10 +129,10 @@ static void serve(int i, void *src, void *dst, size_t len) {
     atomic_thread_fence(memory_order_acquire);
 }
 
-static off_t random_offset(unsigned *seed) { return (off_t)(rand_r(seed) % (file_size / io)) * io; }
-
-static void read_at(char *into, off_t off) {
-    if (pread(fd, into, io, off) != (ssize_t)io) {
+// Reads `io` bytes of the file at a random multiple of `io`.
+static void read_random(char *into, unsigned *seed) {
+    off_t at = (off_t)(rand_r(seed) % (file_size / io)) * io;
+    if (pread(fd, into, io, at) != (ssize_t)io) {
         perror("pread");
         exit(1);
     }
@@ -192,7 +178,7 @@ static void *run(void *arg) {
     int calls = mode == SPACED ? 500 : mode == CHECKED ? 2000 : CALLS;
     for (int i = 0; i < calls; i++) {
         if (mode != SERVED_NO_READ && mode != SYNCING)
-            read_at(host, random_offset(&seed));
+            read_random(host, &seed);
         if (mode == COPY) {
             CHECK(cudaMemcpyAsync(to, host, io, cudaMemcpyHostToDevice, s));
             CHECK(cudaStreamSynchronize(s));
@@ -230,7 +216,7 @@ int main(int argc, char **argv) {
     memset(queue, 0, sizeof(struct slot) * THREADS + 64);
     closed = (volatile uint64_t *)(queue + THREADS);
     CHECK(cudaStreamCreateWithFlags(&serve_stream, cudaStreamNonBlocking));
-    load();
+    kernel = load_kernel(PTX, "serve");
     // Bytes checked: every size, 16 threads with the kernel kept running, then 2 threads whose
     // requests come 200 us apart with idle 50 us (each request finds the kernel closed).
     size_t sizes[] = {4096, 16384, 65536, 262144};
