@@ -2,8 +2,8 @@
 // while small reads come (a block for each staging slot), polling the slots' requests in pinned
 // host memory, copying each request's bytes from host memory to its device address and writing
 // its acknowledgement back to host memory, against one copy call and a stream wait per read.
-// The kernel ends once no request has come for a while (`idle`); a request that finds it ended
-// launches it again. Built and run on the GPU machine:
+// The kernel ends once no request has come for a while (`idle`), or after `life`; a request that
+// finds it ended launches it again. Built and run on the GPU machine:
 //
 //   gcc -O2 -I/usr/local/cuda/include serve_probe.c -L/usr/local/cuda/lib64 \
 //       -L/usr/local/cuda/lib64/stubs -lcudart -lcuda -lpthread
@@ -28,10 +28,10 @@
 static const char PTX[] =
     ".version 7.0\n.target sm_75\n.address_size 64\n"
     ".visible .entry serve(.param .u64 queue, .param .u64 state, .param .u64 closed, .param .u64 gen,"
-    " .param .u64 idle, .param .u32 nap, .param .u64 life)\n{\n"
+    " .param .u64 idle, .param .u64 life)\n{\n"
     ".reg .pred %p<12>;\n.reg .b32 %r<32>;\n.reg .b64 %rd<40>;\n.shared .align 16 .b64 job[4];\n"
     "ld.param.u64 %rd1, [queue];\nld.param.u64 %rd2, [state];\nld.param.u64 %rd3, [closed];\n"
-    "ld.param.u64 %rd4, [gen];\nld.param.u64 %rd5, [idle];\nld.param.u32 %r1, [nap];\nld.param.u64 %rd36, [life];\n"
+    "ld.param.u64 %rd4, [gen];\nld.param.u64 %rd5, [idle];\nld.param.u64 %rd36, [life];\n"
     "cvta.to.global.u64 %rd2, %rd2;\ncvta.to.global.u64 %rd3, %rd3;\n"
     "mov.u32 %r2, %ctaid.x;\nmul.wide.u32 %rd6, %r2, 128;\nadd.u64 %rd7, %rd1, %rd6;\ncvta.to.global.u64 %rd7, %rd7;\n"
     "mov.u32 %r3, %tid.x;\nsetp.eq.u32 %p1, %r3, 0;\n"
@@ -44,7 +44,7 @@ static const char PTX[] =
     "ld.acquire.sys.global.u64 %rd13, [%rd7];\nsetp.ne.u64 %p3, %rd13, %rd8;\n@%p3 bra TAKE;\n"
     "ld.volatile.global.u64 %rd34, [%rd2+8];\nmax.u64 %rd34, %rd34, %rd9;\nmov.u64 %rd14, %globaltimer;\n"
     "sub.s64 %rd15, %rd14, %rd34;\nsetp.gt.s64 %p4, %rd15, %rd5;\n@%p4 bra CLOSE;\n"
-    "setp.eq.u32 %p5, %r1, 0;\n@%p5 bra POLL;\nnanosleep.u32 %r1;\nbra POLL;\n"
+    "bra POLL;\n"
     "CLOSE:\nmov.u32 %r6, 1;\nst.volatile.global.u32 [%rd2], %r6;\nmembar.sys;\nst.volatile.global.u64 [%rd3], %rd4;\n"
     "QUIT:\nmov.u64 %rd16, 0;\nst.shared.u64 [job], %rd16;\nbra WAIT;\n"
     "TAKE:\nld.volatile.global.u64 %rd17, [%rd7+8];\nld.volatile.global.u64 %rd18, [%rd7+16];\n"
@@ -86,7 +86,7 @@ static _Atomic uint64_t live_gen;
 static pthread_mutex_t launching = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic long launches;
 static uint64_t idle_ns = 1000000;
-static unsigned nap, per_block = 1024;
+static unsigned per_block = 1024;
 static uint64_t life = ~0ull;
 static unsigned queued = 1; // kernels kept launched: the running one and those waiting behind it
 static int fd;
@@ -104,7 +104,7 @@ static void ensure_serving(void) {
         atomic_store(&live_gen, gen);
         CHECK(cudaMemsetAsync(state, 0, 16, serve_stream));
         void *q = queue, *c = (void *)closed;
-        void *args[] = {&q, &state, &c, &gen, &idle_ns, &nap, &life};
+        void *args[] = {&q, &state, &c, &gen, &idle_ns, &life};
         dim3 grid = {THREADS, 1, 1}, block = {per_block, 1, 1};
         CHECK(cudaLaunchKernel((const void *)kernel, grid, block, args, 0, serve_stream));
         atomic_fetch_add(&launches, 1);
@@ -236,19 +236,19 @@ int main(int argc, char **argv) {
     struct config {
         int threads;
         enum mode mode;
-        unsigned per_block, nap;
+        unsigned per_block;
         uint64_t life;
         unsigned queued;
     } configs[] = {
-        {THREADS, COPY, 0, 0, 0, 0},
-        {1, COPY, 0, 0, 0, 0},
-        {1, SERVED, 1024, 0, 200000, 1},
-        {1, SERVED, 1024, 0, 200000, 2},
-        {THREADS, SERVED, 1024, 0, ~0ull, 1},
-        {THREADS, SERVED, 1024, 0, 200000, 1},
-        {THREADS, SERVED, 1024, 0, 200000, 2},
-        {THREADS, SERVED, 256, 0, 200000, 2},
-        {THREADS, SERVED_NO_READ, 1024, 0, 200000, 2},
+        {THREADS, COPY, 0, 0, 1},
+        {1, COPY, 0, 0, 1},
+        {1, SERVED, 1024, 200000, 1},
+        {1, SERVED, 1024, 200000, 2},
+        {THREADS, SERVED, 1024, ~0ull, 1},
+        {THREADS, SERVED, 1024, 200000, 1},
+        {THREADS, SERVED, 1024, 200000, 2},
+        {THREADS, SERVED, 256, 200000, 2},
+        {THREADS, SERVED_NO_READ, 1024, 200000, 2},
     };
     for (int z = 0; z < 4; z++)
         for (int c = 0; c < (int)(sizeof configs / sizeof *configs); c++) {
@@ -256,9 +256,8 @@ int main(int argc, char **argv) {
             io = sizes[z];
             mode = k.mode;
             per_block = k.per_block;
-            nap = k.nap;
             life = k.life;
-            queued = k.queued ? k.queued : 1;
+            queued = k.queued;
             long l0 = atomic_load(&launches);
             double secs = run_threads(k.threads, run);
             long reads = (long)CALLS * k.threads;
