@@ -19,6 +19,7 @@ use hipfile::{
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{BenchArgs, Mode};
+use crate::sched;
 
 /// One mode's measurement.
 #[derive(Clone, Debug)]
@@ -36,6 +37,10 @@ pub(crate) struct Outcome {
     pub(crate) mean_gbps: f64,
     /// Each run's GB/s, in order (the first is the first call of the mode).
     pub(crate) run_gbps: Vec<f64>,
+    /// Each run's time its threads (the callers and the library's) waited runnable for a CPU,
+    /// in ms, and how often they were switched out so; see [`crate::sched`].
+    pub(crate) run_cpu_wait_ms: Vec<f64>,
+    pub(crate) run_preempted: Vec<u64>,
     /// The process's CPU time (user and system, every thread's) over the runs, per GB moved.
     pub(crate) cpu_s_per_gb: f64,
     pub(crate) verified: Option<bool>,
@@ -322,7 +327,7 @@ fn measure(
     let (io, calls) = plan(args, mode, size);
     let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum::<u64>() * targets.len() as u64;
     let cold = args.cold && mode.is_read();
-    let mut rates = Vec::new();
+    let (mut rates, mut cpu_waits, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
     let (enqueued, probes) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
     let cpu_before = cpu_seconds();
     for run in 0..args.runs {
@@ -342,6 +347,7 @@ fn measure(
         // threads already). Each thread reads the clock itself, so a late main thread does
         // not shorten the measured time.
         let ready = Barrier::new(calls.len() * targets.len());
+        let (waits_before, switches_before) = (sched::waits_by_thread(), sched::involuntary_switches());
         let timed = std::thread::scope(|s| {
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
@@ -366,6 +372,10 @@ fn measure(
         let first = timed.iter().map(|t| t.0).min().expect("at least one thread");
         let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
         rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
+        let callers: u64 = timed.iter().map(|t| t.2).sum();
+        let others = sched::waited_between(&waits_before, &sched::waits_by_thread());
+        cpu_waits.push((callers + others) as f64 / 1e6);
+        preempted.push(sched::involuntary_switches().saturating_sub(switches_before));
     }
     let cpu = cpu_seconds() - cpu_before;
     let verified = if args.verify { verify(targets, &calls, target)? } else { None };
@@ -380,6 +390,8 @@ fn measure(
         best_gbps: rates.iter().copied().fold(0.0, f64::max),
         mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
         run_gbps: rates,
+        run_cpu_wait_ms: cpu_waits,
+        run_preempted: preempted,
         cpu_s_per_gb: cpu / (total as f64 * args.runs as f64 / 1e9),
         verified,
         profile: Vec::new(),
@@ -429,7 +441,7 @@ fn thread_calls(
     ready: &Barrier,
     done: &AtomicU64,
     enqueued: &Mutex<Vec<Vec<f64>>>,
-) -> Result<(Instant, Instant), String> {
+) -> Result<(Instant, Instant, u64), String> {
     let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
     // A stream of this thread's, registered (which pins its gate word) before the clock
     // starts, as an application sets its streams up.
@@ -441,7 +453,7 @@ fn thread_calls(
     ready.wait();
     made_current?;
     let stream = stream?;
-    let start = Instant::now();
+    let (start, waited) = (Instant::now(), sched::my_wait_ns());
     if args.batch > 0 {
         batched(file, mode, buffer, mine, args.batch, done)?;
     } else if let Some(stream) = &stream {
@@ -460,7 +472,8 @@ fn thread_calls(
         }
         done.fetch_add(n as u64, Ordering::Relaxed);
     }
-    Ok((start, Instant::now()))
+    let end = Instant::now();
+    Ok((start, end, sched::my_wait_ns().zip(waited).map_or(0, |(now, then)| now.saturating_sub(then))))
 }
 
 /// What the stream-ordered runs measured: each thread's enqueue times (µs, its first call

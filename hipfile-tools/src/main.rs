@@ -14,6 +14,7 @@ mod cp;
 mod load;
 mod moved;
 mod open;
+mod sched;
 mod stats;
 
 use std::process::ExitCode;
@@ -230,6 +231,8 @@ fn to_json(r: &Report) -> String {
                 "mean_gbps": rounded(o.mean_gbps),
                 "run_gbps": o.run_gbps.iter().map(|&g| rounded(g)).collect::<Vec<_>>(),
                 "cpu_s_per_gb": rounded(o.cpu_s_per_gb),
+                "run_cpu_wait_ms": o.run_cpu_wait_ms.iter().map(|&g| rounded(g)).collect::<Vec<_>>(),
+                "run_preempted": o.run_preempted,
                 "verified": o.verified,
                 "profile": profile,
                 "stream": o.stream.as_ref().map(|t| json!({
