@@ -5,7 +5,8 @@
 // a CPU (their schedstat) and how often they were switched out so (getrusage), so that slow
 // runs can be told from fast ones by what the scheduler did. Variants:
 //   BUF    host: cudaMallocHost; thp: anonymous memory on 2 MiB pages, registered
-//   DEMOTE 0: copy straight from the reading core's cache; 1: cldemote every line first
+//   DEMOTE 0: copy straight from the reading core's cache; 1: cldemote every line first;
+//          2: clflushopt every line (written back to memory and dropped from the caches)
 //   gcc -O2 -I/usr/local/cuda/include callers_probe.c -L/usr/local/cuda/lib64 -lcudart -lpthread
 //   ./a.out FILE THREADS CALLS IO RUNS BUF DEMOTE SEED
 #define _GNU_SOURCE
@@ -41,7 +42,11 @@ static long my_wait_ns(void) {
 
 static void demote_lines(char *p, size_t n) {
     for (size_t i = 0; i < n; i += 64)
-        __asm__ volatile("cldemote (%0)" ::"r"(p + i) : "memory");
+        if (demote == 1)
+            __asm__ volatile("cldemote (%0)" ::"r"(p + i) : "memory");
+        else
+            __asm__ volatile("clflushopt (%0)" ::"r"(p + i) : "memory");
+    __asm__ volatile("sfence" ::: "memory");
 }
 
 static void *caller(void *arg) {
