@@ -327,7 +327,7 @@ fn measure(
     let (io, calls) = plan(args, mode, size);
     let total: u64 = calls.iter().flatten().map(|c| c.2 as u64).sum::<u64>() * targets.len() as u64;
     let cold = args.cold && mode.is_read();
-    let (mut rates, mut cpu_waits, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut rates, mut scheduled) = (Vec::new(), Vec::new());
     let (enqueued, probes) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
     let cpu_before = cpu_seconds();
     for run in 0..args.runs {
@@ -337,8 +337,7 @@ fn measure(
         if !mode.is_read() && !mode.is_random() {
             target.set_len(0).map_err(|e| format!("truncate: {e}"))?;
         }
-        let done = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
+        let (done, stop) = (AtomicU64::new(0), AtomicBool::new(false));
         let label = format!("{} run {}/{}", mode.name(), run + 1, args.runs);
         // SAFETY: isatty has no preconditions.
         let terminal = unsafe { libc::isatty(2) } == 1;
@@ -347,7 +346,7 @@ fn measure(
         // threads already). Each thread reads the clock itself, so a late main thread does
         // not shorten the measured time.
         let ready = Barrier::new(calls.len() * targets.len());
-        let (waits_before, switches_before) = (sched::waits_by_thread(), sched::involuntary_switches());
+        let before = sched::Snapshot::now();
         let timed = std::thread::scope(|s| {
             if terminal {
                 s.spawn(|| progress_line(&done, &stop, total, &label));
@@ -369,16 +368,13 @@ fn measure(
             stop.store(true, Ordering::Relaxed);
             spans
         })?;
-        let first = timed.iter().map(|t| t.0).min().expect("at least one thread");
-        let last = timed.iter().map(|t| t.1).max().expect("at least one thread");
-        rates.push(total as f64 / (last - first).as_secs_f64() / 1e9);
-        let callers: u64 = timed.iter().map(|t| t.2).sum();
-        let others = sched::waited_between(&waits_before, &sched::waits_by_thread());
-        cpu_waits.push((callers + others) as f64 / 1e6);
-        preempted.push(sched::involuntary_switches().saturating_sub(switches_before));
+        let (first, last) = (timed.iter().map(|t| t.0).min(), timed.iter().map(|t| t.1).max());
+        rates.push(total as f64 / (last.expect("a thread") - first.expect("a thread")).as_secs_f64() / 1e9);
+        scheduled.push(before.since(timed.iter().map(|t| t.2).sum()));
     }
     let cpu = cpu_seconds() - cpu_before;
     let verified = if args.verify { verify(targets, &calls, target)? } else { None };
+    let (run_cpu_wait_ms, run_preempted) = scheduled.into_iter().unzip();
     Ok(Outcome {
         mode,
         devices: targets.iter().map(|t| t.0).collect(),
@@ -390,8 +386,8 @@ fn measure(
         best_gbps: rates.iter().copied().fold(0.0, f64::max),
         mean_gbps: rates.iter().sum::<f64>() / rates.len() as f64,
         run_gbps: rates,
-        run_cpu_wait_ms: cpu_waits,
-        run_preempted: preempted,
+        run_cpu_wait_ms,
+        run_preempted,
         cpu_s_per_gb: cpu / (total as f64 * args.runs as f64 / 1e9),
         verified,
         profile: Vec::new(),

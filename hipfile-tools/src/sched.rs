@@ -10,8 +10,28 @@ pub(crate) fn my_wait_ns() -> Option<u64> {
     wait_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
 }
 
+/// The process's threads' CPU waits and preemptions at one moment.
+pub(crate) struct Snapshot {
+    waits: HashMap<u32, u64>,
+    switches: u64,
+}
+
+impl Snapshot {
+    pub(crate) fn now() -> Snapshot {
+        Snapshot { waits: waits_by_thread(), switches: involuntary_switches() }
+    }
+
+    /// Since this snapshot: the CPU wait (ms) of the threads alive then and now, plus
+    /// `ended_ns` for those started and ended in between (which say their own), and the
+    /// preemptions of every thread.
+    pub(crate) fn since(&self, ended_ns: u64) -> (f64, u64) {
+        let waited = waited_between(&self.waits, &waits_by_thread()) + ended_ns;
+        (waited as f64 / 1e6, involuntary_switches().saturating_sub(self.switches))
+    }
+}
+
 /// Every thread of the process now, and how long each has waited for a CPU (ns).
-pub(crate) fn waits_by_thread() -> HashMap<u32, u64> {
+fn waits_by_thread() -> HashMap<u32, u64> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return HashMap::new() };
     tasks
         .filter_map(|t| {
@@ -23,18 +43,18 @@ pub(crate) fn waits_by_thread() -> HashMap<u32, u64> {
 }
 
 /// Wait added between two snapshots by the threads alive at both (ns).
-pub(crate) fn waited_between(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> u64 {
+fn waited_between(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> u64 {
     after.iter().filter_map(|(tid, &a)| Some(a.saturating_sub(*before.get(tid)?))).sum()
 }
 
 /// Times the process's threads, living and ended, were switched out while still runnable.
-pub(crate) fn involuntary_switches() -> u64 {
-    // SAFETY: getrusage writes one rusage into the zeroed value it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    match unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } {
-        0 => usage.ru_nivcsw as u64,
-        _ => 0,
-    }
+fn involuntary_switches() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes at most one rusage, into memory that holds one.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0;
+    // SAFETY: a rusage is plain integers, so the zeroed value is one (and getrusage filled it).
+    let usage = unsafe { usage.assume_init() };
+    if ok { usage.ru_nivcsw as u64 } else { 0 }
 }
 
 /// The second field of a schedstat line: nanoseconds spent runnable on a run queue.
@@ -64,7 +84,7 @@ mod tests {
     fn this_thread_has_statistics_where_the_kernel_keeps_them() {
         if std::path::Path::new("/proc/thread-self/schedstat").exists() {
             assert!(my_wait_ns().is_some());
-            assert!(waits_by_thread().len() >= 1);
+            assert!(!waits_by_thread().is_empty());
         }
     }
 }

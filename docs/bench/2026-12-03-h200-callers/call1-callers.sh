@@ -7,11 +7,9 @@ set -u
 G=xtask/gpu-bench
 R=target/gpu-run/callers
 F=/root/small.bin
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/setup.sh" "$R/hipfile"  # (as run, these lines were inline)
 nproc; lscpu | grep -E 'Model name|Thread|Core|Socket|L2|L3|NUMA node0' ; cat /sys/kernel/mm/transparent_hugepage/enabled
-python3 -m pip install -q --no-index --no-deps --target /tmp/kv .whl/kvikio*.whl .whl/libkvikio*.whl .whl/rapids_logger*.whl 2>&1 | tail -1
 gcc -O2 -I/usr/local/cuda/include -o /tmp/callers $G/callers_probe.c -L/usr/local/cuda/lib64 -lcudart -lpthread || exit 1
-$R/hipfile bench --file $F --size 4G --mode read --runs 1 --no-verify > /dev/null
 summary='import json,sys; r=json.load(sys.stdin)["results"][0]; print("best", r["best_gbps"], "runs", r["run_gbps"], "wait_ms", r["run_cpu_wait_ms"], "preempted", r["run_preempted"], "cpu_s/GB", r["cpu_s_per_gb"])'
 ours() { env "$@" $R/hipfile bench --file $F --size 4G --mode randread --io-size 1M --count 128 --threads 16 --runs 5 --no-verify --json | python3 -c "$summary"; }
 for r in 1 2 3 4; do

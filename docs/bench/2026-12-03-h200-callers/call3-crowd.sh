@@ -6,9 +6,7 @@ set -u
 G=xtask/gpu-bench
 R=target/gpu-run/crowd
 F=/root/small.bin
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-python3 -m pip install -q --no-index --no-deps --target /tmp/kv .whl/kvikio*.whl .whl/libkvikio*.whl .whl/rapids_logger*.whl 2>&1 | tail -1
-$R/new bench --file $F --size 4G --mode read --runs 1 --no-verify > /dev/null
+. "$(dirname "$0")/setup.sh" "$R/new"  # (as run, these lines were inline)
 summary='import json,sys; r=json.load(sys.stdin)["results"][0]; print("best", r["best_gbps"], "mean", r["mean_gbps"], "cpu_s/GB", r["cpu_s_per_gb"], "runs", r["run_gbps"])'
 for r in 1 2 3; do for b in old new; do
   for s in "randread 1M 16 128 5" "read 1M 1 - 3" "read 4M 1 - 3" "read 16M 1 - 3" "read 64M 1 - 3" "read 16M 4 - 3" "read 4G 1 - 2"; do set -- $s

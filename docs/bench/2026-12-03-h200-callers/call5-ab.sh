@@ -3,9 +3,7 @@
 set -u
 R=target/gpu-run/crowd
 F=/root/small.bin
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-ls /tmp/kv >/dev/null 2>&1 || python3 -m pip install -q --no-index --no-deps --target /tmp/kv .whl/kvikio*.whl .whl/libkvikio*.whl .whl/rapids_logger*.whl 2>&1 | tail -1
-ls $F >/dev/null 2>&1 || $R/new bench --file $F --size 4G --mode read --runs 1 --no-verify > /dev/null
+. "$(dirname "$0")/setup.sh" "$R/new"  # (as run, these lines were inline)
 summary='import json,sys; r=json.load(sys.stdin)["results"][0]; print("best", r["best_gbps"], "mean", r["mean_gbps"], "cpu_s/GB", r["cpu_s_per_gb"])'
 for r in 1 2 3; do
   for s in "randread 1M 16 128 5" "read 4M 1 - 3" "read 16M 1 - 3" "read 64M 1 - 3" "read 16M 4 - 3"; do set -- $s
