@@ -1,7 +1,7 @@
 //! What the scheduler did to a bench run's threads, from Linux's per-thread statistics
 //! (`/proc/<tid>/schedstat`: time on a CPU, time runnable but waiting for one, times run): the
 //! question a slow run of many callers asks is whether its threads were waiting for CPUs.
-//! Where the kernel keeps no such statistics every figure is absent, never made up.
+//! Where the kernel keeps no such statistics (no `schedstat` files), the waits read 0.
 
 use std::collections::HashMap;
 
