@@ -4,10 +4,11 @@
 //! Where the kernel keeps no such statistics (no `schedstat` files), the waits read 0.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 /// How long this thread has waited runnable for a CPU, in nanoseconds.
 pub(crate) fn my_wait_ns() -> Option<u64> {
-    wait_ns(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+    wait_in(Path::new("/proc/thread-self/schedstat"))
 }
 
 /// The process's threads' CPU waits and preemptions at one moment.
@@ -37,7 +38,7 @@ fn waits_by_thread() -> HashMap<u32, u64> {
         .filter_map(|t| {
             let t = t.ok()?;
             let tid = t.file_name().to_str()?.parse().ok()?;
-            Some((tid, wait_ns(&std::fs::read_to_string(t.path().join("schedstat")).ok()?)?))
+            Some((tid, wait_in(&t.path().join("schedstat"))?))
         })
         .collect()
 }
@@ -55,6 +56,11 @@ fn involuntary_switches() -> u64 {
     // SAFETY: a rusage is plain integers, so the zeroed value is one (and getrusage filled it).
     let usage = unsafe { usage.assume_init() };
     if ok { usage.ru_nivcsw as u64 } else { 0 }
+}
+
+/// The wait (ns) a schedstat file says.
+fn wait_in(schedstat: &Path) -> Option<u64> {
+    wait_ns(&std::fs::read_to_string(schedstat).ok()?)
 }
 
 /// The second field of a schedstat line: nanoseconds spent runnable on a run queue.
