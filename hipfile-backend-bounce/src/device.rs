@@ -38,7 +38,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
         uring: &Arc<UringState>,
     ) -> Device<G> {
         let Placement { node, cpus } = placement;
-        let threads = if cpus.is_empty() { threads } else { threads.min(cpus.len()) };
+        let near =
+            if cpus.is_empty() { std::thread::available_parallelism().map_or(1, usize::from) } else { cpus.len() };
+        let threads = if cpus.is_empty() { threads } else { threads.min(near) };
         let setup_gpu = Arc::clone(gpu);
         let setup = Arc::new(move || {
             topology::pin_thread(&cpus);
@@ -47,8 +49,10 @@ impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
         let s = settings;
         // Reads' slots get what keeps every thread reading and a few copies queued, at most
         // three quarters of the staging budget; writes' lanes the rest (with the defaults, 24
-        // slots of 4 MiB, and 19 lanes).
-        let most_slots = threads + 8;
+        // slots of 4 MiB, and 19 lanes). The threads reading at once are a request's, or as many
+        // callers as the device has CPUs (up to the default's threads): a request given fewer
+        // threads (HIPFILE_BOUNCE_THREADS=1, parallel I/O off) leaves many callers no fewer slots.
+        let most_slots = threads.max(near.min(crate::DEFAULT_MAX_THREADS)) + 8;
         let for_slots = (most_slots * (s.chunk + 2 * PAGE as usize)).min(s.memory_limit - s.memory_limit / 4);
         let for_lanes = s.memory_limit - for_slots;
         Device {
@@ -59,5 +63,29 @@ impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
             warming: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hipfile_backend_mock::MockGpu;
+
+    fn slots(threads: usize, cpus: usize) -> (usize, usize) {
+        let gpu = MockGpu::new(1);
+        let placement = Placement { node: None, cpus: (0..cpus).collect() };
+        let settings = BounceSettings { threads, chunk: 1 << 20, ..BounceSettings::default() };
+        let dev = Device::new(&gpu, 0, placement, threads, &settings, &Arc::new(UringState::new(false)));
+        (dev.threads, dev.slots.most())
+    }
+
+    /// A device's slots serve as many readers as it has CPUs (up to the default's threads),
+    /// however few threads one request may use, and every thread a request may use.
+    #[test]
+    fn slots_serve_as_many_callers_as_cpus() {
+        assert_eq!(slots(16, 16), (16, 24));
+        assert_eq!(slots(1, 16), (1, 24), "one thread a request: 16 callers still read at once");
+        assert_eq!(slots(4, 64), (4, 24), "callers beyond the default's threads wait");
+        assert_eq!(slots(16, 4), (4, 12), "threads placed on the device's 4 CPUs");
     }
 }

@@ -182,6 +182,12 @@ impl<G: GpuRuntime + ?Sized> SlotPool<G> {
         self.slots.put(slot);
     }
 
+    /// The most slots the pool holds.
+    #[cfg(test)]
+    pub(crate) fn most(&self) -> usize {
+        self.slots.max()
+    }
+
     /// Creates slots until the device has `target` (or its limit), without waiting for any:
     /// staging set up ahead of the first read. Stops at the first failure, or when `stop` says
     /// so. The calling thread's current device must be this pool's.
