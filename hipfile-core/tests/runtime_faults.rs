@@ -71,3 +71,49 @@ fn runtime_errors_during_registration() {
     let r = unsafe { d.transfer(Direction::Read, h, BASE, 64, 0, 0) };
     assert_eq!(hipfile_core::error::ssize_result(&r).value, -999);
 }
+
+/// A batch asks the runtime about each allocation its entries name once: an entry inside one
+/// already asked about (another slice of one tensor) takes that answer, its bounds included.
+#[test]
+fn a_batch_asks_about_each_allocation_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use hipfile_core::{BatchEntry, MemoryType, PointerInfo};
+    const OTHER: usize = BASE + (16 << 20);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let mut rt = MockGpuRuntime::new();
+    let count = Arc::clone(&asked);
+    rt.expect_pointer_info().returning(move |addr| {
+        count.fetch_add(1, Ordering::Relaxed);
+        let device = |base, device| PointerInfo { memory_type: MemoryType::Device, device, base, size: SIZE };
+        Ok(match addr {
+            a if (BASE..BASE + SIZE).contains(&a) => device(BASE, 0),
+            a if (OTHER..OTHER + SIZE).contains(&a) => device(OTHER, 1),
+            _ => PointerInfo { memory_type: MemoryType::Unregistered, device: -1, base: 0, size: 0 },
+        })
+    });
+    let d = Driver::with_env(BounceOnly(Arc::new(rt)), |_| None);
+    let (_dir, f) = common::file_with(&[0; 8192]);
+    let handle = d.handle_register(&f).unwrap();
+    let id = d.batch_setup(16).unwrap();
+    let at = |buffer_base, size| BatchEntry {
+        direction: Direction::Read,
+        handle,
+        buffer_base,
+        buffer_offset: 0,
+        file_offset: 0,
+        size,
+        cookie: 0,
+    };
+    let mut entries = vec![at(BASE, 4096), at(BASE + 4096, 4096), at(OTHER + 64, 64), at(BASE + SIZE - 100, 100)];
+    entries.extend([at(OTHER, 64), at(BASE + SIZE - 100, 101)]);
+    // SAFETY: mock device memory; the last entry passes its allocation's end, so the batch is
+    // refused before any entry runs.
+    let refused = unsafe { d.batch_submit(id, &entries) };
+    assert_eq!(refused, Err(Error::Op(OpError::InvalidValue)), "bounds from the first answer");
+    assert_eq!(asked.load(Ordering::Relaxed), 2, "one query for each of the two allocations");
+    // SAFETY: as above.
+    let alone = unsafe { d.batch_submit(id, &[at(BASE + SIZE - 100, 101)]) };
+    assert_eq!(alone, Err(Error::Op(OpError::InvalidValue)), "the same answer asked afresh");
+    assert_eq!(asked.load(Ordering::Relaxed), 3, "each submission asks again");
+}
