@@ -12,6 +12,9 @@ use crate::stripes::SlotPool;
 use crate::topology::{self, Placement};
 use crate::uring::UringState;
 
+/// Most threads a request uses by default (what the H200 machine's measurements favour).
+pub(crate) const DEFAULT_MAX_THREADS: usize = 16;
+
 /// What the backend keeps for one device: its staging (slots for reads, lanes for writes) and
 /// its workers, placed near it.
 pub(crate) struct Device<G: GpuRuntime + ?Sized + 'static> {
@@ -52,7 +55,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Device<G> {
         // slots of 4 MiB, and 19 lanes). The threads reading at once are a request's, or as many
         // callers as the device has CPUs (up to the default's threads): a request given fewer
         // threads (HIPFILE_BOUNCE_THREADS=1, parallel I/O off) leaves many callers no fewer slots.
-        let most_slots = threads.max(near.min(crate::DEFAULT_MAX_THREADS)) + 8;
+        let most_slots = threads.max(near.min(DEFAULT_MAX_THREADS)) + 8;
         let for_slots = (most_slots * (s.chunk + 2 * PAGE as usize)).min(s.memory_limit - s.memory_limit / 4);
         let for_lanes = s.memory_limit - for_slots;
         Device {

@@ -67,9 +67,6 @@ use profile::Profile;
 use topology::{Placement, Topology};
 use uring::UringState;
 
-/// Most threads a request uses by default (what the H200 machine's measurements favour).
-const DEFAULT_MAX_THREADS: usize = 16;
-
 /// The bounce backend over the runtime `G`.
 pub struct Bounce<G: GpuRuntime + ?Sized + 'static> {
     inner: Arc<Inner<G>>,
@@ -211,7 +208,7 @@ impl<G: GpuRuntime + ?Sized + 'static> Bounce<G> {
     ) -> Self {
         let demote = detect(&sysfs, settings.demote);
         let threads = match settings.threads {
-            0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(DEFAULT_MAX_THREADS),
+            0 => std::thread::available_parallelism().map_or(4, |n| n.get()).min(device::DEFAULT_MAX_THREADS),
             n => n,
         };
         let current = gpu.current_device();
