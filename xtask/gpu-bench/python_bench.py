@@ -5,7 +5,7 @@ batch; and, with --per-call, the time one 4 KiB read costs from Python (into Num
 DeviceBuffer, a CuPy array, a tensor, slices of both) against the same read from the Rust API
 (`hipfile bench`, its JSON).
 
-    python3 python_bench.py FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN] [--futures-only]
+    python3 python_bench.py FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN] [--futures-only] [--settle S]
 """
 
 import argparse
@@ -51,6 +51,7 @@ def main():
     p.add_argument("--kvikio", action="store_true")
     p.add_argument("--per-call", metavar="HIPFILE_BIN")
     p.add_argument("--futures-only", action="store_true", help="only the random futures (KvikIO's with 16 threads)")
+    p.add_argument("--settle", type=float, default=0.0, help="seconds to wait after opening, before timing anything")
     a = p.parse_args()
     import hipfile
 
@@ -74,6 +75,7 @@ def main():
         else:
             f.read(dev, 1 << 20)
             f.read(tensor, 1 << 20)
+        time.sleep(a.settle)
         ref = cp.asnumpy(dev[: 1 << 20]).tobytes()
         with open(a.file, "rb") as g:
             assert ref == g.read(1 << 20), "hipfile read verification failed"

@@ -10,29 +10,8 @@ use crate::backend::Direction;
 use crate::batch::*;
 use crate::dispatch::Planned;
 use crate::error::{OpError, Result};
-use crate::gpu::{MemoryType, PointerInfo};
 use crate::stats::Counter;
 use crate::sync::{lock, wait};
-
-/// The device (or managed) allocations one batch submission has asked the runtime about:
-/// `(start, end, device, kind)`. Its entries' memory stays allocated while the call checks them
-/// (semantics §11), so an entry inside an allocation already seen (another slice of one
-/// tensor, another offset of one buffer) needs no query of its own: a query costs several
-/// runtime calls, made one entry after another before any entry runs.
-#[derive(Default)]
-pub(crate) struct Seen(Vec<(usize, usize, i32, MemoryType)>);
-
-impl Seen {
-    /// Bytes from `addr` to the end of a seen allocation holding it, its device and kind.
-    pub(crate) fn find(&self, addr: usize) -> Option<(usize, i32, MemoryType)> {
-        let &(_, end, device, kind) = self.0.iter().find(|&&(start, end, ..)| (start..end).contains(&addr))?;
-        Some((end - addr, device, kind))
-    }
-
-    pub(crate) fn add(&mut self, info: &PointerInfo, kind: MemoryType) {
-        self.0.push((info.base, info.base.saturating_add(info.size), info.device, kind));
-    }
-}
 
 impl<P: Platform> Driver<P> {
     /// `hipFileBatchIOSetUp`: a batch of up to `capacity` entries (1 to the batch-size
@@ -87,11 +66,10 @@ impl<P: Platform> Driver<P> {
         if entries.is_empty() {
             return Err(OpError::InvalidValue.into());
         }
-        let mut seen = Seen::default();
         let planned: Vec<(usize, Planned<P::Backend>)> = entries
             .iter()
             .map(|e| {
-                let p = self.deferred(e.direction, e.handle, e.buffer_base, Some(&mut seen))?.plan(
+                let p = self.deferred(e.direction, e.handle, e.buffer_base)?.plan(
                     e.size,
                     e.file_offset,
                     e.buffer_offset,

@@ -610,7 +610,7 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
-        self.deferred(direction, handle, buffer_base, None)?.plan(size, file_offset, buffer_offset)?.run()
+        self.deferred(direction, handle, buffer_base)?.plan(size, file_offset, buffer_offset)?.run()
     }
 
     /// The one I/O path up to moving the bytes, with [`Deferred::plan`]: checks, in upstream's
@@ -620,14 +620,12 @@ impl<P: Platform> Driver<P> {
     /// ([`Planned::run`](crate::dispatch::Planned::run)). A batch checks all its entries this
     /// way before any runs. This part needs the driver: the file, the backends and the buffer,
     /// looked up now; the sizes and offsets come later (a stream-ordered operation reads them
-    /// when its stream reaches it). `seen`: allocations already asked about in this call
-    /// ([`batch::Seen`]).
+    /// when its stream reaches it).
     pub(crate) fn deferred(
         &self,
         direction: Direction,
         handle: HandleId,
         buffer_base: usize,
-        seen: Option<&mut batch::Seen>,
     ) -> Result<Deferred<P::Backend>> {
         let (flight, signal, system_memory, durable) = loop {
             let state = self.read_state();
@@ -646,7 +644,7 @@ impl<P: Platform> Driver<P> {
         };
         let (buffer_len, device, kind) = match flight.registered {
             Some(b) => (b.len, b.device, if b.host { MemoryType::Host } else { MemoryType::Device }),
-            None => self.unregistered_buffer(buffer_base, system_memory, seen)?,
+            None => self.unregistered_buffer(buffer_base, system_memory)?,
         };
         let host = (kind == MemoryType::Host).then_some(durable);
         let managed = kind == MemoryType::Managed;
@@ -656,26 +654,14 @@ impl<P: Platform> Driver<P> {
     /// Length, device and kind (device, managed or host) of an unregistered buffer (or a
     /// pointer into a registered one): the rest of its device or managed allocation; host
     /// memory, where `system_memory` allows it, as far as the caller says (its bounds are not
-    /// the runtime's to know). An address inside an allocation in `seen` is not asked about
-    /// again; one asked about is added there.
-    fn unregistered_buffer(
-        &self,
-        addr: usize,
-        system_memory: bool,
-        mut seen: Option<&mut batch::Seen>,
-    ) -> Result<(usize, i32, MemoryType)> {
+    /// the runtime's to know).
+    fn unregistered_buffer(&self, addr: usize, system_memory: bool) -> Result<(usize, i32, MemoryType)> {
         if addr == 0 {
             return Err(OpError::InvalidValue.into());
         }
-        if let Some(known) = seen.as_deref().and_then(|s| s.find(addr)) {
-            return Ok(known);
-        }
         let info = self.gpu.pointer_info(addr)?;
         match info.memory_type {
-            kind @ (MemoryType::Device | MemoryType::Managed) => {
-                seen.iter_mut().for_each(|s| s.add(&info, kind));
-                Ok((info.bytes_after(addr), info.device, kind))
-            }
+            kind @ (MemoryType::Device | MemoryType::Managed) => Ok((info.bytes_after(addr), info.device, kind)),
             MemoryType::Host | MemoryType::Unregistered if system_memory => {
                 Ok((usize::MAX - addr, -1, MemoryType::Host))
             }

@@ -67,7 +67,7 @@ impl<P: Platform> Driver<P> {
         if file_offset < 0 || buffer_offset < 0 {
             return Err(OpError::InvalidValue.into()); // upstream's answer here (not `EINVAL`)
         }
-        let deferred = self.deferred(direction, handle, buffer_base, None)?;
+        let deferred = self.deferred(direction, handle, buffer_base)?;
         drop(deferred.plan(size, file_offset, buffer_offset)?); // checked as a synchronous call
         let streams = self.streams();
         let signal = match deferred.signal() {
