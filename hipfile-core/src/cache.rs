@@ -145,14 +145,37 @@ impl fmt::Display for CacheRule {
     }
 }
 
-/// A file's own page-cache setting and the last rule applied to it, kept on its handle.
+/// A file's own page-cache setting, the last rule applied to it, and its size as `auto` last
+/// read it, kept on its handle.
 #[derive(Debug, Default)]
 pub struct FileCache {
     setting: AtomicU8,
     last_rule: AtomicU8,
+    /// The size, and when it was read ([`CachePolicy::now_ms`]; 0: never).
+    size: AtomicU64,
+    size_read_at_ms: AtomicU64,
 }
 
 impl FileCache {
+    /// The file's size for `auto` at `now_ms` ([`CachePolicy::now_ms`]): the last reading while
+    /// it is younger than [`MEMINFO_TTL`], else `read()`'s; at least `at_least` (the end of a
+    /// write, which raises the size kept at once). Read so rarely, a request costs no `fstat`.
+    pub fn size(&self, now_ms: u64, at_least: u64, read: impl FnOnce() -> u64) -> u64 {
+        let read_at = self.size_read_at_ms.load(Ordering::Acquire);
+        let size = if read_at == 0 || now_ms.saturating_sub(read_at) >= MEMINFO_TTL.as_millis() as u64 {
+            let size = read();
+            self.size.store(size, Ordering::Relaxed);
+            self.size_read_at_ms.store(now_ms, Ordering::Release);
+            size
+        } else {
+            self.size.load(Ordering::Relaxed)
+        };
+        if at_least > size {
+            self.size.fetch_max(at_least, Ordering::Relaxed);
+        }
+        size.max(at_least)
+    }
+
     /// Records `rule` as the last applied to the file (the client's descriptor `fd`), logged at
     /// debug level when it differs from the one before.
     pub fn applied(&self, rule: CacheRule, fd: i32) {
@@ -174,7 +197,7 @@ impl FileCache {
     }
 }
 
-/// How long a reading of `MemAvailable` is used before it is read again.
+/// How long a reading of `MemAvailable` (or of a file's size) is used before it is read again.
 const MEMINFO_TTL: Duration = Duration::from_secs(1);
 
 /// The driver's page-cache policy: its setting and the limit of `auto`.
@@ -207,6 +230,11 @@ impl CachePolicy {
         }
     }
 
+    /// The policy's clock: milliseconds since it was made, plus one (never 0).
+    pub fn now_ms(&self) -> u64 {
+        self.made.elapsed().as_millis() as u64 + 1
+    }
+
     /// The driver's setting.
     pub fn mode(&self) -> PageCache {
         self.mode
@@ -219,7 +247,7 @@ impl CachePolicy {
         if self.limit > 0 {
             return Some(self.limit);
         }
-        let now = self.made.elapsed().as_millis() as u64 + 1;
+        let now = self.now_ms();
         let read_at = self.read_at_ms.load(Ordering::Acquire);
         let bytes = if read_at == 0 || now.saturating_sub(read_at) >= MEMINFO_TTL.as_millis() as u64 {
             let bytes = mem_available().unwrap_or(UNKNOWN);
@@ -248,6 +276,24 @@ fn parse_mem_available(meminfo: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file's size is read once a second at most, and a write raises it at once.
+    #[test]
+    fn a_files_size_is_read_once_a_second_and_raised_by_writes() {
+        let cache = FileCache::default();
+        let reads = std::cell::Cell::new(0);
+        let read = |size| {
+            reads.set(reads.get() + 1);
+            size
+        };
+        assert_eq!(cache.size(1, 0, || read(100)), 100);
+        assert_eq!(cache.size(999, 0, || read(5)), 100, "within the second: the reading kept");
+        assert_eq!(reads.get(), 1);
+        assert_eq!(cache.size(999, 300, || read(5)), 300, "a write's end counts at once");
+        assert_eq!(cache.size(999, 0, || read(5)), 300, "and is kept");
+        assert_eq!(cache.size(1001, 0, || read(50)), 50, "a second on: read again");
+        assert_eq!(reads.get(), 2);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -183,8 +183,8 @@ impl FileHandle {
             PageCache::Keep => CacheRule::Keep,
             PageCache::Bypass => CacheRule::Bypass,
             PageCache::Auto => {
-                let size = self.size().unwrap_or(0);
-                let size = if direction == Direction::Write { size.max(end) } else { size };
+                let at_least = if direction == Direction::Write { end } else { 0 };
+                let size = self.cache().size(policy.now_ms(), at_least, || self.size().unwrap_or(0));
                 match policy.limit() {
                     Some(limit) if size > limit => CacheRule::TooLarge { size, limit },
                     Some(limit) => CacheRule::Fits { size, limit },
