@@ -158,11 +158,14 @@ pub struct FileCache {
 
 impl FileCache {
     /// The file's size for `auto` at `now_ms` ([`CachePolicy::now_ms`]): the last reading while
-    /// it is younger than [`MEMINFO_TTL`], else `read()`'s; at least `at_least` (the end of a
-    /// write, which raises the size kept at once). Read so rarely, a request costs no `fstat`.
+    /// it is younger than a second (as `MemAvailable`'s) by that clock, else `read()`'s; at
+    /// least `at_least` (the end of a write, which raises the size kept at once). Read so
+    /// rarely, a request costs no `fstat`.
     pub fn size(&self, now_ms: u64, at_least: u64, read: impl FnOnce() -> u64) -> u64 {
         let read_at = self.size_read_at_ms.load(Ordering::Acquire);
-        let size = if read_at == 0 || now_ms.saturating_sub(read_at) >= MEMINFO_TTL.as_millis() as u64 {
+        // Read again when never read, a second on, or by another policy's clock (now before then).
+        let fresh = (read_at..read_at + MEMINFO_TTL.as_millis() as u64).contains(&now_ms);
+        let size = if read_at == 0 || !fresh {
             let size = read();
             self.size.store(size, Ordering::Relaxed);
             self.size_read_at_ms.store(now_ms, Ordering::Release);
@@ -293,6 +296,7 @@ mod tests {
         assert_eq!(cache.size(999, 0, || read(5)), 300, "and is kept");
         assert_eq!(cache.size(1001, 0, || read(50)), 50, "a second on: read again");
         assert_eq!(reads.get(), 2);
+        assert_eq!(cache.size(7, 0, || read(60)), 60, "a new policy's clock: read again");
     }
 
     #[test]
