@@ -162,10 +162,7 @@ impl FileCache {
     /// least `at_least` (the end of a write, which raises the size kept at once). Read so
     /// rarely, a request costs no `fstat`.
     pub fn size(&self, now_ms: u64, at_least: u64, read: impl FnOnce() -> u64) -> u64 {
-        let read_at = self.size_read_at_ms.load(Ordering::Acquire);
-        // Read again when never read, a second on, or by another policy's clock (now before then).
-        let fresh = (read_at..read_at + MEMINFO_TTL.as_millis() as u64).contains(&now_ms);
-        let size = if read_at == 0 || !fresh {
+        let size = if stale(self.size_read_at_ms.load(Ordering::Acquire), now_ms) {
             let size = read();
             self.size.store(size, Ordering::Relaxed);
             self.size_read_at_ms.store(now_ms, Ordering::Release);
@@ -202,6 +199,12 @@ impl FileCache {
 
 /// How long a reading of `MemAvailable` (or of a file's size) is used before it is read again.
 const MEMINFO_TTL: Duration = Duration::from_secs(1);
+
+/// Whether a reading made at `read_at` ([`CachePolicy::now_ms`]; 0: never) is to be made again
+/// at `now`: never made, [`MEMINFO_TTL`] on, or made by another policy's clock (now before then).
+fn stale(read_at: u64, now: u64) -> bool {
+    read_at == 0 || !(read_at..read_at + MEMINFO_TTL.as_millis() as u64).contains(&now)
+}
 
 /// The driver's page-cache policy: its setting and the limit of `auto`.
 #[derive(Debug)]
@@ -247,12 +250,15 @@ impl CachePolicy {
     /// says is available now (`None` when it cannot be read: then `auto` keeps every file, as
     /// a program that reads with `pread` would).
     pub fn limit(&self) -> Option<u64> {
+        self.limit_at(self.now_ms())
+    }
+
+    /// [`limit`](Self::limit) at `now` by the policy's clock ([`now_ms`](Self::now_ms)).
+    pub fn limit_at(&self, now: u64) -> Option<u64> {
         if self.limit > 0 {
             return Some(self.limit);
         }
-        let now = self.now_ms();
-        let read_at = self.read_at_ms.load(Ordering::Acquire);
-        let bytes = if read_at == 0 || now.saturating_sub(read_at) >= MEMINFO_TTL.as_millis() as u64 {
+        let bytes = if stale(self.read_at_ms.load(Ordering::Acquire), now) {
             let bytes = mem_available().unwrap_or(UNKNOWN);
             self.available.store(bytes, Ordering::Relaxed);
             self.read_at_ms.store(now, Ordering::Release);

@@ -184,8 +184,9 @@ impl FileHandle {
             PageCache::Bypass => CacheRule::Bypass,
             PageCache::Auto => {
                 let at_least = if direction == Direction::Write { end } else { 0 };
-                let size = self.cache().size(policy.now_ms(), at_least, || self.size().unwrap_or(0));
-                match policy.limit() {
+                let now = policy.now_ms();
+                let size = self.cache().size(now, at_least, || self.size().unwrap_or(0));
+                match policy.limit_at(now) {
                     Some(limit) if size > limit => CacheRule::TooLarge { size, limit },
                     Some(limit) => CacheRule::Fits { size, limit },
                     None => CacheRule::Fits { size, limit: u64::MAX },
