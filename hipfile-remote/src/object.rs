@@ -223,10 +223,9 @@ impl RemoteObject {
         const TRIES: usize = 4;
         let mut got = 0;
         let mut failures = 0;
-        let mut last = String::new();
+        let (mut last, mut kind) = (String::new(), ErrorKind::Store);
         while got < len {
             if failures == TRIES {
-                let kind = if last.starts_with("short") { ErrorKind::ShortBody } else { ErrorKind::Store };
                 return Err(Error::new(kind, self.url(), format!("{len} bytes at {offset}: {last} ({TRIES} tries)")));
             }
             let range = offset + got as u64..offset + len as u64;
@@ -243,7 +242,7 @@ impl RemoteObject {
                         return Err(e);
                     }
                     failures += 1;
-                    last = e.to_string();
+                    (last, kind) = (e.to_string(), ErrorKind::Store);
                     continue;
                 }
             };
@@ -262,12 +261,12 @@ impl RemoteObject {
                         sink.put(got, &bytes[..take])?;
                         got += take;
                     }
-                    Some(Err(e)) => {
-                        last = Error::store(self.url(), e).to_string();
-                        break;
-                    }
-                    None => {
-                        last = format!("short body: {} of {} bytes of the range {range:?}", got - before, range.end - range.start);
+                    // A body that ends early (a closed or reset connection) or in error.
+                    end => {
+                        let why = end.and_then(|r| r.err()).map(|e| format!(" ({e})")).unwrap_or_default();
+                        let sent = got - before;
+                        last = format!("the body ended after {sent} of {} bytes{why}", range.end - range.start);
+                        kind = ErrorKind::ShortBody;
                         break;
                     }
                 }
