@@ -19,6 +19,7 @@ mod common;
 mod futures;
 mod io;
 mod memory;
+mod remote;
 mod safetensors;
 mod streams;
 
@@ -29,6 +30,7 @@ use calls::*;
 use futures::*;
 use io::*;
 use memory::*;
+use remote::*;
 use safetensors::*;
 use streams::*;
 
@@ -37,6 +39,14 @@ use streams::*;
 fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Future>()?;
     m.add_class::<StreamOp>()?;
+    m.add_class::<Remote>()?;
+    m.add_class::<RemoteUpload>()?;
+    m.add_function(wrap_pyfunction!(remote_open, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_create, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_cached, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_cache_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_list, m)?)?;
+    m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add("MAX_RW_COUNT", hipfile::max_rw_count())?;
     m.add("MAX_BATCH_ENTRIES", hipfile::MAX_BATCH_ENTRIES)?;
     m.add_function(wrap_pyfunction!(driver_open, m)?)?;

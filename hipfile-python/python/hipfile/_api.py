@@ -371,14 +371,36 @@ def register(buf) -> Registration:
 
 
 def open(  # noqa: A001
-    path, mode: str = "r", *, direct: bool = True, cache: Optional[str] = None, durable: Optional[bool] = None
-) -> File:
+    path,
+    mode: str = "r",
+    *,
+    direct: bool = True,
+    cache: Optional[str] = None,
+    durable: Optional[bool] = None,
+    cache_dir=None,
+):
     """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
     ``O_DIRECT`` where the file system allows it, and registers it; a context manager.
     ``cache``: this file's page-cache policy (:meth:`File.set_cache`; ``None``: the driver's);
     ``durable``: whether its writes are durable when they return (:meth:`File.set_durable`).
     The library reads and writes through descriptors of its own either way: ``direct`` only
-    decides how the descriptor :meth:`File.fileno` gives is opened."""
+    decides how the descriptor :meth:`File.fileno` gives is opened.
+
+    ``path`` may be a URL (``s3://bucket/key``, ``gs://``, ``az://``, ``http(s)://``;
+    docs/remote.md): mode ``'r'`` reads the object (from the node cache, ``cache_dir`` or
+    ``HIPFILE_REMOTE_CACHE``, where one is configured: a :class:`File` of its local copy;
+    else straight from the store: a :class:`hipfile.RemoteFile`); mode ``'w'`` writes one in
+    order (:class:`hipfile.RemoteWriteFile`, which appears when closed)."""
+    if isinstance(path, str) and _hipfile.is_url(path):
+        from hipfile import _remote
+
+        plain = mode.replace("b", "")
+        if plain == "r":
+            local = _remote.localize(path, cache_dir)
+            return _remote.RemoteFile(path) if local is None else File(local, "r", direct=direct, cache=cache)
+        if plain in ("w", "x"):
+            return _remote.RemoteWriteFile(path)
+        raise ValueError(f"mode {mode!r}: a URL is opened with 'r' (read) or 'w' (write in order)")
     return File(path, mode, direct=direct, cache=cache, durable=durable)
 
 

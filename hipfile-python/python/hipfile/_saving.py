@@ -194,6 +194,15 @@ def save_file(
     Refused as ``safetensors`` refuses them: non-contiguous tensors, tensors that share memory,
     sparse ones."""
     planned, header, ranges = _plan(tensors, metadata)
+    from hipfile import _remote
+
+    if _remote.is_url(filename):
+        # An object appears only when its upload completes: the rename's guarantee, by the store.
+        with _remote.RemoteWriteFile(filename) as f:
+            f.write(header)
+            start = len(header)
+            f._move_all(True, [(p.memory, end - begin, start + begin, 0) for p, (begin, end) in zip(planned, ranges)])
+        return
     path = os.fspath(filename)
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -262,7 +271,11 @@ def save_model_dir(
     (as ``save_pretrained`` does with tied weights). Each shard's metadata is ``metadata``
     (default ``{"format": "pt"}``). The files written, in order."""
     limit = _shard_size(max_shard_size)
-    os.makedirs(directory, exist_ok=True)
+    from hipfile import _remote
+
+    remote = _remote.is_url(directory)
+    if not remote:
+        os.makedirs(directory, exist_ok=True)
     meta = {"format": "pt"} if metadata is None else metadata
     shards: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {}
@@ -290,12 +303,21 @@ def save_model_dir(
         names = ["model.safetensors"]
     else:
         names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    join = (lambda d, n: d.rstrip("/") + "/" + n) if remote else os.path.join
     for name, shard in zip(names, shards):
-        save_file(shard, os.path.join(directory, name), meta, durable=durable, cache=cache)
-    index = os.path.join(directory, "model.safetensors.index.json")
+        save_file(shard, join(directory, name), meta, durable=durable, cache=cache)
+    index = join(directory, "model.safetensors.index.json")
     if len(shards) > 1:
         weight_map = {tensor: name for name, shard in zip(names, shards) for tensor in shard}
         body = json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2, sort_keys=True)
+    if remote:
+        # The index last: a reader that finds it finds every shard it names.
+        if len(shards) > 1:
+            with _remote.RemoteWriteFile(index) as out:
+                out.write((body + "\n").encode())
+            names.append("model.safetensors.index.json")
+        return [join(directory, n) for n in names]
+    if len(shards) > 1:
         tmp = f"{index}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(body + "\n")

@@ -26,7 +26,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hipfile import _hipfile
+from hipfile import _hipfile, _remote
 from hipfile._api import MAX_BATCH_ENTRIES, _Closing, open as _open
 from hipfile._safetensors_format import _NUMPY, _TORCH, SafetensorError
 from hipfile._saving import save, save_file, save_model_dir
@@ -56,10 +56,13 @@ class Header:
 
     def __init__(self, path: str) -> None:
         try:
-            start, length, tensors, metadata = _hipfile.safetensors_header(os.fspath(path))
+            if _remote.is_url(path):
+                start, length, tensors, metadata = _remote.RemoteFile(path).safetensors_header()
+            else:
+                start, length, tensors, metadata = _hipfile.safetensors_header(os.fspath(path))
         except ValueError as exc:
             raise SafetensorError(str(exc)) from None
-        self.path = os.fspath(path)
+        self.path = path if _remote.is_url(path) else os.fspath(path)
         self.data_start: int = start
         self.data_len: int = length
         self.tensors: Dict[str, Tuple[str, List[int], int, int]] = {
@@ -314,6 +317,7 @@ def load_file(
     progress: Optional[Progress] = None,
     cache: Optional[str] = None,
     process_group=None,
+    cache_dir=None,
 ) -> Dict[str, Any]:
     """Every tensor of ``path``, as ``safetensors.torch.load_file(path, device=...)`` gives them
     (same names, dtypes, shapes and bytes; keys in the order of their bytes in the file, as
@@ -331,15 +335,74 @@ def load_file(
     ``process_group``: a ``torch.distributed`` group whose every rank calls this with the same
     file (PyTorch only): each byte is read from the file by one rank and broadcast to the others,
     with no memory beyond the tensors (with ``shard``, each rank reads only its own rows); an
-    error on any rank raises on every rank."""
+    error on any rank raises on every rank.
+
+    ``path`` may be a URL (``s3://bucket/key``, ``gs://``, ``az://``, ``http(s)://``;
+    docs/remote.md): read through the node cache where one is configured (``cache_dir``, or
+    ``HIPFILE_REMOTE_CACHE``), else straight from the store, by ranges in parallel; with
+    ``process_group``, each rank fetches its share of the object from the store."""
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
     if process_group is not None:
-        return _load_group([os.fspath(path)], fw, copy, shard, progress, cache, process_group)
-    header = Header(path)
+        return _load_group([_name(path)], fw, copy, shard, progress, cache, process_group)
+    header = Header(_local(path, cache_dir))
     plan = _plan(header, shard)
     total = _to_read(header, plan, copy, shard is not None)
     return _load(header, plan, fw, copy, shard is not None, _Tally(progress, total), cache)
+
+
+def _name(path) -> str:
+    return path if _remote.is_url(path) else os.fspath(path)
+
+
+def _local(path, cache_dir=None) -> str:
+    """``path``, or for a URL its node cache's copy where a cache is configured."""
+    if _remote.is_url(path):
+        return _remote.localize(path, cache_dir) or path
+    return os.fspath(path)
+
+
+def _checkpoint(path) -> Tuple[List[str], Dict[str, str]]:
+    """The files of a checkpoint and its index's weight map; for a URL, a prefix
+    (``s3://bucket/dir/``: its ``model.safetensors.index.json`` and the files it names, else its
+    ``*.safetensors``) or one object."""
+    if not _remote.is_url(path):
+        try:
+            files, weight_map = _hipfile.safetensors_checkpoint(os.fspath(path))
+        except ValueError as exc:
+            raise SafetensorError(str(exc)) from None
+        return [os.fspath(f) for f in files], weight_map
+    if path.endswith(".safetensors"):
+        return [path], {}
+    import errno
+    import json
+
+    prefix = path.rstrip("/") + "/"
+    index_url = prefix + "model.safetensors.index.json"
+    try:
+        with _remote.RemoteFile(index_url) as index:
+            body = bytearray(index.size())
+            index.read(body)
+    except FileNotFoundError:
+        body = None
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+        body = None
+    if body is not None:
+        try:
+            weight_map = json.loads(bytes(body))["weight_map"]
+            names = sorted(set(weight_map.values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SafetensorError(f"{index_url}: not a safetensors index ({exc})") from None
+        for name in names:
+            if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+                raise SafetensorError(f"{index_url}: {name!r} is not a file of this directory")
+        return [prefix + n for n in names], weight_map
+    files = [u for u, _ in _remote.listdir(prefix) if u.endswith(".safetensors") and "/" not in u[len(prefix) :]]
+    if not files:
+        raise SafetensorError(f"{prefix}: no model.safetensors.index.json and no .safetensors objects")
+    return files, {}
 
 
 def _merge(headers: List[Header], parts: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -414,22 +477,22 @@ def load_model_dir(
     max_workers: int = 4,
     cache: Optional[str] = None,
     process_group=None,
+    cache_dir=None,
 ) -> Dict[str, Any]:
     """Every tensor of a checkpoint directory (``model.safetensors.index.json`` and its files,
     or every ``*.safetensors`` in it; keys file by file, each file's in offset order), files
     read in parallel (``max_workers`` at a time; one after another with ``process_group``,
     whose pieces go round the ranks across the files); the options are :func:`load_file`'s. A
     tensor the index maps to a file that lacks it, or a name in two files, is a
-    :class:`SafetensorError`."""
-    try:
-        files, weight_map = _hipfile.safetensors_checkpoint(os.fspath(path))
-    except ValueError as exc:
-        raise SafetensorError(str(exc)) from None
+    :class:`SafetensorError`. ``path`` may be a URL prefix (``s3://bucket/model/``), read as
+    :func:`load_file` reads a URL."""
+    files, weight_map = _checkpoint(path)
     fw = _Framework(framework, device)
     shard = _check_shard(shard)
     if process_group is not None:
         out = _load_group(files, fw, copy, shard, progress, cache, process_group)
     else:
+        files = [_local(f, cache_dir) for f in files]
         out = _load_files(files, fw, copy, shard, progress, cache, max_workers)
     for name, file in weight_map.items():
         if name not in out:
@@ -442,10 +505,10 @@ class safe_open(_Closing):  # noqa: N801 - the safetensors package's name
     ``keys()``, ``metadata()``, ``get_tensor(name)``, ``get_slice(name)[rows]``; each reads
     only what is asked for."""
 
-    def __init__(self, path, framework: str = "pt", device="cpu", *, cache: Optional[str] = None) -> None:
+    def __init__(self, path, framework: str = "pt", device="cpu", *, cache: Optional[str] = None, cache_dir=None) -> None:
         self._file = None
         self._fw = _Framework(framework, device)
-        self._header = Header(path)
+        self._header = Header(_local(path, cache_dir))
         self._file = _open(self._header.path, cache=cache)
 
     def close(self) -> None:
