@@ -56,7 +56,7 @@ def localize(url: str, cache_dir=None, limit: Optional[int] = None) -> Optional[
     return os.fspath(path)
 
 
-class _RemoteFuture:
+class RemoteFuture:
     """A read on the package's threads: ``get()`` the bytes read (or the error)."""
 
     def __init__(self, future) -> None:
@@ -133,10 +133,10 @@ class RemoteFile(_Closing):
         reqs = [(tuple(e) + (None, 0, 0))[:4] for e in entries]
         return self._check().read_many(reqs)
 
-    def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> _RemoteFuture:
+    def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> RemoteFuture:
         """As :meth:`read`, on the package's threads: a future (``get()``) at once."""
         obj = self._check()
-        return _RemoteFuture(_threads().submit(lambda: obj.read_many([(buf, size, file_offset, buf_offset)])[0]))
+        return RemoteFuture(_threads().submit(lambda: obj.read_many([(buf, size, file_offset, buf_offset)])[0]))
 
     def _move_all(self, write: bool, spans: Iterable[Tuple]) -> None:
         if write:
