@@ -21,8 +21,11 @@ pub(crate) enum Command {
     /// (like AMD's ais-check and NVIDIA's gdscheck); exit status 0 when every PATH can be served
     /// by the backend asked for
     Check(CheckArgs),
-    /// Copy a file through GPU memory, in pipelined chunks (like AMD's aiscp)
+    /// Copy a file through GPU memory, in pipelined chunks (like AMD's aiscp); or between a
+    /// file and an object of a store (s3://, gs://, az://, http(s)://)
     Cp(CpArgs),
+    /// The node cache of remote objects (HIPFILE_REMOTE_CACHE, or --dir): list or clear it
+    Cache(CacheArgs),
     /// Load safetensors files (or checkpoint directories) into GPU memory and report GB/s
     Load(LoadArgs),
     /// Another process's hipfile statistics, live, or a command's at its exit
@@ -61,9 +64,9 @@ pub(crate) struct CheckArgs {
 /// `hipfile cp`.
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct CpArgs {
-    /// The file to copy
+    /// The file (or URL) to copy
     pub(crate) src: PathBuf,
-    /// Where to copy it
+    /// Where to copy it (a file, or a URL)
     pub(crate) dst: PathBuf,
     #[command(flatten)]
     pub(crate) backend: BackendArg,
@@ -81,10 +84,34 @@ pub(crate) struct CpArgs {
     pub(crate) json: bool,
 }
 
+/// `hipfile cache`.
+#[derive(Clone, Debug, clap::Args)]
+pub(crate) struct CacheArgs {
+    /// What to do (default: list)
+    #[arg(value_enum)]
+    pub(crate) command: Option<CacheCommand>,
+    /// The cache's directory (default: HIPFILE_REMOTE_CACHE)
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// What `hipfile cache` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CacheCommand {
+    /// Each entry: its URL, size, version and last use
+    List,
+    /// Remove every entry
+    Clear,
+}
+
 /// `hipfile load`.
 #[derive(Clone, Debug, clap::Args)]
 pub(crate) struct LoadArgs {
-    /// safetensors files, or directories of them (with or without model.safetensors.index.json)
+    /// safetensors files, or directories of them (with or without model.safetensors.index.json),
+    /// or URLs of objects (s3://bucket/model.safetensors) or of prefixes (s3://bucket/model/)
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// The GPU to load into (default: the current one)

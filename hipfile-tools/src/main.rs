@@ -4,7 +4,9 @@
 //!   NVIDIA's gdsio, on the best backend the machine has (the mock GPU where there is none),
 //!   verified, as a table or JSON.
 //! - `hipfile check [PATH...]`: what the machine can do and why not, per path (`check.rs`).
-//! - `hipfile cp SRC DST`: a copy through GPU memory (`cp.rs`).
+//! - `hipfile cp SRC DST`: a copy through GPU memory (`cp.rs`), or between a file and a URL
+//!   (`remote.rs`).
+//! - `hipfile cache [list|clear]`: the node cache of remote objects (`remote.rs`).
 //! - `hipfile stats PID | -- CMD`: another process's statistics (`stats.rs`).
 
 mod args;
@@ -14,6 +16,7 @@ mod cp;
 mod load;
 mod moved;
 mod open;
+mod remote;
 mod sched;
 mod stats;
 
@@ -64,6 +67,13 @@ fn main() -> ExitCode {
                     c.moved.platform,
                     if c.backends.is_empty() { "no request".into() } else { c.backends.join(", ") }
                 );
+            }
+        }),
+        Command::Cache(args) => remote::cache(&args).map(|report| {
+            if args.json {
+                println!("{report}");
+            } else {
+                remote::print_cache(&report);
             }
         }),
         Command::Load(args) => load::run(&args).map(|l| {

@@ -1,0 +1,123 @@
+//! The tool's remote sources (docs/remote.md): `hipfile cp` between a URL and a file, and
+//! `hipfile cache` (the node cache's entries, and clearing it).
+
+use std::path::Path;
+use std::time::Instant;
+
+use hipfile_remote::{Cache, RemoteObject};
+use serde_json::{Value, json};
+
+use crate::args::{CacheArgs, CacheCommand, CpArgs};
+use crate::cp::Copied;
+use crate::moved::Moved;
+
+/// Whether a path argument names a remote object.
+pub(crate) fn is_url(path: &Path) -> bool {
+    path.to_str().is_some_and(hipfile_remote::is_url)
+}
+
+/// `hipfile cp` where SRC or DST is a URL: object to file (written beside DST under a temporary
+/// name, renamed once whole) or file to object (a multipart upload, which appears once whole),
+/// each by parts in parallel; `--verify` reads the copy back and compares.
+pub(crate) fn cp(args: &CpArgs) -> Result<Copied, String> {
+    let (src, dst) = (args.src.to_string_lossy(), args.dst.to_string_lossy());
+    let start = Instant::now();
+    let size = match (is_url(&args.src), is_url(&args.dst)) {
+        (true, true) => return Err("hipfile cp copies between a URL and a file, not between two URLs".into()),
+        (true, false) => {
+            if args.dst.exists() && !args.force {
+                return Err(format!("{dst} exists (--force replaces it)"));
+            }
+            hipfile_remote::download(&src, &args.dst).map_err(|e| e.to_string())?
+        }
+        _ => {
+            if !args.src.is_file() {
+                return Err(format!("{src}: not a regular file"));
+            }
+            hipfile_remote::upload(&args.src, &dst).map_err(|e| e.to_string())?
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let (url, file) = if is_url(&args.src) { (&*src, &args.dst) } else { (&*dst, &args.src) };
+    let verified = if args.verify { Some(same(url, file)?) } else { None };
+    if verified == Some(false) {
+        return Err(format!("{url} and {} differ", file.display()));
+    }
+    Ok(Copied {
+        size,
+        moved: Moved { bytes: size, seconds, platform: "object store (host memory)".into() },
+        verified,
+        backends: vec!["remote".into()],
+    })
+}
+
+/// Whether the object at `url` holds the bytes of `file`, compared a part at a time.
+fn same(url: &str, file: &Path) -> Result<bool, String> {
+    let object = RemoteObject::open(url).map_err(|e| e.to_string())?;
+    let local = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let size = local.metadata().map_err(|e| format!("{}: {e}", file.display()))?.len();
+    if size != object.size() {
+        return Ok(false);
+    }
+    let step = 64 << 20;
+    let (mut remote, mut here) = (vec![0u8; step], vec![0u8; step]);
+    let mut at = 0;
+    while at < size {
+        let n = (size - at).min(step as u64) as usize;
+        object.read(at, &mut remote[..n]).map_err(|e| e.to_string())?;
+        std::os::unix::fs::FileExt::read_exact_at(&local, &mut here[..n], at).map_err(|e| format!("{}: {e}", file.display()))?;
+        if remote[..n] != here[..n] {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
+}
+
+/// `hipfile cache [list|clear] [--dir DIR]`: the report, as JSON.
+pub(crate) fn cache(args: &CacheArgs) -> Result<Value, String> {
+    let cache = match &args.dir {
+        Some(dir) => Cache::new(dir),
+        None => Cache::from_env().ok_or("no cache: give --dir DIR or set HIPFILE_REMOTE_CACHE")?,
+    };
+    let dir = cache.dir().display().to_string();
+    match args.command.unwrap_or(CacheCommand::List) {
+        CacheCommand::List => {
+            let entries: Vec<Value> = cache
+                .entries()
+                .into_iter()
+                .map(|e| {
+                    let used = e.last_used.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    json!({
+                        "url": e.url,
+                        "bytes": e.version.size,
+                        "etag": e.version.etag,
+                        "last_modified": e.version.last_modified,
+                        "last_used_unix": used,
+                        "path": e.path,
+                    })
+                })
+                .collect();
+            let bytes: u64 = entries.iter().filter_map(|e| e["bytes"].as_u64()).sum();
+            Ok(json!({"dir": dir, "entries": entries, "bytes": bytes}))
+        }
+        CacheCommand::Clear => {
+            let (n, bytes) = cache.clear().map_err(|e| format!("{dir}: {e}"))?;
+            Ok(json!({"dir": dir, "removed": n, "bytes": bytes}))
+        }
+    }
+}
+
+/// The report of [`cache`] as lines.
+pub(crate) fn print_cache(report: &Value) {
+    let dir = report["dir"].as_str().unwrap_or("");
+    if let Some(removed) = report["removed"].as_u64() {
+        println!("{dir}: removed {removed} entries ({} bytes)", report["bytes"]);
+        return;
+    }
+    let entries = report["entries"].as_array().map(Vec::as_slice).unwrap_or_default();
+    println!("{dir}: {} entries, {} bytes (least recently used first)", entries.len(), report["bytes"]);
+    for e in entries {
+        println!("  {:>14}  {}", e["bytes"], e["url"].as_str().unwrap_or(""));
+    }
+}
