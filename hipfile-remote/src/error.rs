@@ -2,6 +2,7 @@
 //! what went wrong, and maps to the errno a local file's failure of the same kind would give.
 
 use std::fmt;
+use std::sync::Mutex;
 
 /// What went wrong, coarsely: what a caller branches on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,10 +114,40 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// environment, and those of the profile in use) replaced by `***`: the stores' messages may
 /// quote a request, and no message of ours may carry a secret.
 pub(crate) fn scrub(mut text: String) -> String {
-    for secret in crate::location::secrets() {
+    for secret in secrets() {
         if secret.len() >= 8 && text.contains(secret.as_str()) {
             text = text.replace(secret.as_str(), "***");
         }
     }
     text
+}
+
+/// Secrets read from profiles so far (the environment's are read when asked).
+static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Keeps `secret` (a profile's) out of every message from now on.
+pub(crate) fn remember_secret(secret: &str) {
+    let mut known = SECRETS.lock().unwrap_or_else(|p| p.into_inner());
+    if !known.iter().any(|k| k == secret) {
+        known.push(secret.to_owned());
+    }
+}
+
+/// Every credential this process knows of, to be kept out of messages.
+fn secrets() -> Vec<String> {
+    let mut out: Vec<String> = [
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GOOGLE_SERVICE_ACCOUNT_KEY",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "AZURE_STORAGE_ACCESS_KEY",
+        "AZURE_STORAGE_SAS_KEY",
+        "AZURE_STORAGE_TOKEN",
+        "AZURE_CLIENT_SECRET",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok())
+    .collect();
+    out.extend(SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+    out
 }

@@ -184,10 +184,9 @@ impl Profile {
                 values.extend(ini_section(&text, &section));
             }
         }
-        let mut known = SECRETS.lock().unwrap_or_else(|p| p.into_inner());
         for k in ["aws_secret_access_key", "aws_session_token"] {
-            if let Some(v) = values.get(k).filter(|v| !known.contains(v)) {
-                known.push(v.clone());
+            if let Some(v) = values.get(k) {
+                crate::error::remember_secret(v);
             }
         }
         Profile(values)
@@ -212,28 +211,6 @@ fn ini_section(text: &str, section: &str) -> HashMap<String, String> {
             out.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
         }
     }
-    out
-}
-
-/// Secrets read from profiles so far (the environment's are read when asked).
-static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// Every credential this process knows of, to be kept out of messages.
-pub(crate) fn secrets() -> Vec<String> {
-    let mut out: Vec<String> = [
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "GOOGLE_SERVICE_ACCOUNT_KEY",
-        "AZURE_STORAGE_ACCOUNT_KEY",
-        "AZURE_STORAGE_ACCESS_KEY",
-        "AZURE_STORAGE_SAS_KEY",
-        "AZURE_STORAGE_TOKEN",
-        "AZURE_CLIENT_SECRET",
-    ]
-    .iter()
-    .filter_map(|k| std::env::var(k).ok())
-    .collect();
-    out.extend(SECRETS.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
     out
 }
 
