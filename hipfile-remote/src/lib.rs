@@ -26,6 +26,7 @@ mod cache;
 mod error;
 mod location;
 mod object;
+mod sink;
 mod upload;
 
 use std::path::Path;
@@ -35,7 +36,8 @@ use futures::TryStreamExt;
 pub use cache::{Cache, Entry, Served};
 pub use error::{Error, ErrorKind, Result};
 pub use location::{is_url, shown};
-pub use object::{Dest, RemoteObject, Settings, Staging, Version};
+pub use object::{Dest, RemoteObject, Settings, Version};
+pub use sink::Staging;
 pub use upload::RemoteWriter;
 
 /// Copies the object at `url` to the file `dest` (written under a temporary name beside it and
