@@ -1,10 +1,11 @@
 """One rank of a read-once load over a process group (gloo), run by test_distributed_load.py:
 
-    python load_rank.py file|dir|shard|die PATH [cpu|cuda] [PIECE_BYTES]
+    python load_rank.py file|dir|shard|die|url PATH [cpu|cuda] [PIECE_BYTES]
 
 Every rank loads PATH (a safetensors file; ``dir``: a checkpoint directory) with
 ``process_group=`` a group made of all ranks (not the world group), pieces of PIECE_BYTES, and
-checks every tensor bitwise against ``safetensors``' own load (``shard``: against the rank's
+checks every tensor bitwise against ``safetensors``' own load (``url``: PATH is ``URL|LOCAL``, the
+object loaded and the file it is served from; ``shard``: against the rank's
 ``torch.chunk`` part). ``die``: rank 1 exits while the others wait for its second piece; the
 others must raise. Prints one JSON line: the rank, the bytes this process read from files
 (hipfile's statistics), and what happened."""
@@ -23,6 +24,8 @@ import hipfile.safetensors as hs
 
 
 def expected(path: str, mode: str):
+    if mode == "url":
+        return reference(path.split("|")[1])
     if mode != "dir":
         return reference(path)
     out = {}
@@ -51,6 +54,8 @@ def main(mode: str, path: str, device: str = "cpu", piece: str = "4096") -> None
         shard = (rank, world) if mode == "shard" else None
         if mode == "dir":
             got = hs.load_model_dir(path, device=device, process_group=group)
+        elif mode == "url":  # "URL|LOCAL": the object, and the file it was served from
+            got = hs.load_file(path.split("|")[0], device=device, process_group=group)
         else:
             got = hs.load_file(path, device=device, shard=shard, process_group=group)
         want = expected(path, mode)

@@ -119,16 +119,26 @@ class _Ranges(http.server.SimpleHTTPRequestHandler):
                 break
             outputfile.write(chunk)
             self._left -= len(chunk)
+            with self.server.lock:
+                self.server.served += len(chunk)
 
 
 class RangeServer:
-    """An HTTP server of ``root``'s files on a free port; ``url`` its base."""
+    """An HTTP server of ``root``'s files on a free port; ``url`` its base, ``served`` the body
+    bytes it sent."""
 
     def __init__(self, root) -> None:
         handler = lambda *a, **k: _Ranges(*a, directory=str(root), **k)  # noqa: E731
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.lock, self.server.served = threading.Lock(), 0
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def served(self) -> int:
+        """Body bytes sent so far."""
+        with self.server.lock:
+            return self.server.served
 
     def stop(self) -> None:
         self.server.shutdown()

@@ -45,6 +45,27 @@ def test_a_file_loads_on_every_rank_read_once(tmp_path, world):
     assert all(r["read_bytes"] > 0 for r in got), got  # spread: each rank read some
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_an_object_loads_on_every_rank_read_once_from_the_store(tmp_path, world):
+    from stores import RangeServer
+
+    root = tmp_path / "served"
+    root.mkdir()
+    path = checkpoint(root / "model.safetensors")
+    server = RangeServer(root)
+    try:
+        url = f"{server.url}/model.safetensors"
+        got = reports(run("load_rank.py", world, "url", f"{url}|{path}", "cpu", 4096, env=ENV))
+        assert len(got) == world and all(r.get("ok") for r in got), got
+        header = 8 + int.from_bytes(path.read_bytes()[:8], "little")
+        data = os.path.getsize(path) - header
+        # Each rank reads the header (its length, then the length and the JSON); the data area
+        # goes once from the store, the pieces round the ranks.
+        assert server.served == data + world * (8 + header), (server.served, data, header)
+    finally:
+        server.stop()
+
+
 def test_a_directory_loads_with_pieces_round_the_ranks(tmp_path):
     d = tmp_path / "ckpt"
     d.mkdir()

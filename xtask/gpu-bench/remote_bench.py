@@ -19,12 +19,14 @@ torch.cuda.synchronize(); CPU seconds per GB from getrusage, children included f
                num_threads 1 (default), 8, 16, 32 (its best is reported)
   runai        runai_model_streamer SafetensorsStreamer().stream_file(s3 url, device="cuda"),
                every tensor taken
+  boto3        boto3's download_file to a local file, then safetensors.torch.load_file
   curl         `curl -o` of the object to a local file, then safetensors.torch.load_file
 Every loader's tensors are compared bitwise (torch.equal on the GPU) with the local file's.
 --only cache: the node cache: a first load filling it, a second load (page cache warm), one with
 the page cache dropped, beside load_file of the local file cold. --only procs: 4 processes
 loading the object at once through one node cache: how many fetched it. --only save:
-save_file(url) of the tensors from GPU memory beside `curl -T` of the file safetensors writes.
+save_file(url) of the tensors from GPU memory beside safetensors' save_file then an upload of
+that file with `curl -T` and with boto3's upload_file.
 """
 
 import argparse
@@ -127,6 +129,7 @@ def first_loads(args, url, http_url, size, reference, results):
 
     for r in range(args.rounds):
         host = np.empty(size, dtype=np.uint8)
+        host.fill(0)  # faulted in before the clock starts, as a loader's buffer would be
         with Clock() as c:
             with hipfile.open(url) as f:
                 f.read(host)
@@ -168,6 +171,21 @@ def first_loads(args, url, http_url, size, reference, results):
                 del got
             except Exception as e:  # noqa: BLE001
                 print(json.dumps({"loader": "runai", "error": repr(e)}), flush=True)
+        if "boto3" in args.peers:
+            try:
+                import boto3
+                from safetensors.torch import load_file as st_load
+
+                client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+                dst = os.path.join(args.workdir, "boto3.safetensors")
+                with Clock() as c:
+                    client.download_file(BUCKET, "model.safetensors", dst)
+                    got = st_load(dst, device="cuda:0")
+                report(results, "boto3 download_file + safetensors.torch.load_file", size, c, same(got, reference), round=r)
+                del got
+                os.unlink(dst)
+            except Exception as e:  # noqa: BLE001
+                print(json.dumps({"loader": "boto3", "error": repr(e)}), flush=True)
         if "curl" in args.peers:
             from safetensors.torch import load_file as st_load
 
@@ -178,6 +196,33 @@ def first_loads(args, url, http_url, size, reference, results):
             report(results, "curl download + safetensors.torch.load_file", size, c, same(got, reference), round=r)
             del got
             os.unlink(dst)
+
+
+SWEEP = r"""
+import json, os, sys, time, torch
+from hipfile.safetensors import load_file
+url = sys.argv[1]
+for r in range(int(sys.argv[2])):
+    torch.cuda.synchronize(); t = time.perf_counter()
+    got = load_file(url, device="cuda:0")
+    torch.cuda.synchronize()
+    print(json.dumps({"seconds": time.perf_counter() - t}), flush=True)
+    del got
+"""
+
+
+def sweep(args, url, size, results):
+    """load_file(url) in a fresh process per setting of HIPFILE_REMOTE_CONNECTIONS and
+    HIPFILE_REMOTE_PART_MIB (read once per process)."""
+    for setting in args.sweep.split(","):
+        conns, _, part = setting.partition("x")
+        env = dict(os.environ, HIPFILE_REMOTE_CONNECTIONS=conns, HIPFILE_REMOTE_PART_MIB=part or "8")
+        out = subprocess.run([sys.executable, "-c", SWEEP, url, str(args.rounds)], env=env, capture_output=True, text=True)
+        runs = [json.loads(line)["seconds"] for line in out.stdout.splitlines() if line.startswith("{")]
+        row = {"loader": f"hipfile load_file(url), {conns} connections x {part or 8} MiB parts",
+               "gbps": [round(size / s / 1e9, 3) for s in runs], "error": out.stderr[-500:] if out.returncode else None}
+        results.append(row)
+        print(json.dumps(row), flush=True)
 
 
 def cache_loads(args, url, size, reference, results):
@@ -248,6 +293,17 @@ def saves(args, endpoint, size, reference, results):
             st_save(reference, local)
             subprocess.run(["curl", "-s", "-f", "-T", local, f"{endpoint}/{BUCKET}/curl-saved-{r}.safetensors"], check=True)
         report(results, "safetensors save_file + curl -T upload", size, c, round=r)
+        if "boto3" in args.peers:
+            try:
+                import boto3
+
+                client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+                with Clock() as c:
+                    st_save(reference, local)
+                    client.upload_file(local, BUCKET, f"boto3-saved-{r}.safetensors")
+                report(results, "safetensors save_file + boto3 upload_file", size, c, round=r)
+            except Exception as e:  # noqa: BLE001
+                print(json.dumps({"loader": "boto3 upload", "error": repr(e)}), flush=True)
         os.unlink(local)
 
 
@@ -257,8 +313,9 @@ def main():
     p.add_argument("workdir")
     p.add_argument("--size-gb", type=float, default=4.3)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--peers", default="kvikio,runai,curl")
+    p.add_argument("--peers", default="kvikio,runai,boto3,curl")
     p.add_argument("--only", default="first,cache,procs,save")
+    p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
     p.add_argument("--json")
     args = p.parse_args()
     args.peers = args.peers.split(",")
@@ -294,6 +351,8 @@ def main():
         only = args.only.split(",")
         if "first" in only:
             first_loads(args, url, http_url, size, reference, results)
+        if args.sweep:
+            sweep(args, url, size, results)
         if "cache" in only:
             cache_loads(args, url, size, reference, results)
         if "procs" in only:
