@@ -169,6 +169,12 @@ pub(crate) fn remote_cache_entries(cache_dir: Option<std::path::PathBuf>) -> Vec
     cache.map(|c| c.entries().into_iter().map(|e| (e.url, e.version.size, e.path)).collect()).unwrap_or_default()
 }
 
+/// Deletes the object at `url`.
+#[pyfunction]
+pub(crate) fn remote_delete(py: Python<'_>, url: String) -> PyResult<()> {
+    py.detach(|| hipfile_remote::delete(&url)).map_err(remote_err)
+}
+
 /// The objects under the prefix `url`: `(url, size)`, sorted.
 #[pyfunction]
 pub(crate) fn remote_list(py: Python<'_>, url: String) -> PyResult<Vec<(String, u64)>> {
@@ -225,7 +231,8 @@ impl RemoteUpload {
 
     /// Completes the upload: the object appears, whole.
     fn finish(&self, py: Python<'_>) -> PyResult<()> {
-        let writer = py.detach(|| lock(&self.writer).take()).ok_or_else(|| PyValueError::new_err("the upload has ended"))?;
+        let writer =
+            py.detach(|| lock(&self.writer).take()).ok_or_else(|| PyValueError::new_err("the upload has ended"))?;
         py.detach(|| writer.finish()).map_err(remote_err)
     }
 

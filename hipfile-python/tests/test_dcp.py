@@ -222,3 +222,21 @@ def test_random_state_dicts_round_trip(tmp_path_factory, entries, seed):
     out = zeroed(sd)
     dcp.load(out, storage_reader=hipfile.dcp.StorageReader(path))
     assert_same(out, sd)
+
+
+def test_a_state_dict_round_trips_through_object_storage(s3_store, tmp_path, monkeypatch):
+    monkeypatch.setattr(hipfile.dcp, "_FILE_BYTES", 1 << 16)  # several files per rank
+    sd = state_dict()
+    prefix = f"s3://hipfile/dcp-{os.getpid()}/ckpt/"
+    dcp.save(sd, storage_writer=hipfile.dcp.StorageWriter(prefix, files=3))
+    names = sorted(u[len(prefix):] for u, _ in hipfile._remote.listdir(prefix))
+    assert names == [".metadata", "__0_0.distcp", "__0_1.distcp", "__0_2.distcp"], names
+    out = zeroed(sd)
+    dcp.load(out, storage_reader=hipfile.dcp.StorageReader(prefix))
+    assert_same(out, sd)
+    # Through the node cache, the same.
+    monkeypatch.setenv("HIPFILE_REMOTE_CACHE", str(tmp_path / "cache"))
+    out = zeroed(sd)
+    dcp.load(out, storage_reader=hipfile.dcp.StorageReader(prefix))
+    assert_same(out, sd)
+    assert len(hipfile._remote.cache_entries()) == 3  # the tensors' files; the metadata is read directly

@@ -126,7 +126,11 @@ impl Cache {
         let size = object.size();
         if self.limit.is_some_and(|limit| size > limit) {
             let limit = self.limit.unwrap_or_default();
-            return Err(Error::new(ErrorKind::Cache, url, format!("{size} bytes do not fit the cache's limit of {limit} bytes ({})", self.dir.display())));
+            return Err(Error::new(
+                ErrorKind::Cache,
+                url,
+                format!("{size} bytes do not fit the cache's limit of {limit} bytes ({})", self.dir.display()),
+            ));
         }
         self.evict(size, key);
         let tmp = self.dir.join(format!("{key}.{}.tmp", std::process::id()));
@@ -154,7 +158,12 @@ impl Cache {
     /// The object's bytes in `tmp`, reserved first, synced and checked.
     fn write_copy(&self, object: &RemoteObject, tmp: &Path, key: &str) -> Result<()> {
         let url = object.url();
-        let file = File::options().create(true).truncate(true).write(true).open(tmp).map_err(|e| Error::cache(url, tmp.display(), &e))?;
+        let file = File::options()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(tmp)
+            .map_err(|e| Error::cache(url, tmp.display(), &e))?;
         let size = object.size();
         // Reserved up front: a full disk fails here, after the least recently used copies
         // have made what room they can.
@@ -212,7 +221,9 @@ impl Cache {
         let Ok(dir) = std::fs::read_dir(&self.dir) else { return Vec::new() };
         let mut out = Vec::new();
         for path in dir.flatten().map(|e| e.path()) {
-            let Some(key) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) else { continue };
+            let Some(key) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
             let Some((url, version)) = read_record(&path) else { continue };
             let data = self.dir.join(format!("{key}.data"));
             let last_used = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
@@ -261,8 +272,12 @@ fn remove(path: &Path) -> std::io::Result<()> {
 fn read_record(path: &Path) -> Option<(String, Version)> {
     let v: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    let version =
-        Version { size: v.get("size")?.as_u64()?, etag: text("etag"), last_modified: text("last_modified")?, version: text("version") };
+    let version = Version {
+        size: v.get("size")?.as_u64()?,
+        etag: text("etag"),
+        last_modified: text("last_modified")?,
+        version: text("version"),
+    };
     Some((text("url")?, version))
 }
 
@@ -285,7 +300,8 @@ mod tests {
         let k = key(url);
         std::fs::create_dir_all(&cache.dir).unwrap();
         std::fs::write(cache.dir.join(format!("{k}.data")), data).unwrap();
-        let rec = json!({"url": url, "size": v.size, "etag": v.etag, "last_modified": v.last_modified, "version": v.version});
+        let rec =
+            json!({"url": url, "size": v.size, "etag": v.etag, "last_modified": v.last_modified, "version": v.version});
         std::fs::write(cache.dir.join(format!("{k}.json")), rec.to_string()).unwrap();
     }
 

@@ -32,6 +32,7 @@ mod upload;
 use std::path::Path;
 
 use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
 
 pub use cache::{Cache, Entry, Served};
 pub use error::{Error, ErrorKind, Result};
@@ -68,6 +69,12 @@ pub fn upload(src: &Path, url: &str) -> Result<u64> {
     Ok(n)
 }
 
+/// Deletes the object at `url` (one that is not there is fine, as the stores answer).
+pub fn delete(url: &str) -> Result<()> {
+    let loc = location::Location::parse(url)?;
+    object::block_on(loc.store.delete(&loc.key)).map_err(|e| Error::store(&loc.shown, e))
+}
+
 /// The objects under the prefix `url` (`s3://bucket/dir/`): each one's URL and size, sorted.
 pub fn list(url: &str) -> Result<Vec<(String, u64)>> {
     let loc = location::Location::parse(url)?;
@@ -80,7 +87,10 @@ pub fn list(url: &str) -> Result<Vec<(String, u64)>> {
         .into_iter()
         .map(|m| {
             let rest = m.location.as_ref()[root..].trim_start_matches('/').to_owned();
-            let encoded: Vec<String> = rest.split('/').map(|s| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20")).collect();
+            let encoded: Vec<String> = rest
+                .split('/')
+                .map(|s| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20"))
+                .collect();
             (format!("{base}/{}", encoded.join("/")), m.size)
         })
         .collect();

@@ -59,7 +59,10 @@ impl Location {
 }
 
 /// The client of `root` under the current settings, made once.
-fn client(root: &str, make: impl FnOnce() -> std::result::Result<Arc<dyn ObjectStore>, String>) -> std::result::Result<Arc<dyn ObjectStore>, String> {
+fn client(
+    root: &str,
+    make: impl FnOnce() -> std::result::Result<Arc<dyn ObjectStore>, String>,
+) -> std::result::Result<Arc<dyn ObjectStore>, String> {
     static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     // The settings are part of the key: a test, or a program, may point the same bucket name at
     // another endpoint or other credentials between two opens.
@@ -127,7 +130,9 @@ fn s3(bucket: &str) -> std::result::Result<object_store::aws::AmazonS3, String> 
     let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
     let profile = Profile::load(env("AWS_PROFILE").as_deref().unwrap_or("default"));
     let has_keys = env("AWS_ACCESS_KEY_ID").is_some();
-    if !has_keys && let (Some(id), Some(secret)) = (profile.get("aws_access_key_id"), profile.get("aws_secret_access_key")) {
+    if !has_keys
+        && let (Some(id), Some(secret)) = (profile.get("aws_access_key_id"), profile.get("aws_secret_access_key"))
+    {
         b = b.with_access_key_id(id).with_secret_access_key(secret);
         if let Some(token) = profile.get("aws_session_token") {
             b = b.with_token(token);
@@ -136,10 +141,9 @@ fn s3(bucket: &str) -> std::result::Result<object_store::aws::AmazonS3, String> 
     if env("AWS_REGION").is_none() && env("AWS_DEFAULT_REGION").is_none() {
         b = b.with_region(profile.get("region").unwrap_or("us-east-1"));
     }
-    if env("AWS_ENDPOINT_URL").is_none() && env("AWS_ENDPOINT_URL_S3").is_none() && env("AWS_ENDPOINT").is_none() {
-        if let Some(endpoint) = profile.get("endpoint_url") {
-            b = b.with_endpoint(endpoint);
-        }
+    let endpoint_set = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT"].iter().any(|k| env(k).is_some());
+    if !endpoint_set && let Some(endpoint) = profile.get("endpoint_url") {
+        b = b.with_endpoint(endpoint);
     }
     let endpoint = b.get_config_value(&K::S3Endpoint).or_else(|| b.get_config_value(&K::Endpoint));
     let plain = endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
@@ -179,7 +183,10 @@ impl Profile {
         let file = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| format!("{home}/.aws/{default}"));
         let mut values = HashMap::new();
         let config_section = if name == "default" { "default".to_owned() } else { format!("profile {name}") };
-        for (path, section) in [(file("AWS_CONFIG_FILE", "config"), config_section), (file("AWS_SHARED_CREDENTIALS_FILE", "credentials"), name.to_owned())] {
+        for (path, section) in [
+            (file("AWS_CONFIG_FILE", "config"), config_section),
+            (file("AWS_SHARED_CREDENTIALS_FILE", "credentials"), name.to_owned()),
+        ] {
             if let Ok(text) = std::fs::read_to_string(&path) {
                 values.extend(ini_section(&text, &section));
             }

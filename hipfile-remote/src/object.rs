@@ -39,7 +39,11 @@ impl Settings {
                 match text.trim().parse::<usize>() {
                     Ok(v) if range.contains(&v) => v,
                     _ => {
-                        tracing::warn!("{name}={text:?} is not a number from {} to {}: {default} is used", range.start(), range.end());
+                        tracing::warn!(
+                            "{name}={text:?} is not a number from {} to {}: {default} is used",
+                            range.start(),
+                            range.end()
+                        );
                         default
                     }
                 }
@@ -200,7 +204,12 @@ impl RemoteObject {
                     let part = part.min(staging.part());
                     for from in (0..n).step_by(part) {
                         let len = part.min(n - from);
-                        let sink = DeviceSink { staging: staging.clone(), buf: None, span: span.part(from, len), url: Arc::clone(&self.shared.url) };
+                        let sink = DeviceSink {
+                            staging: staging.clone(),
+                            buf: None,
+                            span: span.part(from, len),
+                            url: Arc::clone(&self.shared.url),
+                        };
                         parts.push(Part { offset: offset + from as u64, len, sink: Box::new(sink) });
                     }
                 }

@@ -38,10 +38,10 @@ impl HostSink {
 
 impl Sink for HostSink {
     fn put(&mut self, pos: usize, data: &[u8]) -> Result<()> {
-        assert!(pos.checked_add(data.len()).is_some_and(|end| end <= self.len), "a body longer than its range");
         // SAFETY: `[pos, pos + data.len())` lies inside the part (checked above), which this
         // sink may write (see `Send` above).
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(pos), data.len()) };
+        let part = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
+        part[pos..pos + data.len()].copy_from_slice(data);
         Ok(())
     }
 }
@@ -56,7 +56,9 @@ pub(crate) struct FileSink {
 impl Sink for FileSink {
     fn put(&mut self, pos: usize, data: &[u8]) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        self.file.write_all_at(data, self.at + pos as u64).map_err(|e| Error::cache(&self.url, "writing the local copy", &e))
+        self.file
+            .write_all_at(data, self.at + pos as u64)
+            .map_err(|e| Error::cache(&self.url, "writing the local copy", &e))
     }
 }
 

@@ -88,8 +88,9 @@ impl RemoteWriter {
         let mut buf = vec![0u8; part.min(src.len())];
         for from in (0..src.len()).step_by(part.max(1)) {
             let len = part.min(src.len() - from);
-            gpu.copy_from_device(&mut buf[..len], src.part(from, len))
-                .map_err(|e| Error::new(ErrorKind::Invalid, &self.shown, format!("the copy from device memory failed ({e})")))?;
+            gpu.copy_from_device(&mut buf[..len], src.part(from, len)).map_err(|e| {
+                Error::new(ErrorKind::Invalid, &self.shown, format!("the copy from device memory failed ({e})"))
+            })?;
             self.write(offset + from as u64, &buf[..len])?;
         }
         Ok(())
@@ -114,16 +115,19 @@ impl RemoteWriter {
 
     /// Completes the upload: the object appears, whole.
     pub fn finish(mut self) -> Result<()> {
-        let upload = self.upload.take().ok_or_else(|| Error::new(ErrorKind::Invalid, &self.shown, "the upload has ended".to_owned()))?;
+        let upload = self
+            .upload
+            .take()
+            .ok_or_else(|| Error::new(ErrorKind::Invalid, &self.shown, "the upload has ended".to_owned()))?;
         block_on(upload.finish()).map(drop).map_err(|e| Error::store(&self.shown, e))
     }
 
     /// Abandons the upload: nothing appears (and the parts sent are let go).
     pub fn abort(&mut self) {
-        if let Some(upload) = self.upload.take() {
-            if let Err(e) = block_on(upload.abort()) {
-                tracing::debug!("{}: aborting the upload: {e}", self.shown);
-            }
+        if let Some(upload) = self.upload.take()
+            && let Err(e) = block_on(upload.abort())
+        {
+            tracing::debug!("{}: aborting the upload: {e}", self.shown);
         }
     }
 }

@@ -36,7 +36,14 @@ fn bodies_cut_short_or_reset_are_asked_for_again_and_never_used_short() {
     server.fault(Fault::Short, 1000);
     assert!(Cache::new(dir.path()).get(&open(&url)).is_err());
     assert!(Cache::new(dir.path()).entries().is_empty());
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "data" || x == "tmp")).count(), 0);
+    assert_eq!(
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "data" || x == "tmp"))
+            .count(),
+        0
+    );
 }
 
 #[test]

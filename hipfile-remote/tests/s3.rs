@@ -13,22 +13,23 @@ use hipfile_remote::{Cache, Dest, ErrorKind, RemoteObject, RemoteWriter, Served,
 static ENV: Mutex<()> = Mutex::new(());
 
 fn point_at(endpoint: &str, keys: Option<(&str, &str)>) {
-    // SAFETY (of the calls below): the tests of this binary change the environment only under
-    // `ENV`, and nothing else of the process reads it meanwhile.
-    unsafe {
-        std::env::set_var("AWS_ENDPOINT_URL", endpoint);
-        std::env::set_var("AWS_REGION", "us-east-1");
-        std::env::set_var("AWS_CONFIG_FILE", "/nonexistent");
-        std::env::set_var("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
-        match keys {
-            Some((id, secret)) => {
-                std::env::set_var("AWS_ACCESS_KEY_ID", id);
-                std::env::set_var("AWS_SECRET_ACCESS_KEY", secret);
-            }
-            None => {
-                std::env::remove_var("AWS_ACCESS_KEY_ID");
-                std::env::remove_var("AWS_SECRET_ACCESS_KEY");
-            }
+    // SAFETY: the tests of this binary change the environment only under `ENV`, and nothing
+    // else of the process reads it meanwhile.
+    let set = |k: &str, v: &str| unsafe { std::env::set_var(k, v) };
+    // SAFETY: as above.
+    let unset = |k: &str| unsafe { std::env::remove_var(k) };
+    set("AWS_ENDPOINT_URL", endpoint);
+    set("AWS_REGION", "us-east-1");
+    set("AWS_CONFIG_FILE", "/nonexistent");
+    set("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
+    match keys {
+        Some((id, secret)) => {
+            set("AWS_ACCESS_KEY_ID", id);
+            set("AWS_SECRET_ACCESS_KEY", secret);
+        }
+        None => {
+            unset("AWS_ACCESS_KEY_ID");
+            unset("AWS_SECRET_ACCESS_KEY");
         }
     }
 }
@@ -66,7 +67,14 @@ fn objects_round_trip_through_host_and_device_memory_and_the_cache() {
     assert!(all == data, "a whole read is bitwise the object");
     let (mut a, mut b, mut tail) = (vec![0u8; 3_333_333], vec![0u8; 1], vec![0u8; 4096]);
     let got = object
-        .read_into(None, vec![(12_345, Dest::Host(&mut a)), (7, Dest::Host(&mut b)), (data.len() as u64 - 100, Dest::Host(&mut tail))])
+        .read_into(
+            None,
+            vec![
+                (12_345, Dest::Host(&mut a)),
+                (7, Dest::Host(&mut b)),
+                (data.len() as u64 - 100, Dest::Host(&mut tail)),
+            ],
+        )
         .unwrap();
     assert_eq!(got, [3_333_333, 1, 100], "a read past the end stops at it");
     assert!(a == data[12_345..12_345 + 3_333_333] && b[0] == data[7] && tail[..100] == data[data.len() - 100..]);
@@ -118,7 +126,8 @@ fn objects_round_trip_through_host_and_device_memory_and_the_cache() {
     // Four threads asking at once: one fill, three hits.
     let cache2 = Cache::new(dir.path().join("shared"));
     let served: Vec<Served> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| cache2.get(&RemoteObject::open(url).unwrap()).unwrap().1)).collect();
+        let handles: Vec<_> =
+            (0..4).map(|_| s.spawn(|| cache2.get(&RemoteObject::open(url).unwrap()).unwrap().1)).collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert_eq!(served.iter().filter(|s| **s == Served::Fetched).count(), 1, "{served:?}");
@@ -154,7 +163,10 @@ fn a_store_that_is_not_there_or_refuses_gives_errors_naming_the_url_not_the_secr
     point_at(&weed.endpoint, Some(("HIPFILETESTKEY", "hipfile-wrong-secret-value")));
     let e = RemoteObject::open("s3://locked/k").unwrap_err();
     assert_eq!((e.kind(), e.errno()), (ErrorKind::Denied, 13), "{e}");
-    assert!(e.to_string().starts_with("s3://locked/k: ") && !e.to_string().contains("hipfile-wrong-secret-value"), "{e}");
+    assert!(
+        e.to_string().starts_with("s3://locked/k: ") && !e.to_string().contains("hipfile-wrong-secret-value"),
+        "{e}"
+    );
     point_at(&weed.endpoint, None);
     assert_eq!(RemoteObject::open("s3://locked/k").unwrap_err().kind(), ErrorKind::Denied, "anonymous");
     point_at(&weed.endpoint, Some(("HIPFILETESTKEY", "hipfile-very-secret-value")));

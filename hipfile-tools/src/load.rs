@@ -233,7 +233,11 @@ fn load_one(
                 let got = object.read_into(Some(staging), vec![(header.data_start + at, Dest::Device(span))]);
                 let n = got.map_err(|e| e.to_string())?[0];
                 if n < want {
-                    return Err(format!("{}: the object ended {} bytes early", path.display(), header.data_len - at - n as u64));
+                    return Err(format!(
+                        "{}: the object ended {} bytes early",
+                        path.display(),
+                        header.data_len - at - n as u64
+                    ));
                 }
                 at += n as u64;
                 done.fetch_add(n as u64, Ordering::Relaxed);

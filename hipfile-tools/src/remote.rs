@@ -65,7 +65,8 @@ fn same(url: &str, file: &Path) -> Result<bool, String> {
     while at < size {
         let n = (size - at).min(step as u64) as usize;
         object.read(at, &mut remote[..n]).map_err(|e| e.to_string())?;
-        std::os::unix::fs::FileExt::read_exact_at(&local, &mut here[..n], at).map_err(|e| format!("{}: {e}", file.display()))?;
+        std::os::unix::fs::FileExt::read_exact_at(&local, &mut here[..n], at)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         if remote[..n] != here[..n] {
             return Ok(false);
         }

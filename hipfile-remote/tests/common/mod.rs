@@ -60,7 +60,15 @@ impl Weed {
             .arg(format!("-dir={}", dir.path().display()))
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3", "-s3.port.iceberg=0", "-s3.port.lance=0"])
             .args(["-master.volumeSizeLimitMB=256", "-volume.max=0"]);
-        for flag in ["master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc", "s3.port.grpc"] {
+        for flag in [
+            "master.port",
+            "master.port.grpc",
+            "volume.port",
+            "volume.port.grpc",
+            "filer.port",
+            "filer.port.grpc",
+            "s3.port.grpc",
+        ] {
             cmd.arg(format!("-{flag}={}", free_port()));
         }
         cmd.arg(format!("-s3.port={s3}"));
@@ -107,7 +115,10 @@ impl Drop for Weed {
 pub fn raw(endpoint: &str, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
     let host = endpoint.trim_start_matches("http://");
     let Ok(mut s) = TcpStream::connect(host) else { return (0, Vec::new()) };
-    let head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
     if s.write_all(head.as_bytes()).and_then(|()| s.write_all(body)).is_err() {
         return (0, Vec::new());
     }
@@ -206,7 +217,8 @@ fn serve(stream: TcpStream, state: &ServerState) {
             continue;
         };
         let size = data.len() as u64;
-        let common = format!("ETag: {etag}\r\nLast-Modified: Sun, 06 Dec 2026 00:00:00 GMT\r\nAccept-Ranges: bytes\r\n");
+        let common =
+            format!("ETag: {etag}\r\nLast-Modified: Sun, 06 Dec 2026 00:00:00 GMT\r\nAccept-Ranges: bytes\r\n");
         if method == "HEAD" {
             let _ = out.write_all(format!("HTTP/1.1 200 OK\r\n{common}Content-Length: {size}\r\n\r\n").as_bytes());
             continue;
@@ -218,7 +230,11 @@ fn serve(stream: TcpStream, state: &ServerState) {
         };
         let body = &data[start as usize..end as usize];
         let head = if range.is_some() {
-            format!("HTTP/1.1 206 Partial Content\r\n{common}Content-Range: bytes {start}-{}/{size}\r\nContent-Length: {}\r\n\r\n", end - 1, body.len())
+            format!(
+                "HTTP/1.1 206 Partial Content\r\n{common}Content-Range: bytes {start}-{}/{size}\r\nContent-Length: {}\r\n\r\n",
+                end - 1,
+                body.len()
+            )
         } else {
             format!("HTTP/1.1 200 OK\r\n{common}Content-Length: {}\r\n\r\n", body.len())
         };
