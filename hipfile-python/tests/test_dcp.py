@@ -225,7 +225,7 @@ def test_random_state_dicts_round_trip(tmp_path_factory, entries, seed):
 
 
 def test_a_state_dict_round_trips_through_object_storage(s3_store, tmp_path, monkeypatch):
-    monkeypatch.setattr(hipfile.dcp, "_FILE_BYTES", 1 << 16)  # several files per rank
+    monkeypatch.setattr(hipfile.dcp, "_FILE_BYTES", 1 << 10)  # several files per rank
     sd = state_dict()
     prefix = f"s3://hipfile/dcp-{os.getpid()}/ckpt/"
     dcp.save(sd, storage_writer=hipfile.dcp.StorageWriter(prefix, files=3))
