@@ -50,3 +50,22 @@ def test_one_device_or_a_clear_refusal():
     assert _device(3) == "cuda:3"
     with pytest.raises(ValueError, match="one device"):
         _device({"model.layers.0": 0, "lm_head": "cpu"})
+
+
+def test_a_model_in_object_storage_loads_as_the_stock_loader_loads_it_locally(tmp_path, s3_store):
+    from transformers import AutoModelForCausalLM
+
+    path = llama(tmp_path / "local", False, "100KB")
+    prefix = f"s3://hipfile/llama-{__import__('os').getpid()}/"
+    for f in sorted(path.iterdir()):
+        s3_store.put("hipfile", prefix[len("s3://hipfile/"):] + f.name, f.read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stock = AutoModelForCausalLM.from_pretrained(path)
+        ours = from_pretrained(AutoModelForCausalLM, prefix)
+    mine, theirs = ours.config.to_dict(), stock.config.to_dict()
+    mine.pop("_name_or_path"), theirs.pop("_name_or_path")
+    assert mine == theirs  # the configuration fetched from the store
+    assert ours.generation_config.to_dict() == stock.generation_config.to_dict()
+    for name, p in stock.named_parameters():
+        assert torch.equal(p, dict(ours.named_parameters())[name]), name

@@ -115,3 +115,23 @@ def test_the_load_format_loads_every_weight_through_the_models_own_loader(tmp_pa
     hs.save_model_dir({"q": sd["q"]}, tmp_path / "partial")
     with pytest.raises(ValueError, match="unloaded"):
         loader.load_weights(Model(), Config(tmp_path / "partial"))
+
+
+def test_the_load_format_reads_weights_from_object_storage(tmp_path, vllm, s3_store):
+    rng = np.random.default_rng(3)
+    sd = {k: rng.standard_normal((4, 8), dtype=np.float32) for k in "qkv"}
+    sd["out"] = rng.standard_normal((8, 4), dtype=np.float32)
+    prefix = f"s3://hipfile/vllm-{id(sd)}/"
+    hs.save_model_dir(sd, prefix, max_shard_size=300)
+    loader_class = vllm.register()
+
+    class LoadConfig:
+        load_format = "hipfile"
+
+    loader = loader_class(LoadConfig())
+    config = Config(tmp_path)  # vLLM's object-storage models: configuration fetched here,
+    config.model_weights = prefix  # the store's URL kept for the weights
+    model = Model()
+    loader.load_weights(model, config)
+    assert np.array_equal(model.qkv.detach().numpy(), np.concatenate([sd["q"], sd["k"], sd["v"]]))
+    assert np.array_equal(model.out.detach().numpy(), sd["out"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from hipfile.integrations import local_checkpoint
+from hipfile.integrations import local_checkpoint, weights_location
 
 __all__ = ["from_pretrained"]
 
@@ -67,7 +67,7 @@ def from_pretrained(model_class, path, *model_args, device_map=None, cache: Opti
     )
     mapping = getattr(model_class, "_model_mapping", None)
     concrete = mapping[type(config)] if mapping is not None else model_class
-    state_dict = load_model_dir(directory, device=_device(device_map), cache=cache)
+    state_dict = load_model_dir(weights_location(path, directory), device=_device(device_map), cache=cache)
     # transformers takes a state dict only without a name to load from: the directory's
     # configuration is passed instead, and what else the name gives is set afterwards.
     model = concrete.from_pretrained(None, *model_args, config=config, state_dict=state_dict,

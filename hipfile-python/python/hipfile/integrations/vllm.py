@@ -14,13 +14,15 @@ model's own ``load_weights`` (which fuses and slices them for tensor parallelism
 for vLLM's loader), then frees them: the memory beyond the model is one file's tensors. With
 tensor parallelism, the tensor-parallel group reads each file once across its ranks
 (``process_group=``, read-once loading) and broadcasts it, instead of every rank reading every
-file.
+file. A store's prefix (``s3://bucket/model/``, as ``model`` or as vLLM's ``model_weights``) is
+read from the store (docs/remote.md).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Tuple
 
+from hipfile._remote import is_url
 from hipfile.integrations import local_checkpoint
 
 __all__ = ["register", "LOAD_FORMAT"]
@@ -29,9 +31,9 @@ LOAD_FORMAT = "hipfile"
 
 
 def _files(directory: str) -> List[str]:
-    from hipfile import _hipfile
+    from hipfile.safetensors import _checkpoint
 
-    files, _ = _hipfile.safetensors_checkpoint(directory)
+    files, _ = _checkpoint(directory)  # a local directory, or a store's prefix
     if not files:
         raise ValueError(f"{directory}: no safetensors files (the hipfile load format reads safetensors only)")
     return files
@@ -58,6 +60,11 @@ def weights(directory: str, device, group=None, cache: Optional[str] = None) -> 
 
 
 def _local(model_config) -> str:
+    """Where the weights are: vLLM keeps a store's URL in ``model_weights`` once it has fetched
+    the configuration of ``model`` from there (its object-storage models), else ``model``."""
+    url = getattr(model_config, "model_weights", None) or model_config.model
+    if isinstance(url, str) and is_url(url):
+        return url
     return local_checkpoint(model_config.model, getattr(model_config, "revision", None))
 
 
