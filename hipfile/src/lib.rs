@@ -212,6 +212,33 @@ pub mod mock {
     pub use hipfile_backend_mock::{MockGpu, pattern};
 }
 
+/// Objects by URL (`s3://`, `gs://`, `az://`, `http(s)://`): read by ranges in parallel into
+/// host memory or, through [`remote::Staging`], device memory; the node cache; uploads that
+/// appear once whole (feature `remote`; docs/remote.md).
+///
+/// # Example
+/// ```no_run
+/// use std::sync::Arc;
+/// use hipfile::remote::{Dest, RemoteObject, Settings, Staging};
+/// use hipfile::{Driver, DriverGuard, SystemPlatform};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (platform, _) = SystemPlatform::discover_or_mock();
+/// let gpu = Arc::clone(platform.runtime());
+/// let guard = DriverGuard::open(Arc::new(Driver::new(platform)))?;
+/// let object = RemoteObject::open("s3://bucket/shard.bin")?;
+/// let memory = guard.device_alloc(object.size() as usize)?;
+/// let staging = Staging::new(gpu, Settings::from_env());
+/// // SAFETY: the span is the whole allocation, which outlives the read.
+/// let span = unsafe { hipfile::DeviceSpan::new(memory.addr(), memory.len()) };
+/// object.read_into(Some(&staging), vec![(0, Dest::Device(span))])?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "remote")]
+pub mod remote {
+    pub use hipfile_remote::*;
+}
+
 /// What the boundaries built on this crate (the C library, the C++ bridge, the tool) need and a
 /// Rust program does not: hipFile's C conventions, the system-call helpers every backend
 /// shares, the process's diagnostics, the driver's lock across `fork`. Not a stable API.
