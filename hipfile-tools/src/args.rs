@@ -191,7 +191,8 @@ pub(crate) struct BenchArgs {
     pub(crate) modes: Vec<Mode>,
     /// Data file: an existing one is read as it is (a --size that differs from its size is an
     /// error: the benchmark never rewrites it), a missing one created with --size bytes
-    /// (default: a temporary file, removed afterwards); writes go to PATH.out
+    /// (default: a temporary file, removed afterwards); writes go to PATH.out. A URL
+    /// (s3://, gs://, az://, http(s)://) benchmarks reads of that object from its store
     #[arg(long, value_name = "PATH")]
     pub(crate) file: Option<PathBuf>,
     /// Size of the file the benchmark creates, with K, M, G, T suffixes (powers of 1024)

@@ -38,6 +38,13 @@ fn main() -> ExitCode {
         unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", "/dev/null") };
     }
     let result = match Cli::parse().command {
+        Command::Bench(args) if args.file.as_deref().is_some_and(remote::is_url) => remote::bench(&args).map(|r| {
+            if args.json {
+                println!("{r}");
+            } else {
+                remote::print_bench(&r);
+            }
+        }),
         Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
         Command::Check(args) => match check::run(&args) {
             Ok((report, served)) => {

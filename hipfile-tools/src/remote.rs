@@ -122,3 +122,109 @@ pub(crate) fn print_cache(report: &Value) {
         println!("  {:>14}  {}", e["bytes"], e["url"].as_str().unwrap_or(""));
     }
 }
+
+/// `hipfile bench --file URL`: reads of the object into GPU memory straight from the store,
+/// `--runs` times per mode (`read`: the whole object in one call; `randread`: `--count` reads
+/// of `--io-size` at random offsets, at once), each verified against a host read of the same
+/// bytes unless `--no-verify`; the report as JSON.
+pub(crate) fn bench(args: &crate::args::BenchArgs) -> Result<Value, String> {
+    use hipfile_remote::{Dest, Settings, Staging};
+
+    let url = args.file.as_deref().map(Path::to_string_lossy).unwrap_or_default().into_owned();
+    let object = RemoteObject::open(&url).map_err(|e| e.to_string())?;
+    let size = usize::try_from(object.size()).map_err(|_| format!("{url}: too large"))?;
+    let crate::open::Opened { description, guard, gpu } =
+        crate::open::open_driver(args.backend.name.as_deref(), 1, args.json)?;
+    let settings = Settings::from_env();
+    let staging = Staging::new(std::sync::Arc::clone(&gpu), settings);
+    let memory = guard.device_alloc(size.max(1)).map_err(|e| format!("cannot allocate {size} bytes: {e}"))?;
+    let mut modes = Vec::new();
+    for mode in &args.modes {
+        if !mode.is_read() {
+            return Err(format!("--mode {}: an object is read, not written, by the benchmark", mode.name()));
+        }
+        let io = args.io_size.map_or(if mode.is_random() { 1 << 20 } else { size }, |s| s as usize).min(size);
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut runs = Vec::new();
+        let mut verified = None;
+        for _ in 0..args.runs {
+            let offsets: Vec<usize> = if mode.is_random() {
+                (0..args.count)
+                    .map(|_| {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        (rng % (size - io + 1) as u64) as usize
+                    })
+                    .collect()
+            } else {
+                (0..size).step_by(io.max(1)).collect()
+            };
+            let reqs = offsets
+                .iter()
+                .enumerate()
+                .map(|(i, &at)| {
+                    let len = io.min(size - at);
+                    let place = if mode.is_random() { (i * io) % (size - len + 1) } else { at };
+                    // SAFETY: `[place, place + len)` lies inside `memory` (size bytes), which
+                    // outlives the read.
+                    let span = unsafe {
+                        hipfile::DeviceSpan::within(memory.addr() + place, len, memory.addr() + memory.len())
+                    };
+                    (at as u64, Dest::Device(span))
+                })
+                .collect();
+            let start = Instant::now();
+            let got = object.read_into(Some(&staging), reqs).map_err(|e| e.to_string())?;
+            let seconds = start.elapsed().as_secs_f64();
+            let bytes: usize = got.iter().sum();
+            runs.push(Moved { bytes: bytes as u64, seconds, platform: description.clone() }.gbps());
+            if args.verify && !mode.is_random() {
+                let (mut here, mut there) = (vec![0u8; size.min(64 << 20)], vec![0u8; size.min(64 << 20)]);
+                let mut ok = true;
+                for at in (0..size).step_by(here.len().max(1)) {
+                    let n = here.len().min(size - at);
+                    memory.copy_to_host(at, &mut here[..n]).map_err(|e| format!("copying back: {e}"))?;
+                    object.read(at as u64, &mut there[..n]).map_err(|e| e.to_string())?;
+                    ok &= here[..n] == there[..n];
+                }
+                verified = Some(ok);
+                if !ok {
+                    return Err(format!("{url}: GPU memory differs from the object after a read"));
+                }
+            }
+        }
+        let best = runs.iter().copied().fold(0.0, f64::max);
+        let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+        modes.push(json!({"mode": mode.name(), "io_size": io, "runs_gbps": runs, "best_gbps": best, "mean_gbps": mean, "verified": verified}));
+    }
+    Ok(json!({
+        "url": url,
+        "bytes": size,
+        "platform": description,
+        "part_size": settings.part_size,
+        "connections": settings.connections,
+        "modes": modes,
+    }))
+}
+
+/// The report of [`bench`] as lines.
+pub(crate) fn print_bench(report: &Value) {
+    println!(
+        "{} ({} bytes) on {}: {} connections x {} byte parts",
+        report["url"].as_str().unwrap_or(""),
+        report["bytes"],
+        report["platform"].as_str().unwrap_or(""),
+        report["connections"],
+        report["part_size"]
+    );
+    for m in report["modes"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let verified = if m["verified"] == true { ", verified" } else { "" };
+        println!(
+            "  {:<9} best {:.2} GB/s, mean {:.2} GB/s{verified}",
+            m["mode"].as_str().unwrap_or(""),
+            m["best_gbps"].as_f64().unwrap_or(0.0),
+            m["mean_gbps"].as_f64().unwrap_or(0.0)
+        );
+    }
+}

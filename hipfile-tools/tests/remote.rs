@@ -71,6 +71,18 @@ fn cp_load_and_cache_take_urls() {
     let (ok, out, _) = run(&[], &["cache", "clear", "--dir", cache.to_str().unwrap()]);
     assert!(ok && out.contains("removed 1 entries"), "{out}");
 
+    // The benchmark of an object's reads, verified.
+    let (ok, out, err) = run(
+        &[],
+        &["bench", "--file", "s3://tool/m/model.safetensors", "--mode", "read,randread", "--runs", "2", "--json"],
+    );
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["modes"][0]["verified"], true, "{out}");
+    assert!(report["modes"][1]["best_gbps"].as_f64().unwrap() > 0.0, "{out}");
+    let (ok, _, err) = run(&[], &["bench", "--file", "s3://tool/m/model.safetensors", "--mode", "write"]);
+    assert!(!ok && err.contains("not written"), "{err}");
+
     // Errors name the URL.
     let (ok, _, err) = run(&[], &["load", "s3://tool/m/missing.safetensors"]);
     assert!(!ok && err.contains("s3://tool/m/missing.safetensors"), "{err}");
