@@ -47,6 +47,7 @@ fn _hipfile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote_cache_entries, m)?)?;
     m.add_function(wrap_pyfunction!(remote_list, m)?)?;
     m.add_function(wrap_pyfunction!(remote_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_cache_flush, m)?)?;
     m.add_function(wrap_pyfunction!(is_url, m)?)?;
     m.add("MAX_RW_COUNT", hipfile::max_rw_count())?;
     m.add("MAX_BATCH_ENTRIES", hipfile::MAX_BATCH_ENTRIES)?;

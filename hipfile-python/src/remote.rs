@@ -169,6 +169,13 @@ pub(crate) fn remote_cache_entries(cache_dir: Option<std::path::PathBuf>) -> Vec
     cache.map(|c| c.entries().into_iter().map(|e| (e.url, e.version.size, e.path)).collect()).unwrap_or_default()
 }
 
+/// Waits until every copy this process fetched into a node cache is on the disk with its
+/// record (the package calls it at exit).
+#[pyfunction]
+pub(crate) fn remote_cache_flush(py: Python<'_>) {
+    py.detach(hipfile_remote::flush);
+}
+
 /// Deletes the object at `url`.
 #[pyfunction]
 pub(crate) fn remote_delete(py: Python<'_>, url: String) -> PyResult<()> {

@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
@@ -98,7 +99,7 @@ impl Cache {
         if self.holds(&key, url, object.version()) {
             return Ok((data, Served::Hit));
         }
-        self.fill(&key, object)?;
+        self.fill(&key, object, lock)?;
         Ok((data, Served::Fetched))
     }
 
@@ -116,7 +117,11 @@ impl Cache {
     }
 
     /// Fetches `object` into the entry `key` (its lock held).
-    fn fill(&self, key: &str, object: &RemoteObject) -> Result<()> {
+    /// The copy is whole (its size checked) and renamed into place when this returns, its
+    /// bytes in the page cache; a thread of its own then syncs it and writes its record,
+    /// holding the entry's `lock` until then ([`flush`] waits for it): the caller reads the copy
+    /// while the disk writes it, and no entry counts before its bytes are on the disk.
+    fn fill(&self, key: &str, object: &RemoteObject, lock: File) -> Result<()> {
         let url = object.url();
         let (data, record) = (self.dir.join(format!("{key}.data")), self.dir.join(format!("{key}.json")));
         // The old version goes first: no record may describe data being replaced.
@@ -134,29 +139,42 @@ impl Cache {
         }
         self.evict(size, key);
         let tmp = self.dir.join(format!("{key}.{}.tmp", std::process::id()));
-        let filled = self.write_copy(object, &tmp, key).and_then(|()| {
+        let copy = self.write_copy(object, &tmp, key).and_then(|file| {
             std::fs::rename(&tmp, &data).map_err(|e| Error::cache(url, data.display(), &e))?;
-            let text = json!({
-                "url": url,
-                "size": size,
-                "etag": object.version().etag,
-                "last_modified": object.version().last_modified,
-                "version": object.version().version,
-            });
-            let record_tmp = self.dir.join(format!("{key}.{}.json.tmp", std::process::id()));
-            std::fs::write(&record_tmp, text.to_string() + "\n")
-                .and_then(|()| std::fs::rename(&record_tmp, &record))
-                .map_err(|e| Error::cache(url, record.display(), &e))
+            Ok(file)
         });
-        if filled.is_err() {
-            let _ = remove(&tmp);
-            let _ = remove(&self.dir.join(format!("{key}.{}.json.tmp", std::process::id())));
+        let file = copy.inspect_err(|_| drop(remove(&tmp)))?;
+        let text = json!({
+            "url": url,
+            "size": size,
+            "etag": object.version().etag,
+            "last_modified": object.version().last_modified,
+            "version": object.version().version,
+        });
+        let record_tmp = self.dir.join(format!("{key}.{}.json.tmp", std::process::id()));
+        let (url, shown) = (url.to_owned(), url.to_owned());
+        let settle = move || {
+            let _held = lock; // the entry's, until its record is in or the copy is gone
+            let done = file
+                .sync_data()
+                .and_then(|()| std::fs::write(&record_tmp, text.to_string() + "\n"))
+                .and_then(|()| std::fs::rename(&record_tmp, &record));
+            if let Err(e) = done {
+                tracing::warn!("{url}: the node cache's copy could not be kept ({e}); the next read fetches it again");
+                let _ = remove(&data);
+                let _ = remove(&record_tmp);
+            }
+        };
+        match std::thread::Builder::new().name("hipfile-cache".into()).spawn(settle) {
+            Ok(thread) => SETTLING.lock().unwrap_or_else(|p| p.into_inner()).push(thread),
+            // The copy serves this read; with no record, the next read fetches it again.
+            Err(e) => tracing::warn!("{shown}: no thread to keep the node cache's copy ({e})"),
         }
-        filled
+        Ok(())
     }
 
-    /// The object's bytes in `tmp`, reserved first, synced and checked.
-    fn write_copy(&self, object: &RemoteObject, tmp: &Path, key: &str) -> Result<()> {
+    /// The object's bytes in `tmp` (reserved first, checked whole), not yet synced.
+    fn write_copy(&self, object: &RemoteObject, tmp: &Path, key: &str) -> Result<File> {
         let url = object.url();
         let file = File::options()
             .create(true)
@@ -176,12 +194,11 @@ impl Cache {
             }
         }
         object.read_to_file(&file)?;
-        file.sync_data().map_err(|e| Error::cache(url, tmp.display(), &e))?;
         let len = file.metadata().map_err(|e| Error::cache(url, tmp.display(), &e))?.len();
         if len != size {
             return Err(Error::new(ErrorKind::ShortBody, url, format!("the local copy has {len} of {size} bytes")));
         }
-        Ok(())
+        Ok(file)
     }
 
     /// Removes the least recently used copies (never `keep`) until `need` more bytes fit the
@@ -257,6 +274,19 @@ impl Cache {
             }
         }
         Ok((n, bytes))
+    }
+}
+
+/// The fills whose copies are still being synced (their records written after).
+static SETTLING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits until every copy this process fetched into a node cache is on the disk with its
+/// record (a process about to exit calls it, or its last fills count for nothing: the next
+/// read fetches them again).
+pub fn flush() {
+    let settling = std::mem::take(&mut *SETTLING.lock().unwrap_or_else(|p| p.into_inner()));
+    for thread in settling {
+        let _ = thread.join();
     }
 }
 

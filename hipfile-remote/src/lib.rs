@@ -34,7 +34,7 @@ use std::path::Path;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 
-pub use cache::{Cache, Entry, Served};
+pub use cache::{Cache, Entry, Served, flush};
 pub use error::{Error, ErrorKind, Result};
 pub use location::{is_url, shown};
 pub use object::{Dest, RemoteObject, Settings, Version};

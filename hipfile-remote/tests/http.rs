@@ -80,6 +80,7 @@ fn the_node_cache_fetches_each_object_once_however_many_ask() {
     server.put("d.bin", pattern(4 << 20, 7), "v1");
     let (_, served) = limited.get(&open(&format!("{}/d.bin", server.url))).unwrap();
     assert_eq!(served, Served::Fetched);
+    hipfile_remote::flush(); // its record is written once the copy is on the disk
     let urls: Vec<String> = limited.entries().into_iter().map(|e| e.url).collect();
     assert_eq!(urls, [format!("{}/d.bin", server.url)], "c.bin (8 MiB) made room for d.bin");
     server.put("big.bin", pattern(11 << 20, 8), "v1");

@@ -121,6 +121,7 @@ fn objects_round_trip_through_host_and_device_memory_and_the_cache() {
     // A truncated copy is fetched again.
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(100).unwrap();
     assert_eq!(cache.get(&newer).unwrap().1, Served::Fetched);
+    hipfile_remote::flush();
     assert_eq!(cache.entries().len(), 1);
 
     // Four threads asking at once: one fill, three hits.

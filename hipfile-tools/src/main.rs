@@ -103,6 +103,8 @@ fn main() -> ExitCode {
         }),
         Command::Stats(args) => stats::run(&args),
     };
+    // The node cache's copies fetched by this run, on the disk with their records before exit.
+    hipfile_remote::flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -20,6 +20,7 @@ object changed while it was read; ``EIO``: the store failed), never a credential
 
 from __future__ import annotations
 
+import atexit
 import io
 import logging
 import os
@@ -30,6 +31,10 @@ from hipfile import _hipfile
 from hipfile._api import _Closing
 
 _log = logging.getLogger("hipfile.remote")
+
+# A fill returns once its copy is whole (in the page cache); a thread then syncs it and writes
+# its record. At exit, those threads finish first, or the copies would not count next time.
+atexit.register(_hipfile.remote_cache_flush)
 
 __all__ = ["is_url", "RemoteFile", "RemoteWriteFile", "localize", "cache_entries", "listdir"]
 
@@ -222,7 +227,8 @@ class RemoteWriteFile(_Closing):
 
 def cache_entries(cache_dir=None) -> List[Tuple[str, int, str]]:
     """The node cache's entries (``cache_dir``, or ``HIPFILE_REMOTE_CACHE``'s): ``(url, size,
-    path)``, least recently used first."""
+    path)``, least recently used first (this process's fills counted once on the disk)."""
+    _hipfile.remote_cache_flush()
     return [(u, s, os.fspath(p)) for u, s, p in _hipfile.remote_cache_entries(None if cache_dir is None else os.fspath(cache_dir))]
 
 
