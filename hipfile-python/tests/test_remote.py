@@ -166,3 +166,25 @@ def test_http_urls_with_ranges(range_server, tmp_path):
     same(hst.load_file(url, framework="np", cache_dir=tmp_path / "c"), t)
     with pytest.raises(FileNotFoundError):
         hipfile.open(f"{range_server.url}/missing.safetensors")
+
+
+def test_a_forked_child_reads_objects_with_a_runtime_of_its_own(s3_store, data):
+    k = key("fork.bin")
+    s3_store.put("hipfile", k, data.tobytes())
+    url = f"s3://hipfile/{k}"
+    with hipfile.open(url) as f:
+        assert f.read(bytearray(10)) == 10  # the parent's runtime and client exist
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            import signal
+
+            signal.alarm(60)  # a child that hangs fails the test instead of holding it
+            b = bytearray(100_000)
+            with hipfile.open(url) as f:
+                code = 0 if f.read(b) == len(b) and bytes(b) == data.tobytes()[: len(b)] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -65,8 +65,9 @@ fn client(
 ) -> std::result::Result<Arc<dyn ObjectStore>, String> {
     static CLIENTS: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     // The settings are part of the key: a test, or a program, may point the same bucket name at
-    // another endpoint or other credentials between two opens.
-    let key = format!("{root}\n{}", settings_fingerprint());
+    // another endpoint or other credentials between two opens. So is the process: a child after
+    // `fork` makes clients of its own (a client's connections belong to its runtime).
+    let key = format!("{root}\n{}\n{}", std::process::id(), settings_fingerprint());
     let clients = CLIENTS.get_or_init(Default::default);
     if let Some(found) = clients.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(Arc::clone(found));

@@ -2,7 +2,7 @@
 //! staging buffers, or into a file (the cache's fill and `hipfile cp`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
 use hipfile_core::DeviceSpan;
@@ -62,24 +62,46 @@ impl Settings {
     }
 }
 
-/// The library's runtime for the stores' clients (object_store is async): its threads run the
-/// connections; a caller's thread waits on its own requests.
-pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// Runs `f` on the library's runtime for the stores' clients (object_store is async) and waits
+/// for it: its threads run the connections, the caller's thread waits. A caller that is itself
+/// a task of some runtime waits on a thread of its own (a runtime may not block in another).
+pub(crate) fn block_on<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return std::thread::scope(|s| {
+            s.spawn(|| runtime().block_on(f)).join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+    }
     runtime().block_on(f)
 }
 
+/// The runtime of this process: made on first use, and again in a child after `fork` (whose
+/// copy of the parent's has no threads).
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        // Its threads parse the bodies and copy them to where they go: up to one a CPU.
-        let threads = std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 16));
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("hipfile-remote")
-            .enable_all()
-            .build()
-            .expect("a runtime of a few threads can be made")
-    })
+    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let mut held = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = std::process::id();
+    if let Some((owner, rt)) = *held
+        && owner == pid
+    {
+        return rt;
+    }
+    // Its threads parse the bodies and copy them to where they go: up to one a CPU.
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 16));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("hipfile-remote")
+        .enable_all()
+        .build()
+        .expect("a runtime of a few threads can be made");
+    // Kept for the life of the process (a parent's, in a child, is never dropped either: its
+    // threads are not there to stop).
+    let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(rt));
+    *held = Some((pid, rt));
+    rt
 }
 
 /// The store's version of an object: what the cache keys its copy by, and what a read insists

@@ -98,3 +98,15 @@ fn the_node_cache_fetches_each_object_once_however_many_ask() {
         assert_eq!((e.kind(), e.errno()), (ErrorKind::Cache, 13), "{e}");
     }
 }
+
+#[test]
+fn a_caller_that_is_a_task_of_a_runtime_is_served() {
+    let server = TestServer::start();
+    let data = pattern(3 << 20, 9);
+    server.put("t.bin", data.clone(), "v1");
+    let url = format!("{}/t.bin", server.url);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let mut out = vec![0u8; data.len()];
+    let n = rt.block_on(async { open(&url).read(0, &mut out) }).unwrap();
+    assert!(n == data.len() && out == data);
+}

@@ -23,7 +23,9 @@ torch.cuda.synchronize(); CPU seconds per GB from getrusage, children included f
   curl         `curl -o` of the object to a local file, then safetensors.torch.load_file
 Every loader's tensors are compared bitwise (torch.equal on the GPU) with the local file's.
 --only cache: the node cache: a first load filling it, a second load (page cache warm), one with
-the page cache dropped, beside load_file of the local file cold. --only procs: 4 processes
+the page cache dropped, beside load_file of the local file cold. --only dcp: dcp.save to a
+store's prefix with hipfile.dcp.StorageWriter (and dcp.load back) beside FileSystemWriter to a
+local directory then boto3's upload of its files. --only procs: 4 processes
 loading the object at once through one node cache: how many fetched it. --only save:
 save_file(url) of the tensors from GPU memory beside safetensors' save_file then an upload of
 that file with `curl -T` and with boto3's upload_file.
@@ -307,6 +309,44 @@ def saves(args, endpoint, size, reference, results):
         os.unlink(local)
 
 
+def dcp_saves(args, size, reference, results):
+    """dcp.save of the tensors (GPU memory) to a store's prefix with hipfile.dcp.StorageWriter,
+    beside PyTorch's FileSystemWriter to a local directory followed by boto3's upload_file of
+    each file it wrote; then dcp.load back with StorageReader (bitwise)."""
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+
+    import hipfile.dcp
+
+    warnings.simplefilter("ignore")
+    for r in range(args.rounds):
+        prefix = f"s3://{BUCKET}/dcp-{r}/"
+        with Clock() as c:
+            dcp.save(reference, storage_writer=hipfile.dcp.StorageWriter(prefix))
+        report(results, "hipfile.dcp.StorageWriter(url) dcp.save", size, c, round=r)
+        out = {k: torch.empty_like(v) for k, v in reference.items()}
+        with Clock() as c:
+            dcp.load(out, storage_reader=hipfile.dcp.StorageReader(prefix))
+        report(results, "hipfile.dcp.StorageReader(url) dcp.load", size, c, same(out, reference), round=r)
+        del out
+        if "boto3" in args.peers:
+            import boto3
+
+            client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+            local = os.path.join(args.workdir, f"fsw-{r}")
+            shutil.rmtree(local, ignore_errors=True)
+            try:
+                with Clock() as c:
+                    dcp.save(reference, storage_writer=dcp.FileSystemWriter(local))
+                    for name in sorted(os.listdir(local)):
+                        client.upload_file(os.path.join(local, name), BUCKET, f"fsw-{r}/{name}")
+                report(results, "FileSystemWriter dcp.save + boto3 upload_file of its files", size, c, round=r)
+            except Exception as e:  # noqa: BLE001
+                print(json.dumps({"loader": "FileSystemWriter + boto3", "error": repr(e)}), flush=True)
+            shutil.rmtree(local, ignore_errors=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("weed")
@@ -314,7 +354,7 @@ def main():
     p.add_argument("--size-gb", type=float, default=4.3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--peers", default="kvikio,runai,boto3,curl")
-    p.add_argument("--only", default="first,cache,procs,save")
+    p.add_argument("--only", default="first,cache,procs,save,dcp")
     p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
     p.add_argument("--json")
     args = p.parse_args()
@@ -359,6 +399,8 @@ def main():
             processes(args, url, size, results)
         if "save" in only:
             saves(args, endpoint, size, reference, results)
+        if "dcp" in only:
+            dcp_saves(args, size, reference, results)
     finally:
         proc.kill()
         proc.wait()
