@@ -83,7 +83,7 @@ impl Cache {
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::cache(url, self.dir.display(), &e))?;
         let key = key(url);
         let data = self.dir.join(format!("{key}.data"));
-        if self.holds(&key, url, object.version()) {
+        if self.holds(&key, url, object.version()) || settling(&data, url, object.version()) {
             return Ok((data, Served::Hit));
         }
         let lock_path = self.dir.join(format!("{key}.lock"));
@@ -153,6 +153,7 @@ impl Cache {
         });
         let record_tmp = self.dir.join(format!("{key}.{}.json.tmp", std::process::id()));
         let (url, shown) = (url.to_owned(), url.to_owned());
+        let (path, version) = (data.clone(), object.version().clone());
         let settle = move || {
             let _held = lock; // the entry's, until its record is in or the copy is gone
             let done = file
@@ -166,9 +167,9 @@ impl Cache {
             }
         };
         match std::thread::Builder::new().name("hipfile-cache".into()).spawn(settle) {
-            Ok(thread) => SETTLING.lock().unwrap_or_else(|p| p.into_inner()).push(thread),
+            Ok(thread) => SETTLING.lock().unwrap_or_else(|p| p.into_inner()).push(Settling { path, url: shown, version, thread }),
             // The copy serves this read; with no record, the next read fetches it again.
-            Err(e) => tracing::warn!("{shown}: no thread to keep the node cache's copy ({e})"),
+            Err(e) => tracing::warn!("{}: no thread to keep the node cache's copy ({e})", object.url()),
         }
         Ok(())
     }
@@ -277,16 +278,31 @@ impl Cache {
     }
 }
 
-/// The fills whose copies are still being synced (their records written after).
-static SETTLING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+/// A fill of this process whose copy is being synced (its record written after).
+struct Settling {
+    path: PathBuf,
+    url: String,
+    version: Version,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The fills of this process still settling.
+static SETTLING: Mutex<Vec<Settling>> = Mutex::new(Vec::new());
+
+/// Whether this process filled `path` with `version` of `url` and is syncing it now: the copy
+/// is whole (this process checked it), so this process reads it without waiting for the disk.
+fn settling(path: &Path, url: &str, version: &Version) -> bool {
+    let pending = SETTLING.lock().unwrap_or_else(|p| p.into_inner());
+    pending.iter().any(|s| s.path == path && s.url == url && s.version == *version && !s.thread.is_finished())
+}
 
 /// Waits until every copy this process fetched into a node cache is on the disk with its
 /// record (a process about to exit calls it, or its last fills count for nothing: the next
 /// read fetches them again).
 pub fn flush() {
     let settling = std::mem::take(&mut *SETTLING.lock().unwrap_or_else(|p| p.into_inner()));
-    for thread in settling {
-        let _ = thread.join();
+    for s in settling {
+        let _ = s.thread.join();
     }
 }
 

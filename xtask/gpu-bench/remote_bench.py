@@ -105,6 +105,16 @@ class Clock:
                     + c1.ru_utime - self.c0.ru_utime + c1.ru_stime - self.c0.ru_stime)
 
 
+def drop_objects(*urls):
+    """Deletes objects (and every object under a prefix ending in '/'): the server's disk is the
+    machine's, and a full one fails the next upload."""
+    from hipfile import _hipfile, _remote
+
+    for url in urls:
+        for u in [x for x, _ in _remote.listdir(url)] if url.endswith("/") else [url]:
+            _hipfile.remote_delete(u)
+
+
 def report(results, name, size, clock, ok=True, **extra):
     row = {"loader": name, "gbps": round(size / clock.seconds / 1e9, 3), "seconds": round(clock.seconds, 3),
            "cpu_s_per_gb": round(clock.cpu / (size / 1e9), 3), "bitwise": ok, **extra}
@@ -295,6 +305,7 @@ def saves(args, endpoint, size, reference, results):
             st_save(reference, local)
             subprocess.run(["curl", "-s", "-f", "-T", local, f"{endpoint}/{BUCKET}/curl-saved-{r}.safetensors"], check=True)
         report(results, "safetensors save_file + curl -T upload", size, c, round=r)
+        drop_objects(url, f"s3://{BUCKET}/curl-saved-{r}.safetensors")
         if "boto3" in args.peers:
             try:
                 import boto3
@@ -304,6 +315,7 @@ def saves(args, endpoint, size, reference, results):
                     st_save(reference, local)
                     client.upload_file(local, BUCKET, f"boto3-saved-{r}.safetensors")
                 report(results, "safetensors save_file + boto3 upload_file", size, c, round=r)
+                drop_objects(f"s3://{BUCKET}/boto3-saved-{r}.safetensors")
             except Exception as e:  # noqa: BLE001
                 print(json.dumps({"loader": "boto3 upload", "error": repr(e)}), flush=True)
         os.unlink(local)
@@ -330,6 +342,7 @@ def dcp_saves(args, size, reference, results):
             dcp.load(out, storage_reader=hipfile.dcp.StorageReader(prefix))
         report(results, "hipfile.dcp.StorageReader(url) dcp.load", size, c, same(out, reference), round=r)
         del out
+        drop_objects(prefix)
         if "boto3" in args.peers:
             import boto3
 
@@ -342,6 +355,7 @@ def dcp_saves(args, size, reference, results):
                     for name in sorted(os.listdir(local)):
                         client.upload_file(os.path.join(local, name), BUCKET, f"fsw-{r}/{name}")
                 report(results, "FileSystemWriter dcp.save + boto3 upload_file of its files", size, c, round=r)
+                drop_objects(f"s3://{BUCKET}/fsw-{r}/")
             except Exception as e:  # noqa: BLE001
                 print(json.dumps({"loader": "FileSystemWriter + boto3", "error": repr(e)}), flush=True)
             shutil.rmtree(local, ignore_errors=True)
@@ -387,20 +401,30 @@ def main():
         with Clock() as c:
             subprocess.run(["curl", "-s", "-f", "-T", args.local, f"{endpoint}/{BUCKET}/curl-upload.safetensors"], check=True)
         report(results, "upload: curl -T", size, c)
+        drop_objects(f"s3://{BUCKET}/curl-upload.safetensors")
         reference = st_load(args.local, device="cuda:0")
         only = args.only.split(",")
-        if "first" in only:
-            first_loads(args, url, http_url, size, reference, results)
-        if args.sweep:
-            sweep(args, url, size, results)
-        if "cache" in only:
-            cache_loads(args, url, size, reference, results)
-        if "procs" in only:
-            processes(args, url, size, results)
-        if "save" in only:
-            saves(args, endpoint, size, reference, results)
-        if "dcp" in only:
-            dcp_saves(args, size, reference, results)
+        sections = [
+            ("first", lambda: first_loads(args, url, http_url, size, reference, results)),
+            ("sweep", lambda: sweep(args, url, size, results) if args.sweep else None),
+            ("cache", lambda: cache_loads(args, url, size, reference, results)),
+            ("procs", lambda: processes(args, url, size, results)),
+            ("save", lambda: saves(args, endpoint, size, reference, results)),
+            ("dcp", lambda: dcp_saves(args, size, reference, results)),
+        ]
+        for name, section in sections:
+            if name in only or name == "sweep":
+                try:
+                    section()
+                except Exception as e:  # noqa: BLE001 - reported; the other sections go on
+                    row = {"section": name, "error": repr(e)[:2000]}
+                    results.append(row)
+                    print(json.dumps(row), flush=True)
+            if args.json:  # what is measured so far, whatever comes next
+                with open(args.json, "w") as f:
+                    json.dump({"size": size, "results": results}, f, indent=1)
+            shutil.rmtree(os.path.join(args.workdir, "cache"), ignore_errors=True)
+            shutil.rmtree(os.path.join(args.workdir, "cache-procs"), ignore_errors=True)
     finally:
         proc.kill()
         proc.wait()
