@@ -60,7 +60,7 @@ def start_weed(binary, data):
     ports = {f: free_port() for f in ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
                                        "filer.port", "filer.port.grpc", "s3.port.grpc")}
     args = [binary, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3", "-s3.port.iceberg=0",
-            "-s3.port.lance=0", "-master.volumeSizeLimitMB=4096", "-volume.max=0", f"-s3.port={s3}"]
+            "-s3.port.lance=0", "-master.volumeSizeLimitMB=1024", "-volume.max=64", f"-s3.port={s3}"]
     args += [f"-{k}={v}" for k, v in ports.items()]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(data, "weed.log"), "wb"), env=env)
@@ -333,10 +333,13 @@ def dcp_saves(args, size, reference, results):
 
     warnings.simplefilter("ignore")
     for r in range(args.rounds):
-        prefix = f"s3://{BUCKET}/dcp-{r}/"
-        with Clock() as c:
-            dcp.save(reference, storage_writer=hipfile.dcp.StorageWriter(prefix))
-        report(results, "hipfile.dcp.StorageWriter(url) dcp.save", size, c, round=r)
+        for files in (1, 8):
+            prefix = f"s3://{BUCKET}/dcp-{r}-{files}/"
+            with Clock() as c:
+                dcp.save(reference, storage_writer=hipfile.dcp.StorageWriter(prefix, files=files))
+            report(results, f"hipfile.dcp.StorageWriter(url, files={files}) dcp.save", size, c, round=r)
+            if files == 1:
+                drop_objects(prefix)
         out = {k: torch.empty_like(v) for k, v in reference.items()}
         with Clock() as c:
             dcp.load(out, storage_reader=hipfile.dcp.StorageReader(prefix))
