@@ -167,7 +167,9 @@ impl Cache {
             }
         };
         match std::thread::Builder::new().name("hipfile-cache".into()).spawn(settle) {
-            Ok(thread) => SETTLING.lock().unwrap_or_else(|p| p.into_inner()).push(Settling { path, url: shown, version, thread }),
+            Ok(thread) => {
+                SETTLING.lock().unwrap_or_else(|p| p.into_inner()).push(Settling { path, url: shown, version, thread })
+            }
             // The copy serves this read; with no record, the next read fetches it again.
             Err(e) => tracing::warn!("{}: no thread to keep the node cache's copy ({e})", object.url()),
         }
