@@ -295,7 +295,9 @@ static SETTLING: Mutex<Vec<Settling>> = Mutex::new(Vec::new());
 /// is whole (this process checked it), so this process reads it without waiting for the disk.
 fn settling(path: &Path, url: &str, version: &Version) -> bool {
     let pending = SETTLING.lock().unwrap_or_else(|p| p.into_inner());
-    pending.iter().any(|s| s.path == path && s.url == url && s.version == *version && !s.thread.is_finished())
+    let mine =
+        pending.iter().any(|s| s.path == path && s.url == url && s.version == *version && !s.thread.is_finished());
+    mine && std::fs::metadata(path).is_ok_and(|m| m.len() == version.size)
 }
 
 /// Waits until every copy this process fetched into a node cache is on the disk with its

@@ -26,6 +26,7 @@ mod cache;
 mod error;
 mod location;
 mod object;
+mod settings;
 mod sink;
 mod upload;
 
@@ -37,7 +38,8 @@ use object_store::ObjectStoreExt;
 pub use cache::{Cache, Entry, Served, flush};
 pub use error::{Error, ErrorKind, Result};
 pub use location::{is_url, shown};
-pub use object::{Dest, RemoteObject, Settings, Version};
+pub use object::{Dest, RemoteObject, Version};
+pub use settings::Settings;
 pub use sink::Staging;
 pub use upload::RemoteWriter;
 

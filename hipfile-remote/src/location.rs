@@ -79,9 +79,8 @@ fn client(
 
 /// The environment's store settings, as one string (compared, never shown).
 fn settings_fingerprint() -> String {
-    let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| ["AWS_", "GOOGLE_", "AZURE_", "HIPFILE_REMOTE_"].iter().any(|p| k.starts_with(p)))
-        .collect();
+    let mut vars: Vec<(String, String)> =
+        std::env::vars().filter(|(k, _)| ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| k.starts_with(p))).collect();
     vars.sort();
     vars.into_iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }

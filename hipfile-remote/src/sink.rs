@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use hipfile_core::{DeviceCopy, DeviceSpan, GpuRuntime};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::settings::Settings;
 
 /// Where a part's body goes, piece by piece (`pos` from the part's start), then `done`.
 pub(crate) trait Sink: Send {
@@ -138,7 +139,7 @@ impl Buffer {
 
 impl Staging {
     /// Staging for reads of `settings`' parts into `gpu`'s memory.
-    pub fn new(gpu: Arc<dyn GpuRuntime>, settings: crate::Settings) -> Staging {
+    pub fn new(gpu: Arc<dyn GpuRuntime>, settings: Settings) -> Staging {
         let pool = Pool { gpu, part: settings.part_size, free: Mutex::new(Vec::new()), pinned: AtomicBool::new(true) };
         Staging(Arc::new(pool))
     }

@@ -9,7 +9,8 @@ use object_store::{ObjectStoreExt, WriteMultipart};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::location::Location;
-use crate::object::{Settings, block_on, runtime};
+use crate::object::{block_on, runtime};
+use crate::settings::Settings;
 
 /// An object being written, in order, from host or device memory.
 ///

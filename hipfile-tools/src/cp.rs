@@ -46,9 +46,6 @@ impl Copied {
 }
 
 pub(crate) fn run(args: &CpArgs) -> Result<Copied, String> {
-    if crate::remote::is_url(&args.src) || crate::remote::is_url(&args.dst) {
-        return crate::remote::cp(args);
-    }
     let chunk = usize::try_from(args.chunk).ok().filter(|&c| c >= 4096).ok_or("--chunk: at least 4K")?;
     let (src, meta) = open_source(&args.src)?;
     let target = destination(args, &meta)?;

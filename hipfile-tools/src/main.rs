@@ -38,13 +38,9 @@ fn main() -> ExitCode {
         unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", "/dev/null") };
     }
     let result = match Cli::parse().command {
-        Command::Bench(args) if args.file.as_deref().is_some_and(remote::is_url) => remote::bench(&args).map(|r| {
-            if args.json {
-                println!("{r}");
-            } else {
-                remote::print_bench(&r);
-            }
-        }),
+        Command::Bench(args) if args.file.as_deref().is_some_and(remote::is_url) => {
+            remote::bench(&args).map(|r| remote::print_bench(&r, args.json))
+        }
         Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
         Command::Check(args) => match check::run(&args) {
             Ok((report, served)) => {
@@ -57,7 +53,7 @@ fn main() -> ExitCode {
             }
             Err(e) => Err(e),
         },
-        Command::Cp(args) => cp::run(&args).map(|c| {
+        Command::Cp(args) => remote::cp_or(&args, cp::run).map(|c| {
             if args.json {
                 println!("{}", c.json());
             } else {
@@ -76,13 +72,7 @@ fn main() -> ExitCode {
                 );
             }
         }),
-        Command::Cache(args) => remote::cache(&args).map(|report| {
-            if args.json {
-                println!("{report}");
-            } else {
-                remote::print_cache(&report);
-            }
-        }),
+        Command::Cache(args) => remote::cache(&args).map(|report| remote::print_cache(&report, args.json)),
         Command::Load(args) => load::run(&args).map(|l| {
             if args.json {
                 println!("{}", l.json());

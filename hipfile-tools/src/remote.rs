@@ -16,6 +16,11 @@ pub(crate) fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(hipfile_remote::is_url)
 }
 
+/// `hipfile cp`: [`cp`] where SRC or DST is a URL, else `local`.
+pub(crate) fn cp_or(args: &CpArgs, local: fn(&CpArgs) -> Result<Copied, String>) -> Result<Copied, String> {
+    if is_url(&args.src) || is_url(&args.dst) { cp(args) } else { local(args) }
+}
+
 /// `hipfile cp` where SRC or DST is a URL: object to file (written beside DST under a temporary
 /// name, renamed once whole) or file to object (a multipart upload, which appears once whole),
 /// each by parts in parallel; `--verify` reads the copy back and compares.
@@ -109,8 +114,12 @@ pub(crate) fn cache(args: &CacheArgs) -> Result<Value, String> {
     }
 }
 
-/// The report of [`cache`] as lines.
-pub(crate) fn print_cache(report: &Value) {
+/// The report of [`cache`]: as JSON, or as lines.
+pub(crate) fn print_cache(report: &Value, as_json: bool) {
+    if as_json {
+        println!("{report}");
+        return;
+    }
     let dir = report["dir"].as_str().unwrap_or("");
     if let Some(removed) = report["removed"].as_u64() {
         println!("{dir}: removed {removed} entries ({} bytes)", report["bytes"]);
@@ -208,8 +217,12 @@ pub(crate) fn bench(args: &crate::args::BenchArgs) -> Result<Value, String> {
     }))
 }
 
-/// The report of [`bench`] as lines.
-pub(crate) fn print_bench(report: &Value) {
+/// The report of [`bench`]: as JSON, or as lines.
+pub(crate) fn print_bench(report: &Value, as_json: bool) {
+    if as_json {
+        println!("{report}");
+        return;
+    }
     println!(
         "{} ({} bytes) on {}: {} connections x {} byte parts",
         report["url"].as_str().unwrap_or(""),
