@@ -237,6 +237,22 @@ def sweep(args, url, size, results):
         print(json.dumps(row), flush=True)
 
 
+def ab(args, url, size, results):
+    """load_file(url) by the package at --ab DIR (an older build) and by this one, alternated in
+    fresh processes (3 each, 2 loads a process)."""
+    here = os.environ.get("PYTHONPATH", "")
+    for turn in range(6):
+        which = "old" if turn % 2 == 0 else "new"
+        path = f"{args.ab}:{here}" if which == "old" else here
+        env = dict(os.environ, PYTHONPATH=path)
+        out = subprocess.run([sys.executable, "-c", SWEEP, url, "2"], env=env, capture_output=True, text=True)
+        runs = [json.loads(line)["seconds"] for line in out.stdout.splitlines() if line.startswith("{")]
+        row = {"loader": f"hipfile load_file(url), {which} build", "turn": turn,
+               "gbps": [round(size / s / 1e9, 3) for s in runs], "error": out.stderr[-500:] if out.returncode else None}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+
+
 def cache_loads(args, url, size, reference, results):
     from hipfile.safetensors import load_file
 
@@ -373,6 +389,7 @@ def main():
     p.add_argument("--peers", default="kvikio,runai,boto3,curl")
     p.add_argument("--only", default="first,cache,procs,save,dcp")
     p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
+    p.add_argument("--ab", default="", help="DIR of an older build of the package, alternated with this one")
     p.add_argument("--json")
     args = p.parse_args()
     args.peers = args.peers.split(",")
@@ -410,13 +427,14 @@ def main():
         sections = [
             ("first", lambda: first_loads(args, url, http_url, size, reference, results)),
             ("sweep", lambda: sweep(args, url, size, results) if args.sweep else None),
+            ("ab", lambda: ab(args, url, size, results) if args.ab else None),
             ("cache", lambda: cache_loads(args, url, size, reference, results)),
             ("procs", lambda: processes(args, url, size, results)),
             ("save", lambda: saves(args, endpoint, size, reference, results)),
             ("dcp", lambda: dcp_saves(args, size, reference, results)),
         ]
         for name, section in sections:
-            if name in only or name == "sweep":
+            if name in only or name in ("sweep", "ab"):
                 try:
                     section()
                 except Exception as e:  # noqa: BLE001 - reported; the other sections go on
