@@ -186,6 +186,13 @@ impl Cache {
             .open(tmp)
             .map_err(|e| Error::cache(url, tmp.display(), &e))?;
         let size = object.size();
+        // An object larger than the whole disk evicts nothing.
+        if let Ok(fs) = rustix::fs::fstatvfs(&file)
+            && size > fs.f_blocks.saturating_mul(fs.f_frsize)
+        {
+            let why = format!("{size} bytes do not fit the cache's disk ({})", self.dir.display());
+            return Err(Error::new(ErrorKind::Cache, url, why));
+        }
         // Reserved up front: a full disk fails here, after the least recently used copies
         // have made what room they can.
         loop {

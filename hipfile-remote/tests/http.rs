@@ -111,3 +111,63 @@ fn a_caller_that_is_a_task_of_a_runtime_is_served() {
     let n = rt.block_on(async { open(&url).read(0, &mut out) }).unwrap();
     assert!(n == data.len() && out == data);
 }
+
+/// A tmpfs of `mib` MiB mounted on a scratch directory, unmounted when dropped; `None` where this
+/// process may not mount (not root, or no mount namespace of its own to use).
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(mib: u32) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        status.success().then_some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_cache_disk_makes_room_by_eviction_or_refuses_leaving_nothing_partial() {
+    let Some(disk) = SmallDisk::mount(12) else {
+        eprintln!("skipped: cannot mount a small file system here (needs root)");
+        return;
+    };
+    let server = TestServer::start();
+    for (name, mib, seed) in [("a.bin", 7, 1), ("b.bin", 7, 2), ("huge.bin", 20, 3)] {
+        server.put(name, pattern(mib << 20, seed), "v1");
+    }
+    let cache = Cache::new(disk.dir.path().join("cache")); // no limit: the disk is the bound
+    let url = |n: &str| format!("{}/{n}", server.url);
+    assert_eq!(cache.get(&open(&url("a.bin"))).unwrap().1, Served::Fetched);
+    hipfile_remote::flush();
+    // No room for b beside a on 12 MiB: a, the least recently used, goes.
+    let (path, served) = cache.get(&open(&url("b.bin"))).unwrap();
+    assert!(served == Served::Fetched && std::fs::read(path).unwrap() == pattern(7 << 20, 2));
+    hipfile_remote::flush();
+    let urls: Vec<String> = cache.entries().into_iter().map(|e| e.url).collect();
+    assert_eq!(urls, [url("b.bin")]);
+    // Larger than the disk: an error naming the URL; b stays, and no partial copy is left.
+    let e = cache.get(&open(&url("huge.bin"))).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cache, "{e}");
+    assert!(e.to_string().starts_with(&url("huge.bin")), "{e}");
+    let urls: Vec<String> = cache.entries().into_iter().map(|e| e.url).collect();
+    assert_eq!(urls, [url("b.bin")]);
+    let names: Vec<String> = std::fs::read_dir(cache.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.iter().filter(|n| n.ends_with(".data")).count(), 1, "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+}
