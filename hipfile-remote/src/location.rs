@@ -48,6 +48,10 @@ impl Location {
         if !u.username().is_empty() || u.password().is_some() {
             return Err(bad("credentials in a URL are not taken: give them as the store's client takes them"));
         }
+        if u.query().is_some() {
+            // A presigned URL's signature is in its query, which the stores' clients would drop.
+            return Err(bad("a query string (a presigned URL) is not taken"));
+        }
         let host = u.host_str().filter(|h| !h.is_empty()).ok_or_else(|| bad("no bucket or host"))?;
         let key = Path::from_url_path(u.path()).map_err(|e| bad(&format!("not an object key ({e})")))?;
         let scheme = u.scheme();
@@ -234,7 +238,13 @@ mod tests {
 
     #[test]
     fn urls_without_a_bucket_or_of_other_schemes_are_refused() {
-        for bad in ["s3:///key", "ftp://host/file", "not a url", "https://user:secret@host/p"] {
+        for bad in [
+            "s3:///key",
+            "ftp://host/file",
+            "not a url",
+            "https://user:secret@host/p",
+            "https://h/p?X-Amz-Signature=secret",
+        ] {
             let e = Location::parse(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::BadUrl, "{bad}: {e}");
             assert!(!e.to_string().contains("secret"), "{e}");
