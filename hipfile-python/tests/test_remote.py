@@ -191,3 +191,40 @@ def test_a_forked_child_reads_objects_with_a_runtime_of_its_own(s3_store, data):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_a_buffer_too_small_or_a_bad_offset_is_refused_before_any_request(s3_store, data):
+    k = key("small.bin")
+    s3_store.put("hipfile", k, data.tobytes())
+    with hipfile.open(f"s3://hipfile/{k}") as f:
+        with pytest.raises(ValueError):
+            f.read(bytearray(10), 100)  # 100 bytes into a buffer of 10
+        with pytest.raises(ValueError):
+            f.read(bytearray(10), 8, 0, 5)  # past its end from offset 5
+        with pytest.raises(ValueError):
+            f.read(bytearray(10), 4, -1)  # a negative file offset
+
+
+FILL = """
+import json, sys
+from hipfile import _hipfile
+path, how = _hipfile.remote_cached(sys.argv[1], sys.argv[2], None)
+print(json.dumps({"how": how, "bytes": open(path, "rb").read() == open(sys.argv[3], "rb").read()}))
+"""
+
+
+def test_processes_filling_the_node_cache_at_once_fetch_once(s3_store, tmp_path, data):
+    import json
+    import subprocess
+    import sys
+
+    k = key("shared.bin")
+    local = tmp_path / "shared.bin"
+    local.write_bytes(data.tobytes() * 8)
+    s3_store.put("hipfile", k, local.read_bytes())
+    cache = tmp_path / "cache"
+    procs = [subprocess.Popen([sys.executable, "-c", FILL, f"s3://hipfile/{k}", str(cache), str(local)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    assert sorted(o["how"] for o in outs) == ["fetched", "hit", "hit"], outs
+    assert all(o["bytes"] for o in outs), outs

@@ -173,3 +173,23 @@ fn a_store_that_is_not_there_or_refuses_gives_errors_naming_the_url_not_the_secr
     point_at(&weed.endpoint, Some(("HIPFILETESTKEY", "hipfile-very-secret-value")));
     assert_eq!(RemoteObject::open("s3://locked/k").unwrap_err().kind(), ErrorKind::NotFound, "signed: only missing");
 }
+
+#[test]
+fn a_store_killed_after_the_open_gives_an_error_and_leaves_nothing() {
+    let _env = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(weed) = Weed::start(None) else { return };
+    point_at(&weed.endpoint, None);
+    weed.bucket("gone");
+    let url = "s3://gone/object.bin";
+    upload(url, &pattern(3 << 20, 5));
+    let object = small_parts(RemoteObject::open(url).unwrap());
+    drop(weed); // the server is killed
+    let e = object.read(0, &mut vec![0u8; 3 << 20]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Store, "{e}");
+    assert!(e.to_string().starts_with(url), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    assert!(Cache::new(dir.path()).get(&object).is_err());
+    hipfile_remote::flush();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| n.to_string_lossy().ends_with(".lock")), "{left:?}");
+}
