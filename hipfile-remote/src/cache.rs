@@ -84,6 +84,7 @@ impl Cache {
         let key = key(url);
         let data = self.dir.join(format!("{key}.data"));
         if self.holds(&key, url, object.version()) || settling(&data, url, object.version()) {
+            tracing::debug!("{url}: served from the node cache ({})", data.display());
             return Ok((data, Served::Hit));
         }
         let lock_path = self.dir.join(format!("{key}.lock"));
@@ -97,9 +98,11 @@ impl Cache {
             .map_err(|e| Error::cache(url, lock_path.display(), &e.into()))?;
         // Another process may have filled it while this one waited.
         if self.holds(&key, url, object.version()) {
+            tracing::debug!("{url}: served from the node cache ({}), filled by another", data.display());
             return Ok((data, Served::Hit));
         }
         self.fill(&key, object, lock)?;
+        tracing::debug!("{url}: fetched from the store into the node cache ({})", data.display());
         Ok((data, Served::Fetched))
     }
 

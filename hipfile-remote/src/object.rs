@@ -120,7 +120,8 @@ impl RemoteObject {
             last_modified: meta.last_modified.to_rfc3339(),
             version: meta.version,
         };
-        let url = Arc::from(loc.shown.as_str());
+        let url: Arc<str> = Arc::from(loc.shown.as_str());
+        tracing::debug!("{url}: {} bytes, ETag {:?}, read from the store", version.size, version.etag);
         Ok(RemoteObject { shared: Arc::new(Shared { loc, url, version }), settings: Settings::from_env() })
     }
 
