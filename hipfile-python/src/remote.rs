@@ -106,24 +106,13 @@ impl Remote {
         done.map_err(remote_err)
     }
 
-    /// The checked safetensors header at the object's start (as `safetensors_header`).
+    /// The checked safetensors header at the object's start (as `safetensors_header`): its
+    /// length, then the header alone, read from the store.
     fn safetensors_header(&self, py: Python<'_>) -> PyResult<HeaderTuple> {
         let object = &self.object;
-        let bytes = py
-            .detach(|| {
-                let mut prefix = [0u8; 8];
-                let n = object.read(0, &mut prefix)?;
-                let len = if n == 8 { u64::from_le_bytes(prefix) } else { 0 };
-                // The parser checks the length against the object's size.
-                let want = 8 + len.min(object.size().saturating_sub(8)).min(100 << 20);
-                let mut bytes = vec![0u8; want as usize];
-                let n = object.read(0, &mut bytes)?;
-                bytes.truncate(n);
-                Ok::<_, hipfile_remote::Error>(bytes)
-            })
-            .map_err(remote_err)?;
-        let header = hipfile_safetensors::Header::parse(&bytes, self.object.size())
-            .map_err(|e| safetensors_err(e, std::path::Path::new(self.object.url())))?;
+        let read =
+            py.detach(|| hipfile_safetensors::Header::read_at(object.size(), |at, buf| Ok(object.read(at, buf)?)));
+        let header = read.map_err(|e| safetensors_err(e, std::path::Path::new(object.url())))?;
         Ok(header_tuple(header))
     }
 }

@@ -98,6 +98,13 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// As an I/O error of the kind its errno names, with its message (the URL and what went wrong).
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        std::io::Error::new(std::io::Error::from_raw_os_error(e.errno()).kind(), e.to_string())
+    }
+}
+
 /// The numbers, from rustix (no libc dependency for five constants).
 mod libc_errno {
     pub(super) const EINVAL: i32 = rustix::io::Errno::INVAL.raw_os_error();

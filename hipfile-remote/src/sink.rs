@@ -39,8 +39,8 @@ impl HostSink {
 
 impl Sink for HostSink {
     fn put(&mut self, pos: usize, data: &[u8]) -> Result<()> {
-        // SAFETY: `[pos, pos + data.len())` lies inside the part (checked above), which this
-        // sink may write (see `Send` above).
+        // SAFETY: `[ptr, ptr + len)` is the part, which this sink may write (see `Send` above);
+        // the slice below is bounds-checked.
         let part = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) };
         part[pos..pos + data.len()].copy_from_slice(data);
         Ok(())

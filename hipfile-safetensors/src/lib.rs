@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::fs::File;
-use std::io::Read;
 use std::ops::Range;
 
 use serde::de::{self, Deserializer as _, MapAccess, Visitor};
@@ -114,21 +113,44 @@ fn header_len(prefix: [u8; 8], file_size: u64) -> Result<u64, Error> {
 }
 
 impl Header {
-    /// Reads and checks the header of `file` (from its start; the file's position moves).
-    pub fn read(mut file: &File) -> Result<Header, Error> {
+    /// Reads and checks the header of `file`.
+    pub fn read(file: &File) -> Result<Header, Error> {
         let file_size = file.metadata()?.len();
+        Self::read_at(file_size, |at, buf| std::os::unix::fs::FileExt::read_at(file, buf, at))
+    }
+
+    /// Reads and checks the header of a file (or an object) of `file_size` bytes whose bytes at
+    /// an offset `read(offset, buf)` gives (as `pread`: fewer at the end, 0 past it): its length
+    /// first, then only the header.
+    pub fn read_at(
+        file_size: u64,
+        mut read: impl FnMut(u64, &mut [u8]) -> std::io::Result<usize>,
+    ) -> Result<Header, Error> {
         if file_size < 8 {
             return Err(Error::TooShort { file_size });
         }
+        let mut fill = |at: u64, buf: &mut [u8]| -> std::io::Result<usize> {
+            let mut done = 0;
+            while done < buf.len() {
+                match read(at + done as u64, &mut buf[done..]) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(done)
+        };
         let mut prefix = [0u8; 8];
-        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
-        file.read_exact(&mut prefix)?;
+        if fill(0, &mut prefix)? < 8 {
+            return Err(Error::TooShort { file_size });
+        }
         let len = header_len(prefix, file_size)?;
-        let mut json = Vec::new();
-        file.take(len).read_to_end(&mut json)?;
-        if (json.len() as u64) < len {
+        let mut json = vec![0u8; len as usize];
+        let got = fill(8, &mut json)?;
+        if got < json.len() {
             // The file shrank since its size was read.
-            return Err(Error::HeaderPastEnd { len, file_size: 8 + json.len() as u64 });
+            return Err(Error::HeaderPastEnd { len, file_size: 8 + got as u64 });
         }
         Self::from_json(&json, file_size)
     }

@@ -178,13 +178,10 @@ impl Checkpoint {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        let mut prefix = [0u8; 8];
-        object.read(0, &mut prefix).map_err(|e| e.to_string())?;
-        let len = u64::from_le_bytes(prefix).min(object.size().saturating_sub(8)).min(100 << 20);
-        let mut bytes = vec![0u8; 8 + len as usize];
-        let n = object.read(0, &mut bytes).map_err(|e| e.to_string())?;
-        bytes.truncate(n);
-        let header = Header::parse(&bytes, object.size()).map_err(|e| format!("{url}: {e}"))?;
+        let header = Header::read_at(object.size(), |at, buf| Ok(object.read(at, buf)?)).map_err(|e| match e {
+            hipfile_safetensors::Error::Io(io) => io.to_string(), // names the URL
+            other => format!("{url}: {other}"),
+        })?;
         Ok(Checkpoint { path: PathBuf::from(url), source: Source::Remote(object), header })
     }
 }

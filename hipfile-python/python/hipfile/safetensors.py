@@ -374,7 +374,6 @@ def _checkpoint(path) -> Tuple[List[str], Dict[str, str]]:
         return [os.fspath(f) for f in files], weight_map
     if path.endswith(".safetensors"):
         return [path], {}
-    import errno
     import json
 
     prefix = path.rstrip("/") + "/"
@@ -383,11 +382,7 @@ def _checkpoint(path) -> Tuple[List[str], Dict[str, str]]:
         with _remote.RemoteFile(index_url) as index:
             body = bytearray(index.size())
             index.read(body)
-    except FileNotFoundError:
-        body = None
-    except OSError as exc:
-        if exc.errno != errno.ENOENT:
-            raise
+    except FileNotFoundError:  # no index: every object of the prefix
         body = None
     if body is not None:
         try:
