@@ -1,5 +1,5 @@
 /*
- * cufile.h: NVIDIA cuFile's C API (cuFile 1.15, CUDA 13) as hipfile-rs's libcufile.so.0
+ * cufile.h: NVIDIA cuFile's C API (cuFile 1.20) as hipfile-rs's libcufile.so.0
  * implements it: the same names, values, layouts and prototypes, so that a program written for
  * cuFile compiles against this header and runs on hipfile-rs, and one built against NVIDIA's
  * runs on hipfile-rs's library unchanged. docs/cufile.md says what each call does here.
@@ -134,13 +134,19 @@ typedef enum CUfileDriverStatusFlags {
     CU_FILE_NVMESH_SUPPORTED = 8,
     CU_FILE_BEEGFS_SUPPORTED = 9,
     CU_FILE_NVME_P2P_SUPPORTED = 11,
-    CU_FILE_SCATEFS_SUPPORTED = 12
+    CU_FILE_SCATEFS_SUPPORTED = 12,
+    CU_FILE_VIRTIOFS_SUPPORTED = 13,
+    CU_FILE_PANFS_SUPPORTED = 14,
+    CU_FILE_MAX_TARGET_TYPES
 } CUfileDriverStatusFlags_t;
 
 /* Bit positions in CUfileDrvProps_t.nvfs.dcontrolflags. */
 typedef enum CUfileDriverControlFlags {
     CU_FILE_USE_POLL_MODE = 0,
-    CU_FILE_ALLOW_COMPAT_MODE = 1
+    CU_FILE_ALLOW_COMPAT_MODE = 1,
+    CU_FILE_VANILLA_POSIX_IO_MODE = 2,
+    CU_FILE_POSIX_IO_MODE = CU_FILE_VANILLA_POSIX_IO_MODE,
+    CU_FILE_FALLBACK_IO_MODE = 4
 } CUfileDriverControlFlags_t;
 
 /* Bit positions in CUfileDrvProps_t.fflags. */
@@ -148,8 +154,23 @@ typedef enum CUfileFeatureFlags {
     CU_FILE_DYN_ROUTING_SUPPORTED = 0,
     CU_FILE_BATCH_IO_SUPPORTED = 1,
     CU_FILE_STREAMS_SUPPORTED = 2,
-    CU_FILE_PARALLEL_IO_SUPPORTED = 3
+    CU_FILE_PARALLEL_IO_SUPPORTED = 3,
+    CU_FILE_P2P_SUPPORTED = 4
 } CUfileFeatureFlags_t;
+
+/* Bit positions of the P2P flags (cuFileDriverGetP2PFlags), and the flags themselves. */
+typedef enum CUfileP2PFlags {
+    CUFILE_P2PDMA = 0,
+    CUFILE_NVFS = 1,
+    CUFILE_DMABUF = 2,
+    CUFILE_C2C = 3,
+    CUFILE_NVIDIA_PEERMEM = 4
+} CUfileP2PFlags_t;
+
+#define CU_FILE_P2P_FLAG_PCI_P2PDMA ((CUfileP2PFlags_t)(1 << CUFILE_P2PDMA))
+#define CU_FILE_P2P_FLAG_NVFS ((CUfileP2PFlags_t)(1 << CUFILE_NVFS))
+#define CU_FILE_P2P_FLAG_DMABUF ((CUfileP2PFlags_t)(1 << CUFILE_DMABUF))
+#define CU_FILE_P2P_FLAG_C2C ((CUfileP2PFlags_t)(1 << CUFILE_C2C))
 
 /* Driver properties; sizes in KiB. */
 typedef struct CUfileDrvProps {
@@ -181,14 +202,20 @@ typedef struct cufileRDMAInfo {
 #define CU_FILE_RDMA_REGISTER 1
 #define CU_FILE_RDMA_RELAXED_ORDERING (1 << 1)
 
+/* What a user-space file system's RDMA callbacks may return (never returned by this library). */
+#define CU_FILE_RDMA_ERR_BASE 6000
+#define CU_FILE_RDMA_SUCCESS 0
+#define CU_FILE_RDMA_RESET_TOKEN (CU_FILE_RDMA_ERR_BASE + 1)
+#define CU_FILE_RDMA_RESET_TOKEN_FAILED (CU_FILE_RDMA_ERR_BASE + 2)
+
 /* Operations of a user-space file system (not supported: registering one is
  * CU_FILE_IO_NOT_SUPPORTED). */
 typedef struct CUfileFSOps {
-    const char *(*fs_type)(void *handle);
-    int (*getRDMADeviceList)(void *handle, sockaddr_t **hostaddrs);
-    int (*getRDMADevicePriority)(void *handle, char *, size_t, off_t, sockaddr_t *hostaddr);
-    ssize_t (*read)(void *handle, char *, size_t, off_t, cufileRDMAInfo_t *);
-    ssize_t (*write)(void *handle, const char *, size_t, off_t, cufileRDMAInfo_t *);
+    const char *(*fs_type)(const void *handle);
+    int (*getRDMADeviceList)(const void *handle, sockaddr_t **hostaddrs);
+    int (*getRDMADevicePriority)(const void *handle, char *, size_t, off_t, const sockaddr_t *hostaddr);
+    ssize_t (*read)(const void *handle, char *, size_t, off_t, const cufileRDMAInfo_t *);
+    ssize_t (*write)(const void *handle, const char *, size_t, off_t, const cufileRDMAInfo_t *);
 } CUfileFSOps_t;
 
 enum CUfileFileHandleType {
@@ -298,8 +325,24 @@ CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *siz
 CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags);
 CUfileError_t cuFileStreamDeregister(CUstream stream);
 
-/* 1000 * major + 10 * minor of the cuFile API implemented: 1150. */
+/* ------------------------------------------------------------ vector I/O */
+/* One buffer of cuFileReadv/cuFileWritev: device or host memory, registered or not. */
+typedef struct CUfileIOVec {
+    void *base;
+    size_t len;
+} CUfileIOVec_t;
+
+/* The buffers in order, from file_offset on; flags must be 0. Returns as cuFileRead. */
+ssize_t cuFileReadv(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset, unsigned flags);
+ssize_t cuFileWritev(CUfileHandle_t fh, const CUfileIOVec_t *iov, size_t iovcnt, off_t file_offset,
+                     unsigned flags);
+
+/* 1000 * major + 10 * minor of the cuFile version served: 1200 (1150 under
+ * HIPFILE_CUFILE_VERSION=1.15). */
 CUfileError_t cuFileGetVersion(int *version);
+
+/* No direct path here, so no topology: CU_FILE_INTERNAL_ERROR, no file written. */
+CUfileError_t cuFileExportPCIeTopology(const char *filename);
 
 /* ------------------------------------------------------------- parameters */
 typedef enum CUFileSizeTConfigParameter_t {
@@ -329,18 +372,23 @@ typedef enum CUFileBoolConfigParameter_t {
     CUFILE_PARAM_PREFER_IO_URING,
     CUFILE_PARAM_FORCE_ODIRECT_MODE,
     CUFILE_PARAM_SKIP_TOPOLOGY_DETECTION,
-    CUFILE_PARAM_STREAM_MEMOPS_BYPASS
+    CUFILE_PARAM_STREAM_MEMOPS_BYPASS,
+    CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE,
+    CUFILE_PARAM_GDS_FALLBACK_IO
 } CUFileBoolConfigParameter_t;
 
 typedef enum CUFileStringConfigParameter_t {
     CUFILE_PARAM_LOGGING_LEVEL,
     CUFILE_PARAM_ENV_LOGFILE_PATH,
-    CUFILE_PARAM_LOG_DIR
+    CUFILE_PARAM_LOG_DIR,
+    CUFILE_PARAM_RDMA_TRANSPORT
 } CUFileStringConfigParameter_t;
 
 typedef enum CUFileArrayConfigParameter_t {
     CUFILE_PARAM_POSIX_POOL_SLAB_SIZE_KB,
-    CUFILE_PARAM_POSIX_POOL_SLAB_COUNT
+    CUFILE_PARAM_POSIX_POOL_SLAB_COUNT,
+    CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_SIZE_KB,
+    CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT
 } CUFileArrayConfigParameter_t;
 
 CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value);
@@ -407,6 +455,20 @@ typedef struct CUfileStatsLevel1 {
     uint64_t batch_completion_lat_sum_us;
     uint64_t last_batch_read_bytes;
     uint64_t last_batch_write_bytes;
+    /* cuFile 1.19: vector I/O, counted apart from the reads and writes above. Programs built
+     * against an older header (512-byte level 1) need HIPFILE_CUFILE_VERSION=1.15. */
+    CUfileOpCounter_t readv_ops;
+    CUfileOpCounter_t writev_ops;
+    uint64_t readv_bytes;
+    uint64_t writev_bytes;
+    uint64_t readv_bw_bytes_per_sec;
+    uint64_t writev_bw_bytes_per_sec;
+    uint64_t readv_lat_avg_us;
+    uint64_t writev_lat_avg_us;
+    uint64_t readv_ops_per_sec;
+    uint64_t writev_ops_per_sec;
+    uint64_t readv_lat_sum_us;
+    uint64_t writev_lat_sum_us;
 } CUfileStatsLevel1_t;
 
 typedef struct CUfileStatsLevel2 {
@@ -465,6 +527,15 @@ CUfileError_t cuFileGetBARSizeInKB(int gpuIndex, size_t *barSize);
 CUfileError_t cuFileSetParameterPosixPoolSlabArray(const size_t *size_values, const size_t *count_values,
                                                    int len);
 CUfileError_t cuFileGetParameterPosixPoolSlabArray(size_t *size_values, size_t *count_values, int len);
+/* Kept and read back (sizes in KiB, multiples of 4, ascending); none until set. */
+CUfileError_t cuFileSetParameterGpuBounceBufferSlabArray(const size_t *size_values, const size_t *count_values,
+                                                         int len);
+CUfileError_t cuFileGetParameterGpuBounceBufferSlabArray(size_t *size_values, size_t *count_values, int len);
+
+/* As NVIDIA's library without the GDS module: no flags until set; only the platform's flag
+ * (PCI P2PDMA on x86-64, C2C on Arm) can be set. */
+CUfileError_t cuFileDriverGetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t *p2p_flags);
+CUfileError_t cuFileDriverSetP2PFlags(CUfileDriverStatusFlags_t status_flag, CUfileP2PFlags_t p2p_flags);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

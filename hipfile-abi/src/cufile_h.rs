@@ -71,3 +71,14 @@ pub struct CUfileDescr_t {
 
 /// `CU_FILE_HANDLE_TYPE_OPAQUE_FD`: a file descriptor.
 pub const CU_FILE_HANDLE_TYPE_OPAQUE_FD: c_int = 1;
+
+/// `CUfileIOVec_t` (cuFile 1.19): one buffer of `cuFileReadv`/`cuFileWritev`, device or host
+/// memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUfileIOVec_t {
+    /// `base`.
+    pub base: *mut c_void,
+    /// `len`.
+    pub len: usize,
+}

@@ -49,6 +49,6 @@ mod tests {
             cufile_h::CUfileError_t::op(OpError::InvalidValue).check(),
             Err(cufile_h::CUfileError_t::code(5022))
         );
-        assert_eq!(hooks::ALL.map(|h| h.to_str().unwrap().starts_with("hipfile_rs_cufile_")), [true; 3]);
+        assert_eq!(hooks::ALL.map(|h| h.to_str().unwrap().starts_with("hipfile_rs_cufile_")), [true; 5]);
     }
 }

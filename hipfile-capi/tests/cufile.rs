@@ -56,17 +56,22 @@ fn our_header() -> PathBuf {
     include_dir().join("cufile.h")
 }
 
-/// The directory of NVIDIA's `cufile.h`: `HIPFILE_NVIDIA_CUFILE_INCLUDE` (`cargo xtask ci`
-/// sets it to the `nvidia-cufile` wheel's, cuFile 1.15), else CUDA's. `None` where neither
+/// The directory of NVIDIA's `cufile.h` of cuFile 1.20: `HIPFILE_NVIDIA_CUFILE_INCLUDE`
+/// (`cargo xtask ci` sets it to the `nvidia-cufile` wheel's), else CUDA's. `None` where neither
 /// exists; CI must have one.
 fn nvidia_include() -> Option<PathBuf> {
-    let dir = std::env::var_os("HIPFILE_NVIDIA_CUFILE_INCLUDE")
+    nvidia_include_of("HIPFILE_NVIDIA_CUFILE_INCLUDE")
+}
+
+/// The directory of NVIDIA's `cufile.h` named by the environment variable `var`, else CUDA's.
+fn nvidia_include_of(var: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os(var)
         .map(PathBuf::from)
         .or_else(|| Some(PathBuf::from("/usr/local/cuda/include")))
         .filter(|d| d.join("cufile.h").exists());
     assert!(
         dir.is_some() || std::env::var_os("CI").is_none(),
-        "NVIDIA's cufile.h is needed in CI: set HIPFILE_NVIDIA_CUFILE_INCLUDE (cargo xtask ci does)"
+        "NVIDIA's cufile.h is needed in CI: set {var} (cargo xtask ci does)"
     );
     dir
 }
@@ -102,9 +107,14 @@ int main(void) {
     V(CU_FILE_LUSTRE_SUPPORTED) V(CU_FILE_WEKAFS_SUPPORTED) V(CU_FILE_NFS_SUPPORTED) V(CU_FILE_GPFS_SUPPORTED)
     V(CU_FILE_NVME_SUPPORTED) V(CU_FILE_NVMEOF_SUPPORTED) V(CU_FILE_SCSI_SUPPORTED)
     V(CU_FILE_SCALEFLUX_CSD_SUPPORTED) V(CU_FILE_NVMESH_SUPPORTED) V(CU_FILE_BEEGFS_SUPPORTED)
-    V(CU_FILE_NVME_P2P_SUPPORTED) V(CU_FILE_SCATEFS_SUPPORTED) V(CU_FILE_USE_POLL_MODE) V(CU_FILE_ALLOW_COMPAT_MODE)
+    V(CU_FILE_NVME_P2P_SUPPORTED) V(CU_FILE_SCATEFS_SUPPORTED) V(CU_FILE_VIRTIOFS_SUPPORTED)
+    V(CU_FILE_PANFS_SUPPORTED) V(CU_FILE_MAX_TARGET_TYPES) V(CU_FILE_USE_POLL_MODE) V(CU_FILE_ALLOW_COMPAT_MODE)
+    V(CU_FILE_VANILLA_POSIX_IO_MODE) V(CU_FILE_POSIX_IO_MODE) V(CU_FILE_FALLBACK_IO_MODE)
     V(CU_FILE_DYN_ROUTING_SUPPORTED) V(CU_FILE_BATCH_IO_SUPPORTED) V(CU_FILE_STREAMS_SUPPORTED)
-    V(CU_FILE_PARALLEL_IO_SUPPORTED) V(CU_FILE_HANDLE_TYPE_OPAQUE_FD) V(CU_FILE_HANDLE_TYPE_OPAQUE_WIN32)
+    V(CU_FILE_PARALLEL_IO_SUPPORTED) V(CU_FILE_P2P_SUPPORTED) V(CUFILE_P2PDMA) V(CUFILE_NVFS) V(CUFILE_DMABUF)
+    V(CUFILE_C2C) V(CUFILE_NVIDIA_PEERMEM) V(CU_FILE_P2P_FLAG_PCI_P2PDMA) V(CU_FILE_P2P_FLAG_NVFS)
+    V(CU_FILE_P2P_FLAG_DMABUF) V(CU_FILE_P2P_FLAG_C2C) V(CU_FILE_RDMA_ERR_BASE) V(CU_FILE_RDMA_SUCCESS)
+    V(CU_FILE_RDMA_RESET_TOKEN) V(CU_FILE_RDMA_RESET_TOKEN_FAILED) V(CU_FILE_HANDLE_TYPE_OPAQUE_FD) V(CU_FILE_HANDLE_TYPE_OPAQUE_WIN32)
     V(CU_FILE_HANDLE_TYPE_USERSPACE_FS) V(CU_FILE_RDMA_REGISTER) V(CU_FILE_RDMA_RELAXED_ORDERING)
     V(CUFILE_READ) V(CUFILE_WRITE) V(CUFILE_WAITING) V(CUFILE_PENDING) V(CUFILE_INVALID) V(CUFILE_CANCELED)
     V(CUFILE_COMPLETE) V(CUFILE_TIMEOUT) V(CUFILE_FAILED) V(CUFILE_BATCH) V(CU_FILE_STREAM_FIXED_BUF_OFFSET)
@@ -119,8 +129,10 @@ int main(void) {
     V(CUFILE_PARAM_FS_MISC_API_CHECK_AGGRESSIVE) V(CUFILE_PARAM_EXECUTION_PARALLEL_IO) V(CUFILE_PARAM_PROFILE_NVTX)
     V(CUFILE_PARAM_PROPERTIES_ALLOW_SYSTEM_MEMORY) V(CUFILE_PARAM_USE_PCIP2PDMA) V(CUFILE_PARAM_PREFER_IO_URING)
     V(CUFILE_PARAM_FORCE_ODIRECT_MODE) V(CUFILE_PARAM_SKIP_TOPOLOGY_DETECTION) V(CUFILE_PARAM_STREAM_MEMOPS_BYPASS)
-    V(CUFILE_PARAM_LOGGING_LEVEL) V(CUFILE_PARAM_ENV_LOGFILE_PATH) V(CUFILE_PARAM_LOG_DIR)
-    V(CUFILE_PARAM_POSIX_POOL_SLAB_SIZE_KB) V(CUFILE_PARAM_POSIX_POOL_SLAB_COUNT) V(CUFILE_GPU_UUID_LEN)
+    V(CUFILE_PARAM_PROPERTIES_POSIX_IO_MODE) V(CUFILE_PARAM_GDS_FALLBACK_IO)
+    V(CUFILE_PARAM_LOGGING_LEVEL) V(CUFILE_PARAM_ENV_LOGFILE_PATH) V(CUFILE_PARAM_LOG_DIR) V(CUFILE_PARAM_RDMA_TRANSPORT)
+    V(CUFILE_PARAM_POSIX_POOL_SLAB_SIZE_KB) V(CUFILE_PARAM_POSIX_POOL_SLAB_COUNT)
+    V(CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_SIZE_KB) V(CUFILE_PARAM_GPU_BOUNCE_BUFFER_SLAB_COUNT) V(CUFILE_GPU_UUID_LEN)
     S(CUfileError_t) O(CUfileError_t, err) O(CUfileError_t, cu_err)
     S(CUfileDrvProps_t) O(CUfileDrvProps_t, nvfs.major_version) O(CUfileDrvProps_t, nvfs.minor_version)
     O(CUfileDrvProps_t, nvfs.poll_thresh_size) O(CUfileDrvProps_t, nvfs.max_direct_io_size)
@@ -138,7 +150,9 @@ int main(void) {
     S(CUfileIOEvents_t) O(CUfileIOEvents_t, cookie) O(CUfileIOEvents_t, status) O(CUfileIOEvents_t, ret)
     S(CUfileOpCounter_t) S(CUfileStatsLevel1_t) O(CUfileStatsLevel1_t, read_bytes)
     O(CUfileStatsLevel1_t, batch_submit_ops) O(CUfileStatsLevel1_t, batch_read_bytes)
-    O(CUfileStatsLevel1_t, last_batch_write_bytes)
+    O(CUfileStatsLevel1_t, last_batch_write_bytes) O(CUfileStatsLevel1_t, readv_ops) O(CUfileStatsLevel1_t, writev_ops)
+    O(CUfileStatsLevel1_t, readv_bytes) O(CUfileStatsLevel1_t, readv_lat_avg_us) O(CUfileStatsLevel1_t, writev_lat_sum_us)
+    S(CUfileIOVec_t) O(CUfileIOVec_t, base) O(CUfileIOVec_t, len)
     S(CUfileStatsLevel2_t) O(CUfileStatsLevel2_t, read_size_kb_hist) O(CUfileStatsLevel2_t, write_size_kb_hist)
     S(CUfilePerGpuStats_t) O(CUfilePerGpuStats_t, read_bytes) O(CUfilePerGpuStats_t, writes_bytes)
     O(CUfilePerGpuStats_t, reg_bytes)
@@ -213,7 +227,7 @@ fn names(protos: &[String]) -> BTreeSet<String> {
 #[test]
 fn the_prototypes_are_nvidias() {
     let ours = our_prototypes();
-    assert_eq!(names(&ours).len(), 42, "{ours:?}");
+    assert_eq!(names(&ours).len(), 49, "{ours:?}");
     let Some(nvidia) = nvidia_include() else {
         eprintln!("skipped: no NVIDIA cufile.h here (CI has one)");
         return;
@@ -263,4 +277,69 @@ fn the_library_exports_what_the_header_declares_and_its_soname_is_cufiles() {
     let dynamic = String::from_utf8_lossy(&out.stdout);
     assert!(dynamic.contains("Library soname: [libcufile.so.0]"), "{dynamic}");
     assert!(!dynamic.contains("libhipfile"), "libhipfile.so.0 is loaded at run time, not linked: {dynamic}");
+}
+
+/// Builds `tests/c/SOURCE` against the `cufile.h` in `include` (NVIDIA's needs the stand-in
+/// `cuda.h` and `struct timespec` first), linked with libcufile only, over the mock HIP runtime.
+fn build_against(source: &str, include: &Path, name: &str) -> PathBuf {
+    require_hip_headers();
+    let lib = lib_dir();
+    let dir = scratch(&format!("cufile-{name}"));
+    std::fs::write(dir.join("cuda.h"), CUDA_H).unwrap();
+    let exe = dir.join(format!("{name}-{}", std::process::id()));
+    let mut cmd = cc();
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-D__HIP_PLATFORM_AMD__", "-D_GNU_SOURCE"])
+        .args(["-include", "time.h", "-include", "stddef.h", "-I"])
+        .arg(include)
+        .arg("-I")
+        .arg(&dir)
+        .arg("-I")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(source));
+    cmd.arg("-L").arg(&lib).arg(format!("-Wl,-rpath,{}", lib.display()));
+    cmd.args(["-lcufile", "-Wl,--no-as-needed", "-lhipfile_mockhip", "-Wl,--as-needed", "-ldl", "-lpthread"]);
+    cmd.arg("-o").arg(&exe);
+    run_ok(&mut cmd);
+    exe
+}
+
+/// What `tests/c/cufile_v120.c` prints over this library: each line checked against what
+/// NVIDIA's cuFile 1.20 answered on a GPU machine without the GDS module where it could run the
+/// call (docs/cufile.md, "Versions", says where the two differ and why).
+const V120_TRANSCRIPT: &str = include_str!("c/cufile_v120.expected");
+
+#[test]
+fn a_cufile_1_20_program_gets_the_1_20_answers() {
+    let mut headers = vec![("ours", include_dir())];
+    headers.extend(nvidia_include().map(|d| ("nvidia-1.20", d)));
+    for (name, include) in headers {
+        let exe = build_against("cufile_v120.c", &include, &format!("v120-{name}"));
+        let out = run_ok(&mut program(&exe, &[&scratch("c-data")], &[]));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), V120_TRANSCRIPT, "built against {name}'s header");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "a quiet library");
+    }
+}
+
+/// The statistics as programs built against 1.15's header and 1.20's read them: each gets its
+/// own layout, nothing written past it, with `HIPFILE_CUFILE_VERSION` saying which (a 1.15
+/// program under the default is written past, as NVIDIA's 1.20 library writes past it).
+#[test]
+fn statistics_have_the_layout_of_the_version_served() {
+    let ours = build_against("cufile_stats.c", &include_dir(), "stats-ours");
+    let out = run_ok(&mut program(&ours, &[&scratch("c-data")], &[]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "version 1200 l1 624\n");
+    if let Some(nvidia) = nvidia_include() {
+        let exe = build_against("cufile_stats.c", &nvidia, "stats-nvidia-1.20");
+        let out = run_ok(&mut program(&exe, &[&scratch("c-data")], &[]));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "version 1200 l1 624\n");
+    }
+    let Some(old) = nvidia_include_of("HIPFILE_NVIDIA_CUFILE_115_INCLUDE") else {
+        eprintln!("skipped: no NVIDIA cufile.h of 1.15 here (CI has one)");
+        return;
+    };
+    let exe = build_against("cufile_stats.c", &old, "stats-nvidia-1.15");
+    let out = run_ok(&mut program(&exe, &[&scratch("c-data")], &[("HIPFILE_CUFILE_VERSION", "1.15")]));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "version 1150 l1 512\n");
+    let overrun = program(&exe, &[&scratch("c-data")], &[]).output().unwrap();
+    assert_eq!(overrun.status.code(), Some(3), "a 1.15 program under 1.20's layout is written past");
 }

@@ -72,7 +72,7 @@ pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use cache::{CachePolicy, CacheRule, CacheUse, PageCache};
 pub use config::DriverProperties;
 pub use config::{BackendChoice, BounceSettings, Config, Demote};
-pub use driver::{BufferInfo, Driver, HandleId, Platform};
+pub use driver::{BufferInfo, Driver, HandleId, MAX_VECTORS, Platform};
 pub use error::{Error, HipError, OpError, Result};
 pub use file::FileHandle;
 #[cfg(any(test, feature = "mock"))]

@@ -1,4 +1,4 @@
-//! hipfile-cufile: `libcufile.so.0`, NVIDIA cuFile's C API (`include/cufile.h`, cuFile 1.15) for
+//! hipfile-cufile: `libcufile.so.0`, NVIDIA cuFile's C API (`include/cufile.h`, cuFile 1.20) for
 //! the programs written for cuFile (KvikIO, `torch.cuda.gds`, DALI, ...), over hipfile-rs.
 //!
 //! Every call goes to the process's `libhipfile.so.0`, loaded at the first call: the one beside
@@ -21,7 +21,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::{OnceLock, RwLock};
 
-pub mod posix_pool;
+pub mod newer;
+pub mod slabs;
 pub mod stats;
 
 pub use hipfile_abi::cufile_h::{CUfileDescr_t as CUfileDescr, CUfileError_t};
@@ -44,9 +45,21 @@ pub mod status {
 }
 use status::*;
 
-/// The version `cuFileGetVersion` reports: 1000 * major + 10 * minor of the cuFile API
-/// implemented (1.15, CUDA 13.0's), as NVIDIA's library reports its own.
-pub const CUFILE_VERSION: c_int = 1150;
+/// The cuFile version served by default: 1000 * major + 10 * minor, as `cuFileGetVersion`
+/// reports it. Its API is cuFile 1.20's, its statistics 1.19's layout.
+pub const CUFILE_VERSION: c_int = 1200;
+
+/// The cuFile version this library behaves as (docs/cufile.md, "Versions"):
+/// `HIPFILE_CUFILE_VERSION=1.15` for programs built against a header older than 1.19 that read
+/// statistics (their structures are 1.15's, 112 bytes shorter at level 1); anything else, and
+/// unset, is [`CUFILE_VERSION`]. Read once.
+pub fn served_version() -> c_int {
+    static SERVED: OnceLock<c_int> = OnceLock::new();
+    *SERVED.get_or_init(|| match std::env::var("HIPFILE_CUFILE_VERSION").as_deref().map(str::trim) {
+        Ok("1.15" | "1150") => 1150,
+        _ => CUFILE_VERSION,
+    })
+}
 
 /// `CUfileDrvProps_t`: cuFile's driver properties (sizes in KiB, most in 32 bits).
 #[repr(C)]
@@ -205,21 +218,9 @@ hipfile_api! {
         /// `cuFileGetParameterSizeT` (the parameters are hipFile's, in the same order).
         cuFileGetParameterSizeT => get_size = "hipFileGetParameterSizeT" (param: c_int, value: *mut usize)
             -> CUfileError_t, else UNSERVED;
-        /// `cuFileGetParameterBool`.
-        cuFileGetParameterBool => get_bool = "hipFileGetParameterBool" (param: c_int, value: *mut bool)
-            -> CUfileError_t, else UNSERVED;
-        /// `cuFileGetParameterString`.
-        cuFileGetParameterString => get_string = "hipFileGetParameterString"
-            (param: c_int, value: *mut c_char, len: c_int) -> CUfileError_t, else UNSERVED;
         /// `cuFileSetParameterSizeT`: staged for the next open.
         cuFileSetParameterSizeT => set_size = "hipFileSetParameterSizeT" (param: c_int, value: usize)
             -> CUfileError_t, else UNSERVED;
-        /// `cuFileSetParameterBool`: staged for the next open.
-        cuFileSetParameterBool => set_bool = "hipFileSetParameterBool" (param: c_int, value: bool)
-            -> CUfileError_t, else UNSERVED;
-        /// `cuFileSetParameterString`: staged for the next open.
-        cuFileSetParameterString => set_string = "hipFileSetParameterString"
-            (param: c_int, value: *const c_char) -> CUfileError_t, else UNSERVED;
     }
     used {
         driver_close = "hipFileDriverClose" () -> CUfileError_t;
@@ -239,11 +240,17 @@ hipfile_api! {
         stats_l1 = "hipFileGetStatsL1" (*mut c_void) -> CUfileError_t;
         stats_l2 = "hipFileGetStatsL2" (*mut c_void) -> CUfileError_t;
         stats_l3 = "hipFileGetStatsL3" (*mut c_void) -> CUfileError_t;
+        get_bool = "hipFileGetParameterBool" (c_int, *mut bool) -> CUfileError_t;
+        get_string = "hipFileGetParameterString" (c_int, *mut c_char, c_int) -> CUfileError_t;
+        set_bool = "hipFileSetParameterBool" (c_int, bool) -> CUfileError_t;
+        set_string = "hipFileSetParameterString" (c_int, *const c_char) -> CUfileError_t;
     }
     hooks {
         stats_level = hooks::STATS_LEVEL: hooks::StatsLevel;
         stats_reset = hooks::STATS_RESET: hooks::StatsReset;
         parameter_range = hooks::PARAMETER_RANGE: hooks::ParameterRange;
+        vector_io = hooks::VECTOR_IO: hooks::VectorIo;
+        vector_stats = hooks::VECTOR_STATS: hooks::VectorStats;
     }
 }
 
@@ -286,7 +293,8 @@ fn candidates() -> Vec<PathBuf> {
     paths
 }
 
-/// `cuFileGetVersion`: [`CUFILE_VERSION`]; `CU_FILE_INVALID_VALUE` for null. Needs no driver.
+/// `cuFileGetVersion`: the version served ([`served_version`]); `CU_FILE_INVALID_VALUE` for
+/// null. Needs no driver.
 ///
 /// # Safety
 /// `version` must be null or writable.
@@ -296,7 +304,7 @@ pub unsafe extern "C" fn cuFileGetVersion(version: *mut c_int) -> CUfileError_t 
         return CUfileError_t::code(INVALID_VALUE);
     }
     // SAFETY: non-null, writable by the caller's contract.
-    unsafe { version.write(CUFILE_VERSION) };
+    unsafe { version.write(served_version()) };
     CUfileError_t::SUCCESS
 }
 

@@ -1,6 +1,6 @@
 /* A program written for NVIDIA's cuFile, built against include/cufile.h and linked with
  * libcufile.so.0 only (not libhipfile), over the mock HIP runtime: every call, with the codes
- * cuFile gives (those measured of cuFile 1.15 where its documentation is silent), and one
+ * cuFile gives (those measured of cuFile 1.15 and 1.20 where its documentation is silent), and one
  * driver shared with hipFile's API in the same process.
  *
  *   cufile DIR    (a scratch directory); prints "ok" */
@@ -54,7 +54,7 @@ static int scratch_file(char *path, size_t size, const char *dir, const char *na
 static void parameters_and_version(void) {
     int version = 0;
     EXPECT_OK(cuFileGetVersion(&version));
-    CHECK(version == 1150);
+    CHECK(version == 1200);
     EXPECT_ERR(cuFileGetVersion(NULL), CU_FILE_INVALID_VALUE);
     CHECK(cuFileUseCount() == 0);
 
@@ -78,7 +78,9 @@ static void parameters_and_version(void) {
     CHECK(v == 64);
     bool b = false;
     EXPECT_OK(cuFileGetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, &b));
-    EXPECT_ERR(cuFileGetParameterBool((CUFileBoolConfigParameter_t)12, &b), CU_FILE_INVALID_VALUE);
+    EXPECT_OK(cuFileGetParameterBool(CUFILE_PARAM_GDS_FALLBACK_IO, &b)); /* cuFile 1.20's */
+    CHECK(!b);
+    EXPECT_ERR(cuFileGetParameterBool((CUFileBoolConfigParameter_t)14, &b), CU_FILE_INVALID_VALUE);
     char level[16];
     EXPECT_OK(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, level, sizeof level));
     EXPECT_ERR(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, level, 1), CU_FILE_INVALID_VALUE);

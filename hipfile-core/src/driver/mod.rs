@@ -22,6 +22,9 @@ use crate::sync::{lock, read, write};
 mod batch;
 mod params;
 mod stream;
+mod vector;
+
+pub use vector::MAX_VECTORS;
 
 pub use crate::platform::{BufferInfo, HandleId, Platform};
 
@@ -627,6 +630,18 @@ impl<P: Platform> Driver<P> {
         handle: HandleId,
         buffer_base: usize,
     ) -> Result<Deferred<P::Backend>> {
+        self.deferred_with(direction, handle, buffer_base, false)
+    }
+
+    /// [`deferred`](Self::deferred), taking host memory whatever the configuration says where
+    /// `any_host` (cuFile's vector I/O, whose vectors may be host memory).
+    pub(crate) fn deferred_with(
+        &self,
+        direction: Direction,
+        handle: HandleId,
+        buffer_base: usize,
+        any_host: bool,
+    ) -> Result<Deferred<P::Backend>> {
         let (flight, signal, system_memory, durable) = loop {
             let state = self.read_state();
             // `open` exists exactly while the use count is above zero.
@@ -640,7 +655,7 @@ impl<P: Platform> Driver<P> {
             let registered = open.buffers.get(&buffer_base).copied();
             let flight = InFlight { file: Arc::clone(file), dispatcher: Arc::clone(&open.dispatcher), registered };
             let config = &open.config;
-            break (flight, config.stream_signal, config.allow_system_memory, config.bounce.durable_writes);
+            break (flight, config.stream_signal, config.allow_system_memory || any_host, config.bounce.durable_writes);
         };
         let (buffer_len, device, kind) = match flight.registered {
             Some(b) => (b.len, b.device, if b.host { MemoryType::Host } else { MemoryType::Device }),

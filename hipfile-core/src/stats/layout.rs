@@ -16,7 +16,7 @@ pub(super) const CLASS_ROWS: usize = SIZE_CLASSES + 1; // the last: no size clas
 pub(super) const PATHS: usize = 3;
 pub(super) const CELL: usize = 4; // ok, err, bytes, clock ticks
 pub(super) const SLOTS: usize = 64;
-pub(super) const EVENTS: usize = 32;
+pub(super) const EVENTS: usize = 40;
 
 pub(super) const IO_WORDS: usize = 2 * PATHS * GPU_ROWS * CLASS_ROWS * CELL;
 pub(super) const UNALIGNED_AT: usize = IO_WORDS;
@@ -50,7 +50,7 @@ pub(super) mod header {
 }
 
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"HFRSTATS");
-pub(super) const VERSION: u64 = 1;
+pub(super) const VERSION: u64 = 2;
 
 /// The path that served a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,11 +106,27 @@ pub enum Counter {
     BouncedNoPath,
     /// Requests a p2p backend declined (unaligned, ...), served by the bounce path.
     BouncedDeclined,
+    /// cuFile's vector reads (`cuFileReadv`), counted apart from the requests they make.
+    ReadvOk,
+    ReadvErr,
+    ReadvBytes,
+    /// Time spent in vector reads (clock ticks; ns in a [`Snapshot`](crate::stats::Snapshot)).
+    ReadvTime,
+    /// cuFile's vector writes (`cuFileWritev`), counted apart from the requests they make.
+    WritevOk,
+    WritevErr,
+    WritevBytes,
+    /// Time spent in vector writes (clock ticks; ns in a [`Snapshot`](crate::stats::Snapshot)).
+    WritevTime,
 }
 
 impl Counter {
+    /// The counters of time (clock ticks in a region, ns in a snapshot).
+    pub const TIMES: [Counter; 4] =
+        [Counter::BatchSubmitTime, Counter::BatchCompletionTime, Counter::ReadvTime, Counter::WritevTime];
+
     /// Every counter, in order.
-    pub const ALL: [Counter; 26] = [
+    pub const ALL: [Counter; 34] = [
         Counter::HandleRegisterOk,
         Counter::HandleRegisterErr,
         Counter::HandleDeregisterOk,
@@ -137,6 +153,14 @@ impl Counter {
         Counter::BatchCompletionTime,
         Counter::BouncedNoPath,
         Counter::BouncedDeclined,
+        Counter::ReadvOk,
+        Counter::ReadvErr,
+        Counter::ReadvBytes,
+        Counter::ReadvTime,
+        Counter::WritevOk,
+        Counter::WritevErr,
+        Counter::WritevBytes,
+        Counter::WritevTime,
     ];
 }
 

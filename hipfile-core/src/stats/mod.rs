@@ -37,6 +37,11 @@ use layout::*;
 pub use layout::{Counter, MAX_GPUS, Path, REGION_BYTES, SIZE_CLASSES, size_class};
 pub use snapshot::{Snapshot, Totals};
 
+thread_local! {
+    /// Whether this thread is inside [`Stats::apart`].
+    static APART: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Memory for the counters that other processes can read, and the service that hands it to
 /// them (semantics §14).
 pub trait Publisher: Send + Sync {
@@ -329,7 +334,7 @@ impl Stats {
         result: &Result<usize>,
     ) {
         let level = self.level.load(Ordering::Relaxed);
-        if level == 0 {
+        if level == 0 || APART.get() {
             return;
         }
         let ticks = now().wrapping_sub(started);
@@ -356,6 +361,20 @@ impl Stats {
             let d = matches!(dir, Direction::Write) as usize;
             add(base + UNALIGNED_AT + (d * PATHS + path as usize) * GPU_ROWS + gpu, 1);
         }
+    }
+
+    /// Runs `f`, whose requests are not counted as requests: cuFile's vector I/O, which its
+    /// caller counts apart ([`Counter::ReadvOk`] and its kin), as cuFile's statistics keep
+    /// `cuFileReadv` and `cuFileWritev` out of the read and write counters.
+    pub fn apart<T>(f: impl FnOnce() -> T) -> T {
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                APART.set(self.0);
+            }
+        }
+        let _restore = Restore(APART.replace(true));
+        f()
     }
 
     /// Adds `n` to an event counter (where counting is on).

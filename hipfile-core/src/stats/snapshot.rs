@@ -141,7 +141,7 @@ impl Snapshot {
                 *v = v.wrapping_add(w(base + REG_AT + g));
             }
         }
-        for e in [Counter::BatchSubmitTime, Counter::BatchCompletionTime] {
+        for e in Counter::TIMES {
             events[e as usize] = ns(events[e as usize]);
         }
         Snapshot {
@@ -224,7 +224,7 @@ impl Snapshot {
             .collect()
     }
 
-    /// The time counted into `BatchSubmitTime` or `BatchCompletionTime`, in µs.
+    /// The time counted into one of [`Counter::TIMES`], in µs.
     pub fn micros(&self, counter: Counter) -> u64 {
         self.events[counter as usize] / 1000
     }
