@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
+static inline double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
@@ -26,7 +26,7 @@ static double now(void) {
 
 // The file named by the one argument, opened for reading, and its size in *size; exits with
 // the usage or the reason otherwise.
-static int open_data(int argc, char **argv, long *size) {
+static inline int open_data(int argc, char **argv, long *size) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FILE\n", argv[0]);
         exit(2);
@@ -41,7 +41,7 @@ static int open_data(int argc, char **argv, long *size) {
 }
 
 // Runs fn on n threads (each given its index), and returns the seconds until all have ended.
-static double run_threads(int n, void *(*fn)(void *)) {
+static inline double run_threads(int n, void *(*fn)(void *)) {
     pthread_t th[64];
     double t0 = now();
     for (long t = 0; t < n; t++)
@@ -54,7 +54,7 @@ static double run_threads(int n, void *(*fn)(void *)) {
 #ifdef __cuda_cuda_h__
 // The kernel `name` of the PTX module `ptx`; where the module does not load, exits with the
 // driver's log of why.
-static cudaKernel_t load_kernel(const char *ptx, const char *name) {
+static inline cudaKernel_t load_kernel(const char *ptx, const char *name) {
     cudaLibrary_t lib;
     cudaKernel_t kernel;
     if (cudaLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess) {

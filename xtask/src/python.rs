@@ -29,19 +29,20 @@ fn venv() -> Result<(PathBuf, String), String> {
     Ok((dir, python))
 }
 
-/// NVIDIA's `cufile.h` of cuFile 1.15 (CUDA 13.0), from its wheel installed into the virtual
-/// environment: what `hipfile-capi/tests/cufile.rs` checks `include/cufile.h` against. Its
-/// directory.
-pub(crate) fn nvidia_cufile_include() -> Result<PathBuf, String> {
-    let (dir, python) = venv()?;
-    run(&python, &["-m", "pip", "install", "-q", "--only-binary=:all:", "nvidia-cufile==1.15.*"], &[])?;
-    let lib = dir.join("lib");
-    let found = std::fs::read_dir(&lib)
-        .map_err(|e| format!("{}: {e}", lib.display()))?
-        .flatten()
-        .map(|python| python.path().join("site-packages/nvidia/cu13/include"))
-        .find(|include| include.join("cufile.h").exists());
-    found.ok_or_else(|| format!("no nvidia/cu13/include/cufile.h under {}", lib.display()))
+/// NVIDIA's `cufile.h` of cuFile `version` (`1.20`, `1.15`), from its wheel unpacked into
+/// `target/nvidia-cufile/VERSION`: what `hipfile-capi/tests/cufile.rs` checks `include/cufile.h`
+/// (1.20) and the statistics layouts (both) against. Its directory.
+pub(crate) fn nvidia_cufile_include(version: &str) -> Result<PathBuf, String> {
+    let (_, python) = venv()?;
+    let dir = workspace_root().join("target/nvidia-cufile").join(version);
+    let include = dir.join("nvidia/cu13/include");
+    if !include.join("cufile.h").exists() {
+        let target = dir.to_str().ok_or("a non-UTF-8 path")?;
+        let spec = format!("nvidia-cufile=={version}.*");
+        let args = ["-m", "pip", "install", "-q", "--no-deps", "--only-binary=:all:", "--target", target, &spec];
+        run(&python, &args, &[])?;
+    }
+    if include.join("cufile.h").exists() { Ok(include) } else { Err(format!("no cufile.h in {}", include.display())) }
 }
 
 /// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`.
@@ -58,8 +59,7 @@ pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
 /// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, loading over a
 /// process group, models of `transformers`, vLLM's load format), run again in a
 /// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
-/// libraries (it imports without a GPU) and cuFile 1.17 with them, which would replace the 1.15
-/// header the cuFile check reads in `target/python`.
+/// libraries (it imports without a GPU) and a cuFile of its own with them.
 const TORCH_TESTS: [&str; 4] = [
     "hipfile-python/tests/test_dcp.py",
     "hipfile-python/tests/test_distributed_load.py",
