@@ -272,7 +272,9 @@ fn api() -> Option<&'static Api> {
 }
 
 /// Where to look for `libhipfile.so.0`, in order: the install tree's `lib/` above this
-/// library, this library's directory, then the loader's search.
+/// library, this library's directory (each for the path it was loaded by and, where that is a
+/// symbolic link, such as NVIDIA's `libcufile.so.0` pointed at this one, for the file it
+/// names), then the loader's search.
 fn candidates() -> Vec<PathBuf> {
     let mut paths = Vec::new();
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
@@ -284,7 +286,8 @@ fn candidates() -> Vec<PathBuf> {
         // SAFETY: `dladdr` gives a NUL-terminated path that lives as long as the object.
         let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
         let me = PathBuf::from(std::ffi::OsStr::new(&*me.to_string_lossy()));
-        if let Some(dir) = me.parent() {
+        let real = std::fs::canonicalize(&me).ok().filter(|real| *real != me);
+        for dir in [Some(me.as_path()), real.as_deref()].into_iter().flatten().filter_map(|p| p.parent()) {
             paths.push(dir.join("../libhipfile.so.0"));
             paths.push(dir.join("libhipfile.so.0"));
         }

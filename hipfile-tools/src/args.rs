@@ -56,6 +56,9 @@ pub(crate) struct CheckArgs {
     pub(crate) paths: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) backend: BackendArg,
+    /// Also list the cuFile libraries process PID has loaded (a warning where there are two)
+    #[arg(long)]
+    pub(crate) pid: Option<u32>,
     /// Print JSON
     #[arg(long)]
     pub(crate) json: bool,

@@ -70,7 +70,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
         "runtime": runtime,
         "devices": devices,
         "kernel": kernel(),
-        "cufile": cufile(),
+        "cufile": cufile(args.pid)?,
         "backends": backends,
         "backend_asked": want,
         "page_cache": page_cache,
@@ -82,8 +82,9 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(Value, bool), String> {
 
 /// The `libcufile.so.0` a program started from here (with no search path of its own) would
 /// load, found as the dynamic loader searches: `LD_LIBRARY_PATH`, its cache (`ldconfig -p`),
-/// then the default directories; and whether it is hipfile-rs's (docs/cufile.md).
-fn cufile() -> Value {
+/// then the default directories; and whether it is hipfile-rs's (docs/cufile.md). With `pid`,
+/// also the cuFile libraries that process has mapped.
+fn cufile(pid: Option<u32>) -> Result<Value, String> {
     const NAME: &str = "libcufile.so.0";
     let from_env = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     let listed = from_env.split(':').filter(|d| !d.is_empty()).map(|d| (Path::new(d).join(NAME), "LD_LIBRARY_PATH"));
@@ -95,15 +96,34 @@ fn cufile() -> Value {
         .collect::<Vec<_>>();
     let defaults = ["/lib64", "/usr/lib64", "/lib", "/usr/lib"].map(|d| (Path::new(d).join(NAME), "default directory"));
     let found = listed.chain(cached).chain(defaults).find(|(path, _)| path.is_file());
-    match found {
+    let mut report = match found {
         None => json!({"path": null, "found_by": null, "hipfile_rs": false}),
-        Some((path, how)) => {
-            // hipfile-rs's library names the hooks it looks up in libhipfile.so.0.
-            const HOOK: &[u8] = hipfile_abi::hooks::STATS_LEVEL.to_bytes();
-            let ours = std::fs::read(&path).is_ok_and(|bytes| bytes.windows(HOOK.len()).any(|w| w == HOOK));
-            json!({"path": path, "found_by": how, "hipfile_rs": ours})
+        Some((path, how)) => json!({"path": path, "found_by": how, "hipfile_rs": is_ours(&path)}),
+    };
+    if let Some(pid) = pid {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| format!("process {pid}: {e}"))?;
+        let mut loaded: Vec<&str> = Vec::new();
+        for file in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+            // NVIDIA's names, and hipfile-rs's as built (`libhipfile_cufile.so`, where a link
+            // named libcufile.so.0 pointed at it).
+            let name = Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let cufile = name.starts_with("libcufile.so") || name.starts_with("libhipfile_cufile.so");
+            if cufile && !loaded.contains(&file) {
+                loaded.push(file);
+            }
         }
+        let loaded: Vec<Value> =
+            loaded.iter().map(|f| json!({"path": f, "hipfile_rs": is_ours(Path::new(f))})).collect();
+        report["process"] = json!({"pid": pid, "loaded": loaded});
     }
+    Ok(report)
+}
+
+/// Whether the library at `path` is hipfile-rs's `libcufile.so.0`: it names the hooks it looks
+/// up in libhipfile.so.0.
+fn is_ours(path: &Path) -> bool {
+    const HOOK: &[u8] = hipfile_abi::hooks::STATS_LEVEL.to_bytes();
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(HOOK.len()).any(|w| w == HOOK))
 }
 
 /// The kernel's side: P2PDMA in its configuration, the GPUDirect Storage module, AMD's AIS.
@@ -305,6 +325,21 @@ pub(crate) fn print(report: &Value) {
              LD_LIBRARY_PATH to serve them",
             s(&c["found_by"])
         ),
+    }
+    if let Some(loaded) = c["process"]["loaded"].as_array() {
+        let pid = &c["process"]["pid"];
+        let whose = |l: &Value| if l["hipfile_rs"] == json!(true) { "hipfile-rs's" } else { "not hipfile-rs's" };
+        let list: Vec<String> = loaded.iter().map(|l| format!("{} ({})", s(&l["path"]), whose(l))).collect();
+        match list.len() {
+            0 => println!("process {pid} has loaded no cuFile library"),
+            1 => println!("process {pid} has loaded {}", list[0]),
+            _ => println!(
+                "warning: process {pid} has loaded {} cuFile libraries: {}; clients reach either \
+                 (in a Python environment, `python -m hipfile.cufile use` leaves one)",
+                list.len(),
+                list.join(", ")
+            ),
+        }
     }
     let pc = &report["page_cache"];
     let gib = |v: &Value| v.as_f64().map_or("unknown".to_owned(), |b| format!("{:.1} GiB", b / (1u64 << 30) as f64));

@@ -73,6 +73,39 @@ fn check_reports_the_machine_and_each_path() {
     let cufile = &json(&String::from_utf8_lossy(&out.stdout))["cufile"];
     assert_eq!((cufile["path"].as_str(), &cufile["hipfile_rs"]), (link.to_str(), &serde_json::json!(true)), "{cufile}");
     assert_eq!(cufile["found_by"], "LD_LIBRARY_PATH");
+    // A process holding two cuFile libraries (ours, and a stand-in for NVIDIA's): both listed, a
+    // warning.
+    let stand_in = lib_dir.join("libcufile.so.1");
+    std::fs::copy(std::fs::canonicalize("/lib/x86_64-linux-gnu/libm.so.6").unwrap(), &stand_in).unwrap();
+    let script = format!(
+        "import ctypes, sys, time; ctypes.CDLL({:?}); ctypes.CDLL({:?}); print('ready', flush=True); time.sleep(60)",
+        link.to_str().unwrap(),
+        stand_in.to_str().unwrap()
+    );
+    let mut holder =
+        Command::new("python3").args(["-c", &script]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let pid = holder.id().to_string();
+    let report =
+        Command::new(env!("CARGO_BIN_EXE_hipfile")).args(["check", "--backend", "mock", "--pid", &pid]).output();
+    let json_report = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(["check", "--json", "--backend", "mock", "--pid", &pid])
+        .output();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let loaded = json(&String::from_utf8_lossy(&json_report.unwrap().stdout))["cufile"]["process"]["loaded"].clone();
+    let ours: Vec<(String, bool)> = loaded
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["path"].as_str().unwrap().to_owned(), l["hipfile_rs"] == serde_json::json!(true)))
+        .collect();
+    assert!(ours.contains(&(stand_in.to_str().unwrap().to_owned(), false)), "{loaded}");
+    assert!(ours.iter().any(|(_, mine)| *mine) && ours.len() == 2, "{loaded}");
+    let text = String::from_utf8_lossy(&report.unwrap().stdout).into_owned();
+    assert!(text.contains(&format!("warning: process {pid} has loaded 2 cuFile libraries")), "{text}");
     // A path that does not exist: reported, and the exit status says so.
     let (ok, out, _) = hipfile(&["check", "--backend", "mock", file.to_str().unwrap(), missing.to_str().unwrap()]);
     assert!(!ok);

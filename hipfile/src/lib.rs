@@ -200,8 +200,8 @@ pub use hipfile_core::submit;
 pub use hipfile_core::{
     API_VERSION, AsyncParams, BackendChoice, BackendKind, BatchEntry, BatchEvent, BatchId, BoolParam, BounceSettings,
     CachePolicy, CacheRule, CacheUse, Capability, Config, Declined, DeviceCopy, DeviceMemory, DeviceSpan, Direction,
-    DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MemoryType, OpError, PageCache,
-    PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
+    DriverProperties, Error, GpuRuntime, HandleId, HipError, MAX_BATCH_ENTRIES, MAX_VECTORS, MemoryType, OpError,
+    PageCache, PointerInfo, Result, SizeParam, Stream, StreamSignal, StringParam, max_rw_count, size_range,
 };
 pub use hipfile_core::{Completion, Submitter, Words};
 

@@ -45,22 +45,56 @@ pub(crate) fn nvidia_cufile_include(version: &str) -> Result<PathBuf, String> {
     if include.join("cufile.h").exists() { Ok(include) } else { Err(format!("no cufile.h in {}", include.display())) }
 }
 
-/// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`.
+/// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`,
+/// with the C libraries (`hipfile/lib`).
 pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
     let (_, python) = venv()?;
+    let release = !args.iter().any(|a| a == "--debug");
+    native_libraries(release)?;
     let mut build =
         vec!["-m", "maturin", "build", "--locked", "-m", "hipfile-python/Cargo.toml", "-o", "target/wheels"];
-    if !args.iter().any(|a| a == "--debug") {
+    if release {
         build.push("--release");
     }
     run(&python, &build, &[])
+}
+
+/// Builds the C libraries the package ships and puts them in `hipfile-python/python/hipfile/lib`
+/// (kept out of git): `libhipfile.so.0`, and `cufile/libcufile.so.0` with `cufile/libcufile.so`
+/// beside it (a copy: a wheel holds no links) for the cuFile clients that load the unversioned
+/// name. `python -m hipfile.cufile use` points NVIDIA's cuFile at them (docs/cufile.md).
+fn native_libraries(release: bool) -> Result<(), String> {
+    let mut args = vec!["build", "--locked", "-p", "hipfile-capi", "-p", "hipfile-cufile"];
+    if release {
+        args.push("--release");
+    }
+    run("cargo", &args, &[])?;
+    let root = workspace_root();
+    let built = root.join("target").join(if release { "release" } else { "debug" });
+    let lib = root.join("hipfile-python/python/hipfile/lib");
+    std::fs::create_dir_all(lib.join("cufile")).map_err(|e| format!("{}: {e}", lib.display()))?;
+    for (from, to) in [
+        ("libhipfile_capi.so", "libhipfile.so.0"),
+        ("libhipfile_cufile.so", "cufile/libcufile.so.0"),
+        ("libhipfile_cufile.so", "cufile/libcufile.so"),
+    ] {
+        let (from, to) = (built.join(from), lib.join(to));
+        // Replaced, not written over: a process may have the old file mapped.
+        let _ = std::fs::remove_file(&to);
+        std::fs::copy(&from, &to).map_err(|e| format!("copy {} to {}: {e}", from.display(), to.display()))?;
+        if release {
+            run("strip", &["--strip-unneeded", to.to_str().ok_or("a non-UTF-8 path")?], &[])?;
+        }
+    }
+    Ok(())
 }
 
 /// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, loading over a
 /// process group, models of `transformers`, vLLM's load format), run again in a
 /// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
 /// libraries (it imports without a GPU) and a cuFile of its own with them.
-const TORCH_TESTS: [&str; 4] = [
+const TORCH_TESTS: [&str; 5] = [
+    "hipfile-python/tests/test_cufile_torch.py",
     "hipfile-python/tests/test_dcp.py",
     "hipfile-python/tests/test_distributed_load.py",
     "hipfile-python/tests/test_transformers.py",
@@ -76,6 +110,7 @@ pub(crate) fn tests() -> Result<String, String> {
     let bin = dir.join("bin");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let env = [("VIRTUAL_ENV", dir.to_str().ok_or("a non-UTF-8 path")?), ("PATH", path.as_str())];
+    native_libraries(false)?;
     run(&python, &["-m", "maturin", "develop", "--locked", "-q", "-m", "hipfile-python/Cargo.toml"], &env)?;
     let all = pytest(&python, &["hipfile-python/tests"])?;
     let torch = torch_venv().and_then(|python| pytest(&python, &TORCH_TESTS))?;

@@ -1,0 +1,92 @@
+"""`python -m hipfile.cufile`: NVIDIA's cuFile in an environment pointed at the package's own
+libcufile.so.0 and back, and the cuFile libraries a process has loaded."""
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hipfile import cufile
+
+
+class CUfileError(ctypes.Structure):
+    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+
+def fake_environment(root):
+    """A site-packages holding an NVIDIA cuFile wheel's two files (not ELF: nothing loads them)."""
+    lib = root / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    for name in ("libcufile.so.0", "libcufile_rdma.so.1"):
+        (lib / name).write_bytes(b"NVIDIA's " + name.encode())
+    return lib
+
+
+def test_use_points_nvidias_cufile_at_ours_and_restore_puts_it_back(tmp_path):
+    lib = fake_environment(tmp_path)
+    roots = [str(tmp_path)]
+    assert [p["serves"] for p in cufile.status(roots)] == ["nvidia"]
+
+    assert cufile.use(roots) == [lib / "libcufile.so.0"]
+    assert (lib / "libcufile.so.0").resolve() == cufile.ours()
+    assert (lib / "libcufile.so.0.nvidia").read_bytes() == b"NVIDIA's libcufile.so.0"
+    assert (lib / "libcufile_rdma.so.1").read_bytes() == b"NVIDIA's libcufile_rdma.so.1"
+    assert cufile.status(roots) == [
+        {"path": str(lib / "libcufile.so.0"), "serves": "hipfile-rs", "kept": str(lib / "libcufile.so.0.nvidia")}
+    ]
+    assert cufile.use(roots) == []  # already ours
+
+    # Loaded by that path (as PyTorch loads NVIDIA's), it is ours, and it finds its
+    # libhipfile.so.0 through the link: a parameter hipFile keeps is served.
+    so = ctypes.CDLL(str(lib / "libcufile.so.0"))
+    version = ctypes.c_int(0)
+    so.cuFileGetVersion.restype = CUfileError
+    assert so.cuFileGetVersion(ctypes.byref(version)).err == 0 and version.value == 1200
+    so.cuFileGetParameterSizeT.restype = CUfileError
+    value = ctypes.c_size_t(0)
+    assert so.cuFileGetParameterSizeT(9, ctypes.byref(value)).err == 0  # PROPERTIES_IO_BATCHSIZE
+    assert value.value > 0
+
+    assert cufile.restore(roots) == [lib / "libcufile.so.0"]
+    assert not (lib / "libcufile.so.0").is_symlink()
+    assert (lib / "libcufile.so.0").read_bytes() == b"NVIDIA's libcufile.so.0"
+    assert not (lib / "libcufile.so.0.nvidia").exists()
+    assert cufile.restore(roots) == []
+
+
+def test_use_refuses_where_a_kept_file_would_be_overwritten(tmp_path):
+    lib = fake_environment(tmp_path)
+    (lib / "libcufile.so.0.nvidia").write_bytes(b"an older copy")
+    with pytest.raises(FileExistsError, match="restore"):
+        cufile.use([str(tmp_path)])
+    assert (lib / "libcufile.so.0").read_bytes() == b"NVIDIA's libcufile.so.0"
+    assert (lib / "libcufile.so.0.nvidia").read_bytes() == b"an older copy"
+
+
+def test_the_command_line(tmp_path):
+    fake_environment(tmp_path)
+    run = lambda action: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "hipfile.cufile", action, "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert run("status").endswith(": nvidia\n")
+    assert "(NVIDIA's kept as libcufile.so.0.nvidia)" in run("use")
+    assert run("status").endswith(": hipfile-rs\n")
+    assert "NVIDIA's again" in run("restore")
+
+
+def test_loaded_lists_each_cufile_a_process_maps(tmp_path):
+    copy = tmp_path / "libcufile.so.0"
+    shutil.copy(cufile.ours(), copy)
+    script = (
+        "import ctypes, sys; from hipfile import cufile; "
+        f"ctypes.CDLL({str(cufile.ours())!r}); ctypes.CDLL({str(copy)!r}); print(cufile.loaded())"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert sorted(eval(out)) == sorted([str(cufile.ours()), str(copy)])
+    assert os.path.basename(cufile.ours()) == "libcufile.so.0"
