@@ -254,10 +254,26 @@ hipfile_api! {
     }
 }
 
-/// `libhipfile.so.0`'s functions, loaded at the first call (`None`: no library could be).
+/// `libhipfile.so.0`'s functions, loaded at the first call (`None`: no library could be): the
+/// one already in the process where it is hipfile-rs's (the Python package's extension carries
+/// that SONAME), so that cuFile's calls and hipFile's share its driver; else the first of
+/// [`candidates`].
 fn api() -> Option<&'static Api> {
     static API: OnceLock<Option<Api>> = OnceLock::new();
     API.get_or_init(|| {
+        // SAFETY: RTLD_NOLOAD loads nothing: it finds a library already loaded, whose
+        // initialisers have run.
+        let loaded = unsafe {
+            libloading::os::unix::Library::open(Some("libhipfile.so.0"), libc::RTLD_NOLOAD | libc::RTLD_LAZY)
+        };
+        if let Some(api) = loaded.ok().and_then(|lib| {
+            let lib = libloading::Library::from(lib);
+            let api = Api::from(&lib).ok()?;
+            std::mem::forget(lib);
+            Some(api)
+        }) {
+            return Some(api);
+        }
         candidates().iter().find_map(|path| {
             // SAFETY: loading libhipfile.so.0 runs its initialisers, which only set up its own
             // statics; a library of that name without hipfile-rs's functions is refused below.

@@ -90,3 +90,24 @@ def test_loaded_lists_each_cufile_a_process_maps(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert sorted(eval(out)) == sorted([str(cufile.ours()), str(copy)])
     assert os.path.basename(cufile.ours()) == "libcufile.so.0"
+
+
+def test_cufile_calls_share_the_packages_driver():
+    """After `import hipfile`, the package's libcufile.so.0 forwards to the extension (which
+    carries libhipfile.so.0's SONAME), not to a second copy: a parameter staged through cuFile
+    reads back through hipFile's C API."""
+    script = f"""
+import ctypes, hipfile
+class E(ctypes.Structure):
+    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+cu = ctypes.CDLL({str(cufile.ours())!r})
+cu.cuFileSetParameterSizeT.restype = E
+assert cu.cuFileSetParameterSizeT(9, ctypes.c_size_t(77)).err == 0
+hip = ctypes.CDLL("libhipfile.so.0")
+hip.hipFileGetParameterSizeT.restype = E
+value = ctypes.c_size_t(0)
+assert hip.hipFileGetParameterSizeT(9, ctypes.byref(value)).err == 0
+print(value.value)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "77"
