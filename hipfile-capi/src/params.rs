@@ -8,15 +8,10 @@ use hipfile::{BoolParam, Driver, OpError, SizeParam, StringParam, SystemPlatform
 use crate::driver;
 use crate::ffi::{self, FromResult, boundary, hipFileError_t};
 
-/// `hipFileDriverGetProperties`: the open driver's properties, or while it is closed those the
-/// next open would have (semantics §13). Does not open the driver.
-///
-/// Returns `hipFileInvalidValue` for a null `props`.
-///
-/// # Safety
-/// `props` must be null or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriverProps_t) -> hipFileError_t {
+/// `hipFileDriverGetProperties` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) unsafe extern "C" fn own_hipFileDriverGetProperties(
+    props: *mut ffi::hipFileDriverProps_t,
+) -> hipFileError_t {
     boundary(|| {
         if props.is_null() {
             return hipFileError_t::op(OpError::InvalidValue);
@@ -27,31 +22,23 @@ pub unsafe extern "C" fn hipFileDriverGetProperties(props: *mut ffi::hipFileDriv
     })
 }
 
-/// `hipFileDriverSetPollMode`: stages poll mode and its threshold (KiB) for the next open
-/// (kept and reported; nothing polls here). `hipFileDriverAlreadyOpen` while open.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileDriverSetPollMode(poll: bool, poll_threshold_size: usize) -> hipFileError_t {
+/// `hipFileDriverSetPollMode` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileDriverSetPollMode(poll: bool, poll_threshold_size: usize) -> hipFileError_t {
     boundary(|| hipFileError_t::from_result(driver().set_poll_mode(poll, poll_threshold_size)))
 }
 
-/// `hipFileDriverSetMaxDirectIOSize`: stages the bounce path's chunk (KiB, a multiple of 4 from
-/// 64 to 262144) for the next open. `hipFileDriverAlreadyOpen` while open.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileDriverSetMaxDirectIOSize(max_direct_io_size: usize) -> hipFileError_t {
+/// `hipFileDriverSetMaxDirectIOSize` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileDriverSetMaxDirectIOSize(max_direct_io_size: usize) -> hipFileError_t {
     set_size(SizeParam::MaxDirectIoSizeKb, max_direct_io_size)
 }
 
-/// `hipFileDriverSetMaxCacheSize`: stages the device cache size (KiB; kept and reported) for
-/// the next open. `hipFileDriverAlreadyOpen` while open.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileDriverSetMaxCacheSize(max_cache_size: usize) -> hipFileError_t {
+/// `hipFileDriverSetMaxCacheSize` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileDriverSetMaxCacheSize(max_cache_size: usize) -> hipFileError_t {
     set_size(SizeParam::MaxDeviceCacheSizeKb, max_cache_size)
 }
 
-/// `hipFileDriverSetMaxPinnedMemSize`: stages the pinned staging memory per device (KiB, at
-/// least 1024) for the next open. `hipFileDriverAlreadyOpen` while open.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileDriverSetMaxPinnedMemSize(max_pinned_size: usize) -> hipFileError_t {
+/// `hipFileDriverSetMaxPinnedMemSize` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileDriverSetMaxPinnedMemSize(max_pinned_size: usize) -> hipFileError_t {
     set_size(SizeParam::MaxDevicePinnedMemSizeKb, max_pinned_size)
 }
 
@@ -59,15 +46,8 @@ fn set_size(param: SizeParam, value: usize) -> hipFileError_t {
     boundary(|| hipFileError_t::from_result(driver().set_size_parameter(param, value)))
 }
 
-/// `hipFileGetParameterSizeT`: the value in use while the driver is open; while closed, the
-/// value the next open would apply (semantics §13).
-///
-/// Returns `hipFileInvalidValue` (unknown parameter, null `value`).
-///
-/// # Safety
-/// `value` must be null or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileGetParameterSizeT(
+/// `hipFileGetParameterSizeT` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) unsafe extern "C" fn own_hipFileGetParameterSizeT(
     param: ffi::hipFileSizeTConfigParameter_t,
     value: *mut usize,
 ) -> hipFileError_t {
@@ -75,12 +55,8 @@ pub unsafe extern "C" fn hipFileGetParameterSizeT(
     unsafe { get_parameter(SizeParam::from_raw(param), value, Driver::size_parameter) }
 }
 
-/// `hipFileGetParameterBool`: as [`hipFileGetParameterSizeT`].
-///
-/// # Safety
-/// `value` must be null or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileGetParameterBool(
+/// `hipFileGetParameterBool` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) unsafe extern "C" fn own_hipFileGetParameterBool(
     param: ffi::hipFileBoolConfigParameter_t,
     value: *mut bool,
 ) -> hipFileError_t {
@@ -108,14 +84,8 @@ unsafe fn get_parameter<P, T>(
     })
 }
 
-/// `hipFileGetParameterString`: the value and its NUL into `desc_str`, as
-/// [`hipFileGetParameterSizeT`]. `hipFileInvalidValue` (and nothing written) for a null
-/// buffer or one of `len` bytes that does not hold both.
-///
-/// # Safety
-/// `desc_str` must be null or writable for `len` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileGetParameterString(
+/// `hipFileGetParameterString` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) unsafe extern "C" fn own_hipFileGetParameterString(
     param: ffi::hipFileStringConfigParameter_t,
     desc_str: *mut c_char,
     len: c_int,
@@ -142,34 +112,30 @@ pub unsafe extern "C" fn hipFileGetParameterString(
     })
 }
 
-/// `hipFileSetParameterSizeT`: stages the value for the next open (semantics §13).
-///
-/// Returns `hipFileDriverAlreadyOpen` while the driver is open, `hipFileInvalidValue` for an
-/// unknown parameter or a value out of its range.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileSetParameterSizeT(param: ffi::hipFileSizeTConfigParameter_t, value: usize) -> hipFileError_t {
+/// `hipFileSetParameterSizeT` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileSetParameterSizeT(
+    param: ffi::hipFileSizeTConfigParameter_t,
+    value: usize,
+) -> hipFileError_t {
     match SizeParam::from_raw(param) {
         Some(p) => set_size(p, value),
         None => hipFileError_t::op(OpError::InvalidValue),
     }
 }
 
-/// `hipFileSetParameterBool`: as [`hipFileSetParameterSizeT`].
-#[unsafe(no_mangle)]
-pub extern "C" fn hipFileSetParameterBool(param: ffi::hipFileBoolConfigParameter_t, value: bool) -> hipFileError_t {
+/// `hipFileSetParameterBool` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) extern "C" fn own_hipFileSetParameterBool(
+    param: ffi::hipFileBoolConfigParameter_t,
+    value: bool,
+) -> hipFileError_t {
     boundary(|| match BoolParam::from_raw(param) {
         Some(p) => hipFileError_t::from_result(driver().set_bool_parameter(p, value)),
         None => hipFileError_t::op(OpError::InvalidValue),
     })
 }
 
-/// `hipFileSetParameterString`: as [`hipFileSetParameterSizeT`]; a null or non-UTF-8 string is
-/// `hipFileInvalidValue`.
-///
-/// # Safety
-/// `desc_str` must be null or a NUL-terminated string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipFileSetParameterString(
+/// `hipFileSetParameterString` as this library serves it: its entry of the dispatch table (trace.rs).
+pub(crate) unsafe extern "C" fn own_hipFileSetParameterString(
     param: ffi::hipFileStringConfigParameter_t,
     desc_str: *const c_char,
 ) -> hipFileError_t {

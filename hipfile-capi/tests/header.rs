@@ -69,8 +69,8 @@ fn ignoring_an_error_warns_in_cpp17() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nodiscard"));
 }
 
-/// Prototypes cbindgen derives from the `extern "C"` functions of `src/lib.rs` and the
-/// modules that export calls.
+/// Prototypes cbindgen derives from the `extern "C"` functions of `src/exports.rs`, where every
+/// exported call is.
 fn rust_prototypes() -> String {
     let config = cbindgen::Config {
         language: cbindgen::Language::C,
@@ -88,8 +88,7 @@ fn rust_prototypes() -> String {
     };
     let bindings = cbindgen::Builder::new()
         .with_config(config)
-        .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
-        .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/params.rs"))
+        .with_src(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/exports.rs"))
         .generate()
         .expect("cbindgen reads the sources");
     let mut out = Vec::new();
@@ -160,6 +159,11 @@ fn the_library_exports_exactly_what_the_header_declares() {
             .partition(|s| s.starts_with("hipfile_rs_cufile_"));
     let hooks = hipfile_abi::hooks::ALL.map(|name| name.to_str().unwrap().to_owned());
     assert_eq!(for_cufile, hooks.into(), "libhipfile.so exports for libcufile.so.0");
+    // And rocprofiler-register's import function, which hipfile-api-trace.h's users find by name
+    // (src/trace.rs).
+    let (for_profilers, shared): (BTreeSet<String>, BTreeSet<String>) =
+        shared.into_iter().partition(|s| s == "rocprofiler_register_import_hipFile");
+    assert_eq!(for_profilers.len(), 1, "libhipfile.so exports rocprofiler_register_import_hipFile");
     assert_eq!(shared, header_functions(), "libhipfile.so exports");
     let archive = deps.join("libhipfile_capi.a");
     let from_archive: BTreeSet<_> =
@@ -193,7 +197,7 @@ fn the_version_is_upstreams_api_with_the_statistics_calls() {
     );
     let (mut major, mut minor, mut patch) = (u32::MAX, u32::MAX, u32::MAX);
     // SAFETY: three writable integers.
-    let e = unsafe { hipfile_capi::hipFileGetVersion(&mut major, &mut minor, &mut patch) };
+    let e = unsafe { hipfile_capi::exports::hipFileGetVersion(&mut major, &mut minor, &mut patch) };
     assert_eq!(e.err as i32, 0);
     assert_eq!((major, minor, patch), header);
     assert!(header >= (0, 5, 0), "hipfile.h says {header:?}: older than the statistics calls");

@@ -4,7 +4,7 @@
 use crate::cache::{CachePolicy, PageCache};
 use crate::error::{ConfigError, Error, OpError, Result};
 use crate::params::{
-    BOOL_VARIABLES, BoolParam, BoolTarget, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted,
+    BOOL_VARIABLES, BoolParam, BoolTarget, SIZE_VARIABLES, Setting, SizeParam, StringParam, size_accepted, size_range,
 };
 use crate::words::Words;
 
@@ -272,6 +272,18 @@ impl Config {
             if let Some(text) = get(v.name) {
                 let value = v.parse(&text).ok_or_else(|| invalid(v.name, text, v.accepted()))?;
                 config.set_size_parameter(v.param, value)?;
+            }
+        }
+        // hipFile 0.5's `HIPFILE_ASYNC_BUFFER_SIZE` (bytes; upstream: each stream's pinned
+        // staging buffer, 0 its default): stream-ordered I/O here stages through the bounce
+        // path's pool, which it makes at least that large where `HIPFILE_BOUNCE_MEMORY_MIB` does
+        // not size the pool (up to the pool's largest).
+        let async_buffer = number("HIPFILE_ASYNC_BUFFER_SIZE", "0 (the default) or more bytes", |_| true)?;
+        if let Some(bytes) = async_buffer.filter(|&b| b > 0 && get("HIPFILE_BOUNCE_MEMORY_MIB").is_none()) {
+            let pool = SizeParam::MaxDevicePinnedMemSizeKb;
+            let kib = bytes.div_ceil(1 << 20).saturating_mul(1024).min(*size_range(pool).end());
+            if kib > config.size_parameter(pool) {
+                config.set_size_parameter(pool, kib)?;
             }
         }
         if let Some(v) = parse_word(&get, "HIPFILE_BOUNCE_DEMOTE")? {
@@ -596,6 +608,19 @@ mod tests {
         assert_eq!(err.to_c_pair().0, 5002);
         let err = config(&[("HIPFILE_ALLOW_COMPAT_MODE", "maybe")]).unwrap_err();
         assert!(err.to_string().contains("HIPFILE_ALLOW_COMPAT_MODE"), "{err}");
+    }
+
+    #[test]
+    fn the_async_buffer_size_is_a_floor_for_the_staging_pool() {
+        let pool = |vars: &[(&str, &str)]| config(vars).unwrap().bounce.memory_limit;
+        let default = pool(&[]);
+        assert_eq!(pool(&[("HIPFILE_ASYNC_BUFFER_SIZE", "0")]), default);
+        assert_eq!(pool(&[("HIPFILE_ASYNC_BUFFER_SIZE", "16777216")]), default); // below the default
+        assert_eq!(pool(&[("HIPFILE_ASYNC_BUFFER_SIZE", "1073741825")]), 1025 << 20); // rounded up to MiB
+        let both = [("HIPFILE_ASYNC_BUFFER_SIZE", "1073741824"), ("HIPFILE_BOUNCE_MEMORY_MIB", "64")];
+        assert_eq!(pool(&both), 64 << 20); // the pool's own setting wins
+        let err = config(&[("HIPFILE_ASYNC_BUFFER_SIZE", "16M")]).unwrap_err().to_string();
+        assert!(err.contains("HIPFILE_ASYNC_BUFFER_SIZE"), "{err}");
     }
 
     #[test]

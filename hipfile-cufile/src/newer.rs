@@ -205,10 +205,9 @@ pub unsafe extern "C" fn cuFileGetParameterString(param: c_int, value: *mut c_ch
                 return CUfileError_t::code(INVALID_VALUE);
             }
             // SAFETY: writable for `len` bytes, more than the name and its NUL.
-            unsafe {
-                std::ptr::copy_nonoverlapping(transport.as_ptr().cast(), value, transport.len());
-                value.add(transport.len()).write(0);
-            }
+            let out = unsafe { std::slice::from_raw_parts_mut(value.cast::<u8>(), transport.len() + 1) };
+            out[..transport.len()].copy_from_slice(transport.as_bytes());
+            out[transport.len()] = 0;
             CUfileError_t::SUCCESS
         }
         // SAFETY: the caller's contract, which is hipFile's.

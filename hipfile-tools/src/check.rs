@@ -300,23 +300,9 @@ fn dio_align(file: &std::fs::File) -> (u32, u32) {
     (stx.stx_dio_mem_align, stx.stx_dio_offset_align)
 }
 
-/// The report for people.
-pub(crate) fn print(report: &Value) {
+/// The cuFile part of the report: what programs would load, and what a process has loaded.
+fn print_cufile(c: &Value) {
     let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-    let runtime = &report["runtime"];
-    println!("GPU runtime: {}", s(&runtime["description"]));
-    if let Some(why) = runtime["why_mock"].as_str() {
-        println!("  none found, so the mock GPU: {why}");
-    }
-    for d in report["devices"].as_array().into_iter().flatten() {
-        println!("  device {}: {}", d["device"], d["pci_bus_id"].as_str().unwrap_or("PCI address unknown"));
-    }
-    let k = &report["kernel"];
-    println!("kernel {}", s(&k["release"]));
-    println!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
-    println!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
-    println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
-    let c = &report["cufile"];
     match (c["path"].as_str(), c["hipfile_rs"] == json!(true)) {
         (None, _) => println!("cuFile programs load: no libcufile.so.0 found"),
         (Some(path), true) => println!("cuFile programs load: {path} (hipfile-rs's; found by {})", s(&c["found_by"])),
@@ -341,6 +327,25 @@ pub(crate) fn print(report: &Value) {
             ),
         }
     }
+}
+
+/// The report for people.
+pub(crate) fn print(report: &Value) {
+    let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let runtime = &report["runtime"];
+    println!("GPU runtime: {}", s(&runtime["description"]));
+    if let Some(why) = runtime["why_mock"].as_str() {
+        println!("  none found, so the mock GPU: {why}");
+    }
+    for d in report["devices"].as_array().into_iter().flatten() {
+        println!("  device {}: {}", d["device"], d["pci_bus_id"].as_str().unwrap_or("PCI address unknown"));
+    }
+    let k = &report["kernel"];
+    println!("kernel {}", s(&k["release"]));
+    println!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
+    println!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
+    println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
+    print_cufile(&report["cufile"]);
     let pc = &report["page_cache"];
     let gib = |v: &Value| v.as_f64().map_or("unknown".to_owned(), |b| format!("{:.1} GiB", b / (1u64 << 30) as f64));
     println!(

@@ -4,6 +4,7 @@
 //! ```text
 //! PREFIX/bin/hipfile                              the tool
 //! PREFIX/include/hipfile.h, hipfile.hpp           the C and C++ APIs
+//! PREFIX/include/hipfile-api-trace.h              the tracing table (hipFile 0.5's)
 //! PREFIX/include/hipfile-cxx/src/lib.rs.h         the C++ bridge (generated), and rust/cxx.h
 //! PREFIX/lib/libhipfile.so.0.5.0                  the C library, and its links
 //! PREFIX/lib/libhipfile.so.0 -> libhipfile.so.0.5.0   (the SONAME programs load)
@@ -65,7 +66,7 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
     let so = format!("libhipfile.so.{VERSION}");
     let mock_so = format!("libhipfile_mockhip.so.{VERSION}");
     let bridge = target_dir().join("cxxbridge");
-    let copies: [(PathBuf, PathBuf); 12] = [
+    let copies: [(PathBuf, PathBuf); 13] = [
         (built.join("libhipfile_capi.so"), lib.join(&so)),
         (built.join("libhipfile_capi.a"), lib.join("libhipfile.a")),
         (built.join("libhipfile_cxx.a"), lib.join("libhipfile_cxx.a")),
@@ -74,6 +75,7 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
         (built.join("hipfile"), bin.join("hipfile")),
         (root.join("include/hipfile.h"), include.join("hipfile.h")),
         (root.join("include/hipfile.hpp"), include.join("hipfile.hpp")),
+        (root.join("include/hipfile-api-trace.h"), include.join("hipfile-api-trace.h")),
         (root.join("include/cufile.h"), include.join("cufile/cufile.h")),
         (bridge.join("hipfile-cxx/src/lib.rs.h"), include.join("hipfile-cxx/src/lib.rs.h")),
         (bridge.join("rust/cxx.h"), include.join("rust/cxx.h")),

@@ -49,6 +49,7 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
     ] {
         assert!(prefix.join(link).is_symlink() && prefix.join(link).exists(), "{link}");
     }
+    assert!(prefix.join("include/hipfile-api-trace.h").is_file(), "the tracing table's header");
     // Both shared libraries carry the SONAME their links name.
     let version = env!("CARGO_PKG_VERSION"); // the workspace's: every artifact's
     let files = [format!("lib/libhipfile.so.{version}"), format!("lib/libhipfile_mockhip.so.{version}")];

@@ -31,8 +31,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use hipfile_capi::exports::*;
 use hipfile_capi::ffi::{hipFileBatchParams, hipFileIOParamsUnion};
-use hipfile_capi::params::*;
 use hipfile_capi::*;
 
 use crate::sequence::{BASE, CANARY, DATA_LEN, Hip, Input, MIB, files, open};

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use hipfile_capi::exports::*;
 use hipfile_capi::*;
 
 pub const BASE: i32 = 5000;
