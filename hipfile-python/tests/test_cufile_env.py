@@ -111,3 +111,16 @@ print(value.value)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "77"
+
+
+def test_the_unversioned_name_loads_ours():
+    """cufile-python (LMCache's GDS tier) loads `libcufile.so` by name: the package ships it."""
+    script = (
+        "import ctypes\n"
+        "class E(ctypes.Structure):\n    _fields_ = [('err', ctypes.c_int), ('cu_err', ctypes.c_int)]\n"
+        "so = ctypes.CDLL('libcufile.so'); so.cuFileGetVersion.restype = E\n"
+        "v = ctypes.c_int(0); assert so.cuFileGetVersion(ctypes.byref(v)).err == 0; print(v.value)\n"
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(cufile.ours().parent))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "1200"

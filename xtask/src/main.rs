@@ -152,6 +152,9 @@ fn ci() -> Result<(), String> {
     miri()?;
     fuzz_corpus()?;
     let python = python::tests();
+    // The wheel as `cargo xtask wheel` builds it (here without optimisation): manylinux_2_28,
+    // by auditwheel, with the C libraries in it.
+    let wheel = python::build_wheel(false, "target/wheels-ci");
     let (cufile_h, cufile_115_h) = (python::nvidia_cufile_include("1.20")?, python::nvidia_cufile_include("1.15")?);
     let env = [
         ("HIPFILE_NVIDIA_CUFILE_INCLUDE", cufile_h.to_str().ok_or("a non-UTF-8 path")?),
@@ -163,7 +166,7 @@ fn ci() -> Result<(), String> {
         Ok(summary) => eprintln!("     Python [pytest] {summary}"),
         Err(e) => eprintln!("     Python [pytest] {e}"),
     }
-    nextest.and(python.map(drop))
+    nextest.and(python.map(drop)).and(wheel.map(drop))
 }
 
 /// Miri over the core's pure logic (error codes, configuration, I/O arithmetic and the retry

@@ -46,31 +46,109 @@ pub(crate) fn nvidia_cufile_include(version: &str) -> Result<PathBuf, String> {
 }
 
 /// `cargo xtask wheel [--debug]`: the wheel (one for CPython 3.9 and later) in `target/wheels`,
-/// with the C libraries (`hipfile/lib`).
+/// with the C libraries (`hipfile/lib`); [`build_wheel`].
 pub(crate) fn wheel(args: &[String]) -> Result<(), String> {
-    let (_, python) = venv()?;
-    let release = !args.iter().any(|a| a == "--debug");
-    native_libraries(release)?;
-    let mut build =
-        vec!["-m", "maturin", "build", "--locked", "-m", "hipfile-python/Cargo.toml", "-o", "target/wheels"];
+    let wheel = build_wheel(!args.iter().any(|a| a == "--debug"), "target/wheels")?;
+    eprintln!("{}", wheel.display());
+    Ok(())
+}
+
+/// The wheel for `manylinux_2_28` (glibc 2.28 and later: RHEL/Rocky 8, Ubuntu 20.04, Debian 11,
+/// where KvikIO's wheels install): everything in it, the C libraries too, linked against glibc
+/// 2.28 by zig (maturin's `--zig`, with the `ziglang` package of the virtual environment), built
+/// into `out`; its tag checked with `auditwheel show`, and the C libraries checked to be in it.
+/// Its path.
+pub(crate) fn build_wheel(release: bool, out: &str) -> Result<PathBuf, String> {
+    let (dir, python) = venv()?;
+    run(&python, &["-m", "pip", "install", "-q", "ziglang", "auditwheel"], &[])?;
+    let cc = zig_cc(&dir)?;
+    native_libraries(release, Some(&cc))?;
+    let out_dir = workspace_root().join(out);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let mut build = vec!["-m", "maturin", "build", "--locked", "--zig", "--compatibility", "manylinux_2_28"];
+    build.extend(["-m", "hipfile-python/Cargo.toml", "-o", out]);
     if release {
         build.push("--release");
     }
-    run(&python, &build, &[])
+    let bin = dir.join("bin");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    run(&python, &build, &[("PATH", path.as_str())])?;
+    let wheel = std::fs::read_dir(&out_dir)
+        .map_err(|e| format!("{}: {e}", out_dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or("maturin made no wheel")?;
+    let shown = Command::new(bin.join("auditwheel"))
+        .arg("show")
+        .arg(&wheel)
+        .output()
+        .map_err(|e| format!("cannot run auditwheel: {e}"))?;
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    if !shown.contains("\"manylinux_2_28_x86_64\"") {
+        return Err(format!("{}: not manylinux_2_28 by auditwheel show:\n{shown}", wheel.display()));
+    }
+    let listed = Command::new(&python)
+        .args(["-c", "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))"])
+        .arg(&wheel)
+        .output()
+        .map_err(|e| format!("cannot list {}: {e}", wheel.display()))?;
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    for file in ["hipfile/lib/libhipfile.so.0", "hipfile/lib/cufile/libcufile.so.0", "hipfile/lib/cufile/libcufile.so"]
+    {
+        if !listed.lines().any(|l| l == file) {
+            return Err(format!("{}: no {file} in it", wheel.display()));
+        }
+    }
+    eprintln!("==> {}: {}", wheel.display(), shown.split_whitespace().collect::<Vec<_>>().join(" "));
+    Ok(wheel)
+}
+
+/// A C compiler and linker for glibc 2.28 (maturin's wrapper of `zig cc`), as a script in
+/// `target/zig`, for the C libraries the wheel ships.
+fn zig_cc(venv: &std::path::Path) -> Result<PathBuf, String> {
+    let script = workspace_root().join("target/zig/cc.sh");
+    let (python, maturin) = (venv.join("bin/python3"), venv.join("bin/maturin"));
+    let text = format!(
+        "#!/bin/sh\nexport CARGO_ZIGBUILD_ZIG_COMMAND={}\nexport CARGO_ZIGBUILD_ZIG_COMMAND_ARGS='-m ziglang'\n\
+         exec {} zig cc -- -g -fno-sanitize=all -target x86_64-linux-gnu.2.28 \"$@\"\n",
+        python.display(),
+        maturin.display()
+    );
+    std::fs::create_dir_all(script.parent().unwrap_or(&script)).map_err(|e| e.to_string())?;
+    std::fs::write(&script, text).map_err(|e| format!("{}: {e}", script.display()))?;
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&script, executable).map_err(|e| format!("{}: {e}", script.display()))?;
+    Ok(script)
 }
 
 /// Builds the C libraries the package ships and puts them in `hipfile-python/python/hipfile/lib`
 /// (kept out of git): `libhipfile.so.0`, and `cufile/libcufile.so.0` with `cufile/libcufile.so`
 /// beside it (a copy: a wheel holds no links) for the cuFile clients that load the unversioned
-/// name. `python -m hipfile.cufile use` points NVIDIA's cuFile at them (docs/cufile.md).
-fn native_libraries(release: bool) -> Result<(), String> {
+/// name. `python -m hipfile.cufile use` points NVIDIA's cuFile at them (docs/cufile.md). With
+/// `zig` (a wheel's), linked for glibc 2.28 by that compiler.
+fn native_libraries(release: bool, zig: Option<&std::path::Path>) -> Result<(), String> {
+    const TARGET: &str = "x86_64-unknown-linux-gnu";
     let mut args = vec!["build", "--locked", "-p", "hipfile-capi", "-p", "hipfile-cufile"];
     if release {
         args.push("--release");
     }
-    run("cargo", &args, &[])?;
     let root = workspace_root();
-    let built = root.join("target").join(if release { "release" } else { "debug" });
+    let mut built = root.join("target");
+    let zig = zig.map(|cc| cc.to_string_lossy().into_owned());
+    match &zig {
+        Some(cc) => {
+            args.extend(["--target", TARGET]);
+            built.push(TARGET);
+            run(
+                "cargo",
+                &args,
+                &[("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER", cc), ("CC_x86_64_unknown_linux_gnu", cc)],
+            )?;
+        }
+        None => run("cargo", &args, &[])?,
+    }
+    built.push(if release { "release" } else { "debug" });
     let lib = root.join("hipfile-python/python/hipfile/lib");
     std::fs::create_dir_all(lib.join("cufile")).map_err(|e| format!("{}: {e}", lib.display()))?;
     for (from, to) in [
@@ -110,7 +188,7 @@ pub(crate) fn tests() -> Result<String, String> {
     let bin = dir.join("bin");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let env = [("VIRTUAL_ENV", dir.to_str().ok_or("a non-UTF-8 path")?), ("PATH", path.as_str())];
-    native_libraries(false)?;
+    native_libraries(false, None)?;
     run(&python, &["-m", "maturin", "develop", "--locked", "-q", "-m", "hipfile-python/Cargo.toml"], &env)?;
     let all = pytest(&python, &["hipfile-python/tests"])?;
     let torch = torch_venv().and_then(|python| pytest(&python, &TORCH_TESTS))?;
