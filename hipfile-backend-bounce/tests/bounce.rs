@@ -789,3 +789,26 @@ fn many_requests_together_each_get_their_own_result() {
     let on_disk = std::fs::read(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap();
     assert!(on_disk[write_at..write_at + (1 << 20)] == pattern(1 << 20, 32)[..], "the write landed");
 }
+
+/// A thread with a context of its own current (a CUDA program's `cuCtxCreate`, emulated by the
+/// mock: the library's streams refuse its work) reads and writes through the primary context,
+/// and has its own context back after each call (semantics §4).
+#[test]
+fn a_thread_on_a_context_of_its_own_is_served_and_gets_it_back() {
+    let (data, _dir, _file, gpu, driver, h) = registered(3 * 1024 * 1024 + 777, 1, 1);
+    let dev = gpu.malloc(data.len()).unwrap();
+    gpu.enter_own_context();
+    // SAFETY: mock device memory.
+    let n = unsafe { driver.transfer(Direction::Read, h, dev, data.len(), 0, 0) }.unwrap();
+    assert_eq!(n, data.len());
+    assert!(gpu.has_own_context(), "the thread's context given back");
+    assert!(device_bytes(&gpu, dev, data.len()) == data);
+    // SAFETY: mock device memory.
+    let n = unsafe { driver.transfer(Direction::Write, h, dev, 1 << 20, 4096, 0) }.unwrap();
+    assert_eq!(n, 1 << 20);
+    assert!(gpu.has_own_context());
+    // The emulation refuses the library's streams from that context, so the scope is what
+    // served the calls above.
+    let stream = gpu.stream_create().unwrap();
+    assert_eq!(gpu.launch_host_func(stream, Box::new(|| ())), Err(hipfile_core::HipError::INVALID_HANDLE));
+}

@@ -9,7 +9,7 @@
 //! working only because the "GPU" is host memory.
 
 use std::alloc::Layout;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
@@ -154,6 +154,8 @@ pub struct MockGpu {
     faults: Arc<Faults>,
     /// Device memory is handed out as ranges the host cannot touch.
     guarded: bool,
+    /// Threads with a context of their own current ([`MockGpu::enter_own_context`]).
+    own_context: Mutex<HashSet<ThreadId>>,
 }
 
 /// An event: how many times it was recorded, and how many of those the streams have reached.
@@ -204,7 +206,21 @@ impl MockGpu {
             events: Mutex::new(HashMap::new()),
             faults: Arc::new(Faults::default()),
             guarded,
+            own_context: Mutex::new(HashSet::new()),
         })
+    }
+
+    /// The calling thread now has a context of its own current, as a CUDA program's
+    /// `cuCtxCreate` makes: the streams belong to the primary context, so work queued on them
+    /// from this thread fails (`hipErrorInvalidHandle`, as CUDA's invalid resource handle)
+    /// until the library makes the primary context current (`enter_primary_context`).
+    pub fn enter_own_context(&self) {
+        lock(&self.own_context).insert(std::thread::current().id());
+    }
+
+    /// Whether the calling thread has a context of its own current.
+    pub fn has_own_context(&self) -> bool {
+        lock(&self.own_context).contains(&std::thread::current().id())
     }
 
     /// Whether device memory is out of the host's reach ([`MockGpu::guarded`]).
@@ -421,6 +437,9 @@ impl MockGpu {
 
     /// Runs `job` on `stream`, or now on the null stream.
     fn enqueue(&self, stream: Stream, job: Job) -> Result<(), HipError> {
+        if self.has_own_context() {
+            return Err(HipError::INVALID_HANDLE);
+        }
         match self.stream(stream)? {
             Some(worker) => worker.submit(job),
             None => job(),
@@ -642,6 +661,14 @@ impl GpuRuntime for MockGpu {
 
     fn current_device(&self) -> Result<i32, HipError> {
         Ok(lock(&self.current).get(&std::thread::current().id()).copied().unwrap_or(0))
+    }
+
+    fn enter_primary_context(&self) -> Option<usize> {
+        lock(&self.own_context).remove(&std::thread::current().id()).then_some(1)
+    }
+
+    fn restore_context(&self, _saved: usize) {
+        self.enter_own_context();
     }
 
     fn set_device(&self, device: i32) -> Result<(), HipError> {

@@ -343,6 +343,19 @@ pub trait GpuRuntime: Send + Sync {
     /// Makes `device` the calling thread's current device.
     fn set_device(&self, device: i32) -> Result<(), HipError>;
 
+    /// Where the calling thread's current context is not its device's primary one (a CUDA
+    /// program's own, `cuCtxCreate`), makes the primary context current, which the library's
+    /// streams and staging belong to, and returns the thread's to give back
+    /// ([`restore_context`](Self::restore_context)); `None` otherwise, and on runtimes without
+    /// such contexts (semantics §4).
+    fn enter_primary_context(&self) -> Option<usize> {
+        None
+    }
+
+    /// Makes `saved`, from [`enter_primary_context`](Self::enter_primary_context), the calling
+    /// thread's context again.
+    fn restore_context(&self, _saved: usize) {}
+
     /// The PCI address of `device` (`domain:bus:device.function`, as `hipDeviceGetPCIBusId`
     /// writes it), which says where the device sits in the machine (its NUMA node).
     fn pci_bus_id(&self, device: i32) -> Result<String, HipError>;
@@ -412,6 +425,27 @@ impl<G: GpuRuntime + ?Sized> DeviceCopy for G {}
 /// A copy of `len` bytes into a destination of `room` bytes: refused when it does not fit.
 fn fits(len: usize, room: usize) -> Result<(), HipError> {
     if len <= room { Ok(()) } else { Err(HipError::INVALID_VALUE) }
+}
+
+/// The calling thread on its device's primary context for a scope
+/// ([`GpuRuntime::enter_primary_context`]), its own context given back when the scope ends.
+pub(crate) struct PrimaryContext<'a> {
+    gpu: &'a dyn GpuRuntime,
+    saved: Option<usize>,
+}
+
+impl<'a> PrimaryContext<'a> {
+    pub(crate) fn enter(gpu: &'a dyn GpuRuntime) -> Self {
+        PrimaryContext { gpu, saved: gpu.enter_primary_context() }
+    }
+}
+
+impl Drop for PrimaryContext<'_> {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved {
+            self.gpu.restore_context(saved);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@
 //! Every symbol is resolved once, when the runtime is loaded; a missing one fails the load
 //! with its name, never later in an I/O call.
 
+mod abi;
 pub mod ais;
+mod context;
 pub mod device;
 mod ffi;
 mod gather;
@@ -34,11 +36,9 @@ mod loader;
 pub mod nvidia_cufile;
 pub mod runtime;
 
+pub use abi::{Abi, PointerAttributes, memory_type_v5, memory_type_v6};
 pub use ais::{AmdFileHandle, AmdFileIo};
 pub use device::{DeviceProp, DevicePropR0600, device_attribute_v5};
 pub(crate) use loader::Library;
 pub use loader::LoadError;
-pub use runtime::{
-    Abi, CUDA_LIBRARY_NAMES, HIP_LIBRARY_NAMES, LoadedRuntime, MOCK_MARKER, PointerAttributes, Vendor, memory_type_v5,
-    memory_type_v6,
-};
+pub use runtime::{CUDA_LIBRARY_NAMES, HIP_LIBRARY_NAMES, LoadedRuntime, MOCK_MARKER, Vendor};

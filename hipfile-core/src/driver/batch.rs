@@ -45,6 +45,7 @@ impl<P: Platform> Driver<P> {
     /// writes when reading, for reads when writing), untouched by anything else until its event
     /// is reaped or the batch is canceled or destroyed.
     pub unsafe fn batch_submit(&self, id: BatchId, entries: &[BatchEntry]) -> Result<()> {
+        let _primary = crate::gpu::PrimaryContext::enter(&*self.gpu);
         let started = self.stats().start();
         let result = self.batch_submit_counted(id, entries, started);
         self.count(&result, Counter::BatchSubmitOk, Counter::BatchSubmitErr);

@@ -613,6 +613,7 @@ impl<P: Platform> Driver<P> {
         file_offset: i64,
         buffer_offset: i64,
     ) -> Result<usize> {
+        let _primary = crate::gpu::PrimaryContext::enter(&*self.gpu);
         self.deferred(direction, handle, buffer_base)?.plan(size, file_offset, buffer_offset)?.run()
     }
 

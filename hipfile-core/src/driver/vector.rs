@@ -32,6 +32,7 @@ impl<P: Platform> Driver<P> {
         flags: u32,
     ) -> Result<usize> {
         let started = self.stats.start();
+        let _primary = crate::gpu::PrimaryContext::enter(&*self.gpu);
         let result = match vectors {
             Some(vectors) if flags == 0 => {
                 // SAFETY: the caller's contract.
