@@ -262,7 +262,7 @@ unsafe fn stream_export(
 /// upstream's `DriverInit` tests expect), null checks, then the driver.
 ///
 /// # Safety
-/// As [`hipFileReadAsync`].
+/// As [`hipFileReadAsync`](crate::exports::hipFileReadAsync).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn stream_io(
     direction: Direction,
