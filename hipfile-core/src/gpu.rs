@@ -200,9 +200,11 @@ impl DeviceSpan {
 #[cfg(any(test, feature = "mock"))]
 impl MockGpuRuntime {
     /// A mocked runtime whose one allocation is device 0's `[base, base + size)`: pointer
-    /// queries inside it answer device memory, any other address unregistered memory.
+    /// queries inside it answer device memory, any other address unregistered memory; every
+    /// thread is on its device's primary context.
     pub fn with_allocation(base: usize, size: usize) -> Self {
         let mut rt = MockGpuRuntime::new();
+        rt.expect_enter_primary_context().returning(|| None);
         rt.expect_pointer_info().returning(move |addr| {
             Ok(if (base..base + size).contains(&addr) {
                 PointerInfo { memory_type: MemoryType::Device, device: 0, base, size }

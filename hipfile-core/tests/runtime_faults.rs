@@ -57,6 +57,7 @@ fn a_failing_copy_is_a_hip_driver_error_with_its_code() {
 #[test]
 fn runtime_errors_during_registration() {
     let mut rt = MockGpuRuntime::new();
+    rt.expect_enter_primary_context().returning(|| None);
     let mut seq = mockall::Sequence::new();
     rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_FOUND));
     rt.expect_pointer_info().times(1).in_sequence(&mut seq).returning(|_| Err(HipError::NOT_INITIALIZED));
