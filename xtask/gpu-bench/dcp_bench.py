@@ -2,7 +2,7 @@
 StorageReader beside PyTorch's FileSystemWriter and FileSystemReader, alternated, in one process
 (GB/s = tensor bytes / seconds / 1e9):
 
-    python3 dcp_bench.py DIR [--size-gb 4.3] [--rounds 2]
+    python3 dcp_bench.py DIR [--size-gb 4.3] [--rounds 2] [--storages pytorch,hipfile]
     torchrun --standalone --nproc-per-node N dcp_bench.py DIR [--devices shared|own|cpu] [--backend B]
 
 Under torchrun every rank saves and loads its own share of the state dict (its tensors named
@@ -32,7 +32,7 @@ from save_bench import drop, options, state_dict
 
 
 def main():
-    args = options("dir", size_gb=4.3, rounds=2, devices="shared", backend="cpu:gloo,cuda:nccl")
+    args = options("dir", size_gb=4.3, rounds=2, devices="shared", backend="cpu:gloo,cuda:nccl", storages="pytorch,hipfile")
     warnings.simplefilter("ignore")  # DCP without a process group says so, each call
 
     import torch
@@ -68,6 +68,7 @@ def main():
         "pytorch": (lambda path, **kw: dcp.FileSystemWriter(path, **kw), lambda path: dcp.FileSystemReader(path)),
         "hipfile": (lambda path, **kw: hipfile.dcp.StorageWriter(path, **kw), lambda path: hipfile.dcp.StorageReader(path)),
     }
+    storages = {name: storages[name] for name in args.storages.split(",")}
     not_durable = {"pytorch": {"sync_files": False}, "hipfile": {"durable": False}}
 
     def same(a, b):
@@ -137,9 +138,10 @@ def main():
                 shutil.rmtree(path, ignore_errors=True)
             if gpu:
                 torch.cuda.empty_cache()
-        for key in ("save_gbps", "save_cached_gbps", "load_cold_gbps", "load_warm_gbps"):
-            row[f"ratio_{key}"] = round(row[f"hipfile_{key}"] / row[f"pytorch_{key}"], 2)
-        row["ratio_async_blocked"] = round(row["pytorch_async_blocked_s"] / row["hipfile_async_blocked_s"], 1)
+        if len(storages) == 2:
+            for key in ("save_gbps", "save_cached_gbps", "load_cold_gbps", "load_warm_gbps"):
+                row[f"ratio_{key}"] = round(row[f"hipfile_{key}"] / row[f"pytorch_{key}"], 2)
+            row["ratio_async_blocked"] = round(row["pytorch_async_blocked_s"] / row["hipfile_async_blocked_s"], 1)
         # Each rank checked its own tensors: every rank's must be equal.
         bitwise = [k for k in row if k.endswith("_bitwise")]
         if world > 1:
