@@ -207,6 +207,7 @@ impl<B: Backend> Dispatcher<B> {
                 if let Some(t) = started {
                     let unaligned = crate::stats::unaligned(file, addr, len, offset);
                     self.stats.io(t, direction, Path::Host, -1, len, unaligned, &result);
+                    self.count_durable(direction, durable, &result);
                 }
                 result
             }
@@ -252,6 +253,15 @@ impl<B: Backend> Dispatcher<B> {
         };
         let unaligned = crate::stats::unaligned(req.file(), req.device_addr(), req.size(), req.file_offset());
         self.stats.io(started, req.direction(), path, req.device(), req.size(), unaligned, result);
+        self.count_durable(req.direction(), req.durable(), result);
+    }
+
+    /// Counts a durable write that succeeded ([`Counter::DurableWrites`]).
+    fn count_durable(&self, direction: Direction, durable: bool, result: &Result<usize>) {
+        if let (Direction::Write, true, Ok(n)) = (direction, durable, result) {
+            self.stats.add(Counter::DurableWrites, 1);
+            self.stats.add(Counter::DurableWriteBytes, *n as u64);
+        }
     }
 
     /// Several requests, each to the backend [`dispatch`](Self::dispatch) would choose: those

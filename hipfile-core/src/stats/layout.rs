@@ -118,6 +118,10 @@ pub enum Counter {
     WritevBytes,
     /// Time spent in vector writes (clock ticks; ns in a [`Snapshot`](crate::stats::Snapshot)).
     WritevTime,
+    /// Write requests done durably (each on stable storage when its call returned, semantics
+    /// §5), and their bytes: what a durable save's writes must be (docs/performance.md).
+    DurableWrites,
+    DurableWriteBytes,
 }
 
 impl Counter {
@@ -126,7 +130,7 @@ impl Counter {
         [Counter::BatchSubmitTime, Counter::BatchCompletionTime, Counter::ReadvTime, Counter::WritevTime];
 
     /// Every counter, in order.
-    pub const ALL: [Counter; 34] = [
+    pub const ALL: [Counter; 36] = [
         Counter::HandleRegisterOk,
         Counter::HandleRegisterErr,
         Counter::HandleDeregisterOk,
@@ -161,6 +165,8 @@ impl Counter {
         Counter::WritevErr,
         Counter::WritevBytes,
         Counter::WritevTime,
+        Counter::DurableWrites,
+        Counter::DurableWriteBytes,
     ];
 }
 
