@@ -2,7 +2,7 @@
 the page cache dropped before each, two rounds in opposite orders (GB/s = file bytes / seconds;
 the seconds at each step of the hand-made variants):
 
-    LAYOUT=load|state python3 save_probe.py DIR
+    LAYOUT=load|state [WAYS=name,name] python3 save_probe.py DIR
 
 LAYOUT=load: load_bench.py's 291 tensors (4.03 GB, norms of 3840 bytes); state: save_bench.py's
 78 (4.36 GB). Beside the saves: the library's own durable write of the same bytes from one GPU
@@ -88,6 +88,8 @@ ways = {
     "steps not durable + fsync": lambda p: steps(p, file_durable=False),
     "steps bypass prealloc": lambda p: steps(p, cache="bypass", prealloc=True),
 }
+if os.environ.get("WAYS"):  # a comma-separated subset of the variants
+    ways = {n: ways[n] for n in os.environ["WAYS"].split(",")}
 for r in range(2):
     out = {"round": r + 1}
     for name in (list(ways) if r == 0 else list(reversed(ways))):
