@@ -8,7 +8,7 @@ use hipfile_core::{BounceSettings, GpuRuntime};
 
 use crate::fileio::PAGE;
 use crate::lanes::LanePool;
-use crate::stripes::SlotPool;
+use crate::slots::SlotPool;
 use crate::topology::{self, Placement};
 use crate::uring::UringState;
 

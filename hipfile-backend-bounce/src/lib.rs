@@ -42,6 +42,7 @@ mod gather;
 mod lanes;
 mod profile;
 mod read;
+mod slots;
 mod streaming;
 mod stripes;
 #[cfg(test)]

@@ -333,8 +333,9 @@ impl<G: GpuRuntime + ?Sized + 'static> Inner<G> {
                 // SAFETY: each part's first bytes lie in the slot at its position from `at`
                 // (`hold`); the requests' device memory stays valid until their caller
                 // returns, after waiting for the stream.
-                let shipped =
-                    unsafe { stripes::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream) };
+                let shipped = unsafe {
+                    crate::slots::ship(&*self.gpu, &mut slot, copies.iter().map(|c| (c.1, c.2)), work.stream)
+                };
                 charge(&self.profile.ship_ns, shipping);
                 if !work.shipped.swap(true, Ordering::Relaxed) {
                     charge(&self.profile.first_copy_wall_ns, work.started);

@@ -20,21 +20,17 @@
 //! against a stripe per chunk (`docs/bench/history.md`, "Small reads share stripes"): a batch of
 //! 128 random 256 KiB reads 1.8x, of 128 random 1 MiB 1.0-1.12x, Python's futures 1.12x.
 //!
-//! Staging: [`SlotPool`], per device, made on first use (or ahead, by the warmer) up to its
-//! memory limit and kept. A slot is handed out again only once the copy queued from it has run
-//! (its event), which is the only thing that keeps a queued copy's host memory intact: the
-//! `unsafe` of the read path is here.
+//! Staging: `SlotPool` (`slots.rs`), per device. A slot is handed out again only once the copy
+//! queued from it has run (its event), which is the only thing that keeps a queued copy's host
+//! memory intact: the `unsafe` of the read path is there and here.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Mutex, OnceLock, mpsc};
 
 use hipfile_core::sync::lock;
-use hipfile_core::{DeviceCopy, Event, GatherPiece, GpuRuntime, HipError, Result, Stream};
 
-use crate::bounded::Bounded;
 use crate::fileio::PAGE;
-use crate::gather::Gatherer;
-use crate::lanes::{Stage, Staging};
+use crate::slots::Slot;
 
 /// Smallest piece a thread reads of a cached stripe (smaller pieces cost more in system calls
 /// than they save in waiting).
@@ -58,191 +54,6 @@ pub(crate) fn alone_stripe(chunk: usize, total: usize) -> usize {
 /// The piece each of `threads` threads reads of a cached stripe of `stripe` bytes.
 pub(crate) fn piece_for(stripe: usize, threads: usize) -> usize {
     (stripe / threads.max(1)).next_multiple_of(PAGE as usize).max(MIN_PIECE).min(stripe)
-}
-
-/// A stripe's staging buffer, and the event of the last copy queued from it.
-pub(crate) struct Slot {
-    stage: Stage,
-    event: Event,
-    /// A copy queued from the stage may still read it (until `event` completes).
-    queued: bool,
-}
-
-impl Slot {
-    /// The stage's window for `len` bytes at file offset `offset` (the layout rule): no copy
-    /// reads it, since a slot is handed out only once its copies have run.
-    pub(crate) fn window(&mut self, offset: u64, len: usize) -> &mut [u8] {
-        self.stage.window(offset, len)
-    }
-
-    /// Queues a copy of the first `dst.len()` bytes of the window at `offset` into `dst` on
-    /// `stream`, to be waited for with [`Slot::wait`] before the slot is given back.
-    ///
-    /// # Safety
-    /// `dst` is device memory of the runtime that stays valid until the stream has run the copy.
-    pub(crate) unsafe fn copy<G: GpuRuntime + ?Sized>(
-        &mut self,
-        gpu: &G,
-        offset: u64,
-        dst: hipfile_core::DeviceSpan,
-        stream: Stream,
-    ) -> Result<()> {
-        let src = self.stage.window(offset, dst.len());
-        // SAFETY: `dst` per the caller's contract; `src` stays untouched until the copy has run:
-        // [`Slot::wait`] waits for it, or marks the slot queued.
-        unsafe { gpu.copy_to_device_async(dst, src, stream) }.map_err(Into::into)
-    }
-
-    /// Waits for the copies queued from the slot on `stream`. Should the wait fail, the slot is
-    /// marked queued behind them, so that its next taker waits for their event.
-    pub(crate) fn wait<G: GpuRuntime + ?Sized>(
-        &mut self,
-        gpu: &G,
-        stream: Stream,
-    ) -> std::result::Result<(), HipError> {
-        gpu.stream_synchronize(stream).inspect_err(|_| self.queued_behind(gpu, stream))
-    }
-
-    /// The piece of a gathered copy ([`crate::gather`]) of the first `dst.len()` bytes of the
-    /// window at `offset` into `dst`.
-    pub(crate) fn piece(&mut self, offset: u64, dst: hipfile_core::DeviceSpan) -> GatherPiece {
-        GatherPiece { src: self.stage.window(offset, dst.len()).as_ptr() as usize, dst }
-    }
-
-    /// Marks the slot queued behind the work queued on `stream` so far (a copy from it that may
-    /// still run there), so that its next taker waits for that.
-    pub(crate) fn queued_behind<G: GpuRuntime + ?Sized>(&mut self, gpu: &G, stream: Stream) {
-        let _ = gpu.event_record(self.event, stream);
-        self.queued = true;
-    }
-}
-
-/// The slots of one device and the streams its reads copy on, made on first use up to their
-/// limits and kept for the backend's life, and the queue of small reads' copies to be gathered.
-pub(crate) struct SlotPool<G: GpuRuntime + ?Sized> {
-    staging: Staging<G>,
-    device: i32,
-    /// The largest stripe a slot holds.
-    stripe: usize,
-    slots: Bounded<Slot>,
-    /// As many as reads in flight on the device at once, up to a limit (a read waits for one
-    /// beyond it).
-    streams: Bounded<Stream>,
-    /// Where small reads from several threads queue their copies to be made together.
-    pub(crate) gatherer: Gatherer,
-}
-
-/// Waits (looking, not sleeping: a copy takes microseconds) until `event` has completed.
-fn wait_event<G: GpuRuntime + ?Sized>(gpu: &G, event: Event) -> std::result::Result<(), HipError> {
-    while !gpu.event_query(event)? {
-        std::thread::yield_now();
-    }
-    Ok(())
-}
-
-impl<G: GpuRuntime + ?Sized> SlotPool<G> {
-    /// Slots of `device` for stripes of up to `stripe` bytes, at most `most` of them and at
-    /// most `memory_limit` bytes (and at least one), staged on `node` where given; and at most
-    /// `most` streams.
-    pub(crate) fn new(
-        gpu: Arc<G>,
-        device: i32,
-        node: Option<u32>,
-        stripe: usize,
-        memory_limit: usize,
-        most: usize,
-    ) -> Self {
-        SlotPool {
-            staging: Staging::new(gpu, node),
-            device,
-            stripe,
-            slots: Bounded::new((memory_limit / (stripe + 2 * PAGE as usize)).min(most)),
-            streams: Bounded::new(most),
-            gatherer: Gatherer::default(),
-        }
-    }
-
-    /// A slot no copy uses any more (the oldest given back: its copy is the likeliest to have
-    /// run), waiting for one when the device has as many as its limit allows. The calling
-    /// thread's current device must be this pool's.
-    pub(crate) fn take(&self) -> std::result::Result<Slot, HipError> {
-        let mut slot = self.slots.take(|| self.create())?;
-        if slot.queued {
-            if let Err(e) = wait_event(&*self.staging.gpu, slot.event) {
-                self.put(slot); // still queued: its next taker waits again
-                return Err(e);
-            }
-            slot.queued = false;
-        }
-        Ok(slot)
-    }
-
-    /// Gives a slot back (a copy still queued from it is waited for by its next taker).
-    pub(crate) fn put(&self, slot: Slot) {
-        self.slots.put(slot);
-    }
-
-    /// The most slots the pool holds.
-    #[cfg(test)]
-    pub(crate) fn most(&self) -> usize {
-        self.slots.max()
-    }
-
-    /// Creates slots until the device has `target` (or its limit), without waiting for any:
-    /// staging set up ahead of the first read. Stops at the first failure, or when `stop` says
-    /// so. The calling thread's current device must be this pool's.
-    pub(crate) fn prefill(&self, target: usize, stop: &dyn Fn() -> bool) -> std::result::Result<(), HipError> {
-        self.slots.prefill(target, stop, || self.create())
-    }
-
-    fn create(&self) -> std::result::Result<Slot, HipError> {
-        let stage = self.staging.stage(self.stripe)?;
-        match self.staging.gpu.event_create() {
-            Ok(event) => Ok(Slot { stage, event, queued: false }),
-            Err(e) => {
-                self.staging.free(stage);
-                Err(e)
-            }
-        }
-    }
-
-    /// A stream for one read's copies (they run in order on it), waiting for one when the
-    /// device has as many as its limit allows.
-    pub(crate) fn stream(&self) -> std::result::Result<Stream, HipError> {
-        self.streams.take(|| self.staging.gpu.stream_create())
-    }
-
-    /// Gives back a stream whose copies have all run.
-    pub(crate) fn put_stream(&self, stream: Stream) {
-        self.streams.put(stream);
-    }
-}
-
-impl<G: GpuRuntime + ?Sized> Drop for SlotPool<G> {
-    fn drop(&mut self) {
-        let (slots, streams) = (self.slots.drain(), self.streams.drain());
-        if slots.is_empty() && streams.is_empty() {
-            return;
-        }
-        // Pinned memory, events and streams belong to their device: free them there, then
-        // give the dropping thread its device back.
-        let gpu = &*self.staging.gpu;
-        let previous = gpu.current_device();
-        let _ = gpu.set_device(self.device);
-        for slot in slots {
-            if slot.queued && wait_event(gpu, slot.event).is_err() {
-                continue; // a copy may still read it: leaked rather than freed under it
-            }
-            let _ = gpu.event_destroy(slot.event);
-            self.staging.free(slot.stage);
-        }
-        for stream in streams {
-            let _ = gpu.stream_destroy(stream);
-        }
-        if let Ok(previous) = previous {
-            let _ = gpu.set_device(previous);
-        }
-    }
 }
 
 /// How a stripe is read, decided by the first thread to reach it.
@@ -388,7 +199,7 @@ impl Stripe {
 
     /// Sets the stripe up for reading `pieces` into `slot`, its parts at their positions.
     pub(crate) fn hold(&self, slot: Slot, pieces: Vec<Piece>) -> Setup {
-        let (at, usable) = slot.stage.extent();
+        let (at, usable) = slot.extent();
         debug_assert!(self.parts.last().is_none_or(|p| p.pos + p.len <= usable));
         *lock(&self.slot) = Some(slot);
         Setup::Read { at, pieces }
@@ -507,46 +318,6 @@ pub(crate) fn copies(
         copies.push((k..k + 1, src, span));
     }
     copies
-}
-
-/// Queues the copies of a stripe from `slot` (`(source address, destination)` each) on
-/// `stream`, and marks the slot queued until they have run.
-///
-/// # Safety
-/// Each source range lies inside the slot's stage; each destination is device memory of the
-/// runtime that stays valid until the stream has run the copies.
-pub(crate) unsafe fn ship<G: GpuRuntime + ?Sized>(
-    gpu: &G,
-    slot: &mut Slot,
-    copies: impl Iterator<Item = (usize, hipfile_core::DeviceSpan)>,
-    stream: Stream,
-) -> Result<()> {
-    let mut queued = Ok(());
-    for (at, dst) in copies {
-        // SAFETY: the bytes lie inside the slot's stage (the caller's contract), which nothing
-        // touches again before the copies have run: the slot is marked queued below, and
-        // handed out (`SlotPool::take`) or freed (`SlotPool`'s drop) only after its event has
-        // completed.
-        let src = unsafe { std::slice::from_raw_parts(at as *const u8, dst.len()) };
-        // SAFETY: as above; `dst` per the caller's contract.
-        match unsafe { gpu.copy_to_device_async(dst, src, stream) } {
-            Ok(()) => slot.queued = true,
-            Err(e) => {
-                queued = Err(e.into());
-                break;
-            }
-        }
-    }
-    if !slot.queued {
-        return queued;
-    }
-    if let Err(e) = gpu.event_record(slot.event, stream) {
-        // Without the event nothing would say when the copies have run: wait for them here.
-        gpu.stream_synchronize(stream)?;
-        slot.queued = false;
-        return Err(e.into());
-    }
-    queued
 }
 
 #[cfg(test)]

@@ -1,64 +1,7 @@
 //! Tests of [`super`] (`stripes.rs`).
 
 use super::*;
-use hipfile_backend_mock::MockGpu;
 use hipfile_core::DeviceSpan;
-
-#[test]
-fn prefill_makes_slots_ahead_without_passing_the_limit_or_waiting() {
-    let gpu = MockGpu::new(2);
-    gpu.set_device(1).unwrap();
-    let pool = SlotPool::new(Arc::clone(&gpu), 1, None, 64 << 10, 64 << 20, 3);
-    let held = pool.take().unwrap(); // a read holds one
-    pool.prefill(usize::MAX, &|| false).unwrap();
-    assert_eq!(pool.slots.counts(), (2, 3), "up to the limit of 3");
-    assert_eq!(gpu.pinned_allocations().get(&1), Some(&3));
-    pool.prefill(usize::MAX, &|| true).unwrap(); // told to stop: returns at once
-    pool.put(held);
-    gpu.set_device(0).unwrap();
-    drop(pool);
-    assert!(gpu.pinned_allocations().is_empty());
-    assert_eq!(gpu.current_device(), Ok(0), "freed on device 1, the dropping thread's device kept");
-}
-
-#[test]
-fn the_memory_limit_bounds_the_slots() {
-    let gpu = MockGpu::new(1);
-    let per_slot = (64 << 10) + 2 * PAGE as usize;
-    let pool = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 2 * per_slot, 100);
-    pool.prefill(usize::MAX, &|| false).unwrap();
-    assert_eq!(pool.slots.counts().1, 2);
-    let tiny = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 1, 100);
-    tiny.prefill(usize::MAX, &|| false).unwrap();
-    assert_eq!(tiny.slots.counts().1, 1, "at least one");
-}
-
-#[test]
-fn a_slot_is_handed_out_again_only_after_its_copy_has_run() {
-    let gpu = MockGpu::new(1);
-    let pool = SlotPool::new(Arc::clone(&gpu), 0, None, 64 << 10, 64 << 20, 1);
-    let stream = pool.stream().unwrap();
-    let dev = gpu.malloc(4096).unwrap();
-    // SAFETY: the allocation above, alive until `gpu` goes.
-    let span = unsafe { DeviceSpan::new(dev, 4096) };
-    let mut slot = pool.take().unwrap();
-    let (base, _) = slot.stage.extent();
-    // SAFETY: the slot's stage, which this test alone holds.
-    unsafe { std::slice::from_raw_parts_mut(base as *mut u8, 4096) }.fill(7);
-    gpu.faults().delay_copies(std::time::Duration::from_millis(50));
-    // SAFETY: the stage's first 4096 bytes; the device memory outlives the copy.
-    unsafe { ship(&*gpu, &mut slot, [(base, span)].into_iter(), stream) }.unwrap();
-    assert!(slot.queued);
-    pool.put(slot);
-    let slot = pool.take().unwrap(); // the only slot: waits for the copy
-    assert!(!slot.queued);
-    let mut back = vec![0u8; 4096];
-    gpu.read_device(dev, &mut back).unwrap();
-    assert!(back.iter().all(|&b| b == 7), "the copy had run when the slot came back");
-    gpu.faults().clear();
-    pool.put(slot);
-    pool.put_stream(stream);
-}
 
 /// Threads taking pieces at once: every byte of every part is handed out exactly once,
 /// each stripe set up once and ended once, by the piece that fills it; the receiver
