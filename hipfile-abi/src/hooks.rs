@@ -39,7 +39,8 @@ pub type VectorIo = unsafe extern "C" fn(
 ) -> isize;
 
 /// One direction of vector I/O as counted: calls that moved bytes and that failed, the bytes,
-/// the time spent (µs).
+/// the time spent (µs), and the figures derived from them as the statistics derive them for
+/// reads and writes (semantics §14).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VectorTotals {
@@ -51,6 +52,12 @@ pub struct VectorTotals {
     pub bytes: u64,
     /// Time spent in the calls, µs.
     pub micros: u64,
+    /// Bytes per second of that time.
+    pub bandwidth: u64,
+    /// Average time of a successful call, µs.
+    pub latency_avg_us: u64,
+    /// Successful calls per second of that time.
+    pub ops_per_second: u64,
 }
 
 /// The vector I/O counted so far (where statistics are on), into `*readv` and `*writev`.

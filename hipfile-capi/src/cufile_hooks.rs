@@ -110,14 +110,21 @@ pub unsafe extern "C" fn hipfile_rs_cufile_vector_stats(
     readv: *mut hooks::VectorTotals,
     writev: *mut hooks::VectorTotals,
 ) {
-    use hipfile::stats::Counter as C;
+    use hipfile::stats::{Counter as C, Totals};
     boundary(|| {
         let s = driver().stats().snapshot();
-        let totals = |ok, err, bytes, time| hooks::VectorTotals {
-            ok: s.get(ok),
-            err: s.get(err),
-            bytes: s.get(bytes),
-            micros: s.micros(time),
+        let totals = |ok, err, bytes, time| {
+            let t =
+                Totals { ok: s.get(ok), err: s.get(err), bytes: s.get(bytes), micros: s.micros(time), unaligned: 0 };
+            hooks::VectorTotals {
+                ok: t.ok,
+                err: t.err,
+                bytes: t.bytes,
+                micros: t.micros,
+                bandwidth: t.bandwidth(),
+                latency_avg_us: t.latency_avg_us(),
+                ops_per_second: t.ops_per_second(),
+            }
         };
         for (out, t) in [
             (readv, totals(C::ReadvOk, C::ReadvErr, C::ReadvBytes, C::ReadvTime)),

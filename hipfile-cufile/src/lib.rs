@@ -261,27 +261,24 @@ hipfile_api! {
 fn api() -> Option<&'static Api> {
     static API: OnceLock<Option<Api>> = OnceLock::new();
     API.get_or_init(|| {
+        // The library's functions, where it is hipfile-rs's; they stay valid for the life of the
+        // process, which keeps the library.
+        let functions = |lib: libloading::Library| {
+            let api = Api::from(&lib).ok()?;
+            std::mem::forget(lib);
+            Some(api)
+        };
         // SAFETY: RTLD_NOLOAD loads nothing: it finds a library already loaded, whose
         // initialisers have run.
         let loaded = unsafe {
             libloading::os::unix::Library::open(Some("libhipfile.so.0"), libc::RTLD_NOLOAD | libc::RTLD_LAZY)
         };
-        if let Some(api) = loaded.ok().and_then(|lib| {
-            let lib = libloading::Library::from(lib);
-            let api = Api::from(&lib).ok()?;
-            std::mem::forget(lib);
-            Some(api)
-        }) {
-            return Some(api);
-        }
-        candidates().iter().find_map(|path| {
-            // SAFETY: loading libhipfile.so.0 runs its initialisers, which only set up its own
-            // statics; a library of that name without hipfile-rs's functions is refused below.
-            let lib = unsafe { libloading::Library::new(path) }.ok()?;
-            let api = Api::from(&lib).ok()?;
-            // The functions stay valid for the life of the process.
-            std::mem::forget(lib);
-            Some(api)
+        loaded.ok().and_then(|lib| functions(lib.into())).or_else(|| {
+            candidates().iter().find_map(|path| {
+                // SAFETY: loading libhipfile.so.0 runs its initialisers, which only set up its
+                // own statics; a library of that name without hipfile-rs's functions is refused.
+                functions(unsafe { libloading::Library::new(path) }.ok()?)
+            })
         })
     })
     .as_ref()

@@ -112,8 +112,6 @@ pub mod layout {
 /// err), bytes, bandwidth, average latency, operations per second and latency sum, each read
 /// then write.
 pub fn vector_words(readv: &VectorTotals, writev: &VectorTotals) -> [u64; 14] {
-    let per_second = |n: u64, us: u64| if us == 0 { 0 } else { (n as u128 * 1_000_000 / us as u128) as u64 };
-    let avg = |t: &VectorTotals| t.micros.checked_div(t.ok).unwrap_or(0);
     [
         readv.ok,
         readv.err,
@@ -121,12 +119,12 @@ pub fn vector_words(readv: &VectorTotals, writev: &VectorTotals) -> [u64; 14] {
         writev.err,
         readv.bytes,
         writev.bytes,
-        per_second(readv.bytes, readv.micros),
-        per_second(writev.bytes, writev.micros),
-        avg(readv),
-        avg(writev),
-        per_second(readv.ok, readv.micros),
-        per_second(writev.ok, writev.micros),
+        readv.bandwidth,
+        writev.bandwidth,
+        readv.latency_avg_us,
+        writev.latency_avg_us,
+        readv.ops_per_second,
+        writev.ops_per_second,
         readv.micros,
         writev.micros,
     ]
