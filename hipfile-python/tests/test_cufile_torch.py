@@ -2,6 +2,7 @@
 that `import torch` loads by its path hipfile-rs's, and `restore` puts NVIDIA's back (run in
 the PyTorch environment of `cargo xtask ci`, which it leaves as it found it)."""
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +24,12 @@ def loaded_after_import_torch():
 def test_import_torch_loads_hipfile_rs_cufile_after_use():
     if not cufile.nvidia_libraries(ROOTS):
         pytest.skip("this PyTorch brings no nvidia-cufile")
+    try:
+        cufile.ours()
+    except FileNotFoundError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("this build of the package has no libcufile.so.0 (docs/python.md)")
     before = loaded_after_import_torch()
     assert len(before) == 1 and "nvidia" in before[0]  # NVIDIA's, by its path
     try:
