@@ -8,7 +8,8 @@
 //! protocol; PyTorch's device tensors (their `data_ptr`, `nbytes` and `is_contiguous`: a slice
 //! costs no CUDA array interface dict) and CuPy's arrays (the same, from their attributes);
 //! device arrays seen lately; the CUDA array interface
-//! (CuPy, Numba, PyTorch); DLPack with a device memory type; any other buffer-protocol object.
+//! (CuPy, Numba, PyTorch); DLPack, in device or host memory (a PyTorch CPU tensor); any other
+//! buffer-protocol object.
 //! Only contiguous memory is taken. The upstream-shaped API (`hipfile.file`) names memory by
 //! an address and a length instead: [`upstream_memory`].
 
@@ -114,11 +115,31 @@ pub(crate) fn memory_of<'py>(obj: &Bound<'py, PyAny>, writable: bool) -> PyResul
     }
     if obj.hasattr(intern!(py, "__dlpack__"))? && obj.hasattr(intern!(py, "__dlpack_device__"))? {
         let (device_type, _): (i64, i64) = obj.call_method0(intern!(py, "__dlpack_device__"))?.extract()?;
+        if device_type == DLPACK_CPU {
+            // Host memory (a PyTorch CPU tensor, JAX or TensorFlow on the host): moved as a
+            // NumPy array's is; not remembered, since a host tensor may be resized in place.
+            return from_dlpack(obj);
+        }
         if DLPACK_DEVICE_TYPES.contains(&device_type) {
             return Ok(remember(obj, from_dlpack(obj)?, writable));
         }
+        let name = type_name(obj)?;
+        return Err(PyTypeError::new_err(format!(
+            "hipfile cannot reach the memory of this {name}: its __dlpack_device__ is type {device_type}, and \
+             hipfile moves host memory (1) and GPU memory (CUDA 2, 3, 13; ROCm 10, 11)"
+        )));
     }
     host(obj, writable)
+}
+
+/// `obj`'s type as a user knows it: `module.Name` (`torch.Tensor`), or the name of a builtin.
+fn type_name(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    let ty = obj.get_type();
+    let name = ty.qualname()?;
+    match ty.module()?.extract::<String>() {
+        Ok(module) if module != "builtins" => Ok(format!("{module}.{name}")),
+        _ => Ok(name.to_string()),
+    }
 }
 
 /// The memory an upstream-API buffer names: `ptr` and, for its `Buffer`, `_length` (a request
@@ -149,6 +170,8 @@ pub(crate) fn upstream_memory<'py>(
 
 /// DLPack's device memory types: CUDA, CUDA host, ROCm, ROCm host, CUDA managed.
 const DLPACK_DEVICE_TYPES: [i64; 5] = [2, 3, 10, 11, 13];
+/// DLPack's host memory (`kDLCPU`).
+const DLPACK_CPU: i64 = 1;
 
 /// A type of a module the package does not import, found once the caller has imported it.
 struct ForeignType {
@@ -313,14 +336,15 @@ fn host<'py>(obj: &Bound<'py, PyAny>, writable: bool) -> PyResult<Memory<'py>> {
     match HostBuffer::get(obj, writable) {
         Ok(export) => Ok(Memory { addr: export.addr(), extent: export.len(), held: Held::Export(export) }),
         Err(e) if e.is_instance_of::<PyBufferError>(py) => {
-            let name = obj.get_type().name()?;
+            let name = type_name(obj)?;
             Err(PyValueError::new_err(format!("hipfile cannot use this {name}: {}", e.value(py))))
         }
         Err(e) if e.is_instance_of::<PyTypeError>(py) => {
-            let name = obj.get_type().name()?;
+            let name = type_name(obj)?;
             Err(PyTypeError::new_err(format!(
-                "{name} is not a buffer hipfile knows: give an object with __cuda_array_interface__ or \
-                 __dlpack__, a hipfile.DeviceBuffer, or one with the buffer protocol"
+                "hipfile cannot use this {name} as memory: it has no __cuda_array_interface__, no __dlpack__ \
+                 and no buffer protocol. Give a PyTorch tensor, a CuPy or NumPy array, bytes, bytearray or \
+                 memoryview, a hipfile.DeviceBuffer, or any object with one of those three"
             )))
         }
         Err(e) => Err(e),

@@ -150,6 +150,40 @@ def test_buffers_that_cannot_be_used(data_file):
             f.read(CudaArray(hipfile.DeviceBuffer(64), (64,), readonly=True))
 
 
+class HostDLPack:
+    """A DLPack exporter other than NumPy (as a PyTorch CPU tensor is): NumPy's own capsule,
+    behind an object the package does not know by type; `device` overrides where it says the
+    memory is."""
+
+    def __init__(self, array, device=None):
+        self.array, self.device = array, device
+
+    def __dlpack__(self, **kw):
+        return self.array.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.device or self.array.__dlpack_device__()
+
+
+def test_host_memory_by_dlpack_and_what_an_unknown_object_is_told(data_file, data, scratch):
+    """Host memory exported by DLPack (a PyTorch CPU tensor's way) is read into and written from
+    as a NumPy array is; memory DLPack places where hipfile cannot reach, and an object with no
+    memory at all, get a TypeError naming the object and what would work."""
+    host = np.zeros(8192, np.uint8)
+    with hipfile.open(data_file) as f:
+        assert f.read(HostDLPack(host), file_offset=4096) == 8192
+    assert host.tobytes() == data[4096 : 4096 + 8192].tobytes()
+    out = os.path.join(scratch, "dlpack.out")
+    with hipfile.open(out, "w") as f:
+        assert f.write(HostDLPack(host)) == 8192
+    assert open(out, "rb").read() == data[4096 : 4096 + 8192].tobytes()
+    with hipfile.open(data_file) as f:
+        with pytest.raises(TypeError, match=r"test_pythonic.HostDLPack: its __dlpack_device__ is type 4"):
+            f.read(HostDLPack(host, device=(4, 0)))
+        with pytest.raises(TypeError, match=r"cannot use this object as memory.*PyTorch tensor, a CuPy or NumPy array"):
+            f.read(object())
+
+
 def test_errors_and_codes(data_file, scratch):
     with pytest.raises(FileNotFoundError):
         hipfile.open(scratch / "missing")

@@ -169,14 +169,15 @@ fn native_libraries(release: bool, zig: Option<&std::path::Path>) -> Result<(), 
     Ok(())
 }
 
-/// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, loading over a
+/// The tests that need PyTorch (`hipfile.dcp`, PyTorch's distributed checkpoint, CPU tensors, loading over a
 /// process group, models of `transformers`, vLLM's load format), run again in a
 /// virtual environment of their own, `target/python-torch`: PyTorch from PyPI brings CUDA's
 /// libraries (it imports without a GPU) and a cuFile of its own with them.
-const TORCH_TESTS: [&str; 5] = [
+const TORCH_TESTS: [&str; 6] = [
     "hipfile-python/tests/test_cufile_torch.py",
     "hipfile-python/tests/test_dcp.py",
     "hipfile-python/tests/test_distributed_load.py",
+    "hipfile-python/tests/test_torch_host.py",
     "hipfile-python/tests/test_transformers.py",
     "hipfile-python/tests/test_vllm.py",
 ];
