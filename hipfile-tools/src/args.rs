@@ -198,8 +198,8 @@ pub(crate) struct BenchArgs {
     /// (s3://, gs://, az://, http(s)://) benchmarks reads of that object from its store
     #[arg(long, value_name = "PATH")]
     pub(crate) file: Option<PathBuf>,
-    /// Size of the file the benchmark creates, with K, M, G, T suffixes (powers of 1024)
-    /// [default: 256M]
+    /// Size of the file the benchmark creates, with K, M, G, T suffixes (powers of 1024, any
+    /// case, with or without B or iB) [default: an existing file's size, else 256M]
     #[arg(long = "size", value_name = "SIZE", value_parser = parse_size)]
     pub(crate) size_given: Option<u64>,
     /// The data file's size: an existing file's, else --size (set by `check`).
@@ -298,13 +298,14 @@ impl Default for BenchArgs {
 
 /// `4096`, `64K`, `256M`, `4G`, `1GiB`: bytes.
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    // Suffixes in any case: 4m, 4M, 4MB, 4mb, 4MiB.
+    let lower = text.trim().to_ascii_lowercase();
+    let t = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
     let (digits, shift) = match t.chars().last() {
-        Some('K' | 'k') => (&t[..t.len() - 1], 10),
-        Some('M' | 'm') => (&t[..t.len() - 1], 20),
-        Some('G' | 'g') => (&t[..t.len() - 1], 30),
-        Some('T' | 't') => (&t[..t.len() - 1], 40),
+        Some('k') => (&t[..t.len() - 1], 10),
+        Some('m') => (&t[..t.len() - 1], 20),
+        Some('g') => (&t[..t.len() - 1], 30),
+        Some('t') => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
     digits
@@ -342,6 +343,10 @@ mod tests {
         assert_eq!(parse_size("64K"), Ok(64 << 10));
         assert_eq!(parse_size("256M"), Ok(256 << 20));
         assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        for text in ["4m", "4M", "4MB", "4mb", "4MiB", "4mib", " 4 MiB "] {
+            assert_eq!(parse_size(text), Ok(4 << 20), "{text}");
+        }
+        assert_eq!(parse_size("4096b"), Ok(4096));
         assert!(parse_size("0").is_err() && parse_size("lots").is_err() && parse_size("99999999999T").is_err());
     }
 

@@ -272,7 +272,7 @@ fn transfer(
     let moved = std::thread::scope(|scope| {
         if !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let (done, stop) = (&done, &stop);
-            scope.spawn(move || crate::bench::progress_line(done, stop, total, "cp"));
+            scope.spawn(move || crate::progress::progress_line(done, stop, total, "cp", hipfile::Direction::Write));
         }
         let result = pipeline(&reader, &writer, &buffer, chunk, extents.as_deref(), &done);
         stop.store(true, Ordering::Relaxed);

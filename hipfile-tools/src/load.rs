@@ -102,7 +102,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<Loaded, String> {
     let loaded = std::thread::scope(|scope| {
         if !args.json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let (done, stop) = (&done, &stop);
-            scope.spawn(move || crate::bench::progress_line(done, stop, total, "load"));
+            scope.spawn(move || crate::progress::progress_line(done, stop, total, "load", hipfile::Direction::Read));
         }
         let workers: Vec<_> = opened
             .iter()

@@ -16,6 +16,7 @@ mod cp;
 mod load;
 mod moved;
 mod open;
+mod progress;
 mod remote;
 mod sched;
 mod stats;
@@ -41,7 +42,16 @@ fn main() -> ExitCode {
         Command::Bench(args) if args.file.as_deref().is_some_and(remote::is_url) => {
             remote::bench(&args).map(|r| remote::print_bench(&r, args.json))
         }
-        Command::Bench(args) => args.check().and_then(|a| bench::run(&a).map(|r| print(&r, a.json))),
+        Command::Bench(args) => args.check().and_then(|a| {
+            // A table says what it runs on first, then each mode as it ends; JSON comes whole.
+            let mut shown = 0;
+            let mut as_it_goes = |r: &Report| {
+                if !a.json {
+                    print_progress(r, &mut shown);
+                }
+            };
+            bench::run(&a, &mut as_it_goes).map(|r| print(&r, a.json))
+        }),
         Command::Check(args) => match check::run(&args) {
             Ok((report, served)) => {
                 if args.json {
@@ -104,14 +114,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn print(report: &Report, json: bool) {
-    if json {
-        println!("{}", to_json(report));
-        return;
+/// The table's lines for what `report` has that `shown` (outcomes printed so far) has not: the
+/// platform and the backends before the first mode, then each mode's row as it ends.
+fn print_progress(report: &Report, shown: &mut usize) {
+    if report.outcomes.is_empty() {
+        print_preamble(report);
     }
+    for o in &report.outcomes[*shown..] {
+        print_row(o);
+    }
+    *shown = report.outcomes.len();
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+}
+
+fn print_preamble(report: &Report) {
     println!(
-        "hipfile bench: {} MiB file {}\nplatform: {}\nbackends: {}",
-        report.size >> 20,
+        "hipfile bench: {} file {}\nplatform: {}\nbackends: {}",
+        human(report.size),
         report.file.display(),
         report.platform,
         report.backends.join(", ")
@@ -133,28 +152,39 @@ fn print(report: &Report, json: bool) {
     }
     println!();
     println!(
-        "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10} {:>10} {:>9}  verified",
-        "mode", "gpus", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s", "CPU s/GB"
+        "{:<10} {:>7} {:>7} {:>11} {:>5} {:>5} {:>10} {:>10} {:>9}  verified",
+        "mode", "GPUs", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s", "CPU s/GB"
     );
-    for o in &report.outcomes {
-        let gpus: Vec<String> = o.devices.iter().map(i32::to_string).collect();
-        println!(
-            "{:<10} {:>5} {:>7} {:>9} {:>5} {:>5} {:>10.2} {:>10.2} {:>9.2}  {}",
-            o.mode.name(),
-            gpus.join(","),
-            o.threads,
-            human(o.io_size),
-            if o.cold { "yes" } else { "no" },
-            o.runs,
-            o.best_gbps,
-            o.mean_gbps,
-            o.cpu_s_per_gb,
-            match o.verified {
-                Some(true) => "yes",
-                Some(false) => "NO: GPU memory and file differ",
-                None => "skipped",
-            }
-        );
+}
+
+fn print_row(o: &bench::Outcome) {
+    // How many GPUs, and which: "1 (#0)", "2 (#0,#1)".
+    let which: Vec<String> = o.devices.iter().map(|d| format!("#{d}")).collect();
+    println!(
+        "{:<10} {:>7} {:>7} {:>11} {:>5} {:>5} {:>10.2} {:>10.2} {:>9.2}  {}",
+        o.mode.name(),
+        format!("{} ({})", o.devices.len(), which.join(",")),
+        o.threads,
+        human(o.io_size),
+        if o.cold { "yes" } else { "no" },
+        o.runs,
+        o.best_gbps,
+        o.mean_gbps,
+        o.cpu_s_per_gb,
+        match o.verified {
+            Some(true) => "yes",
+            Some(false) => "NO: GPU memory and file differ",
+            None => "skipped",
+        }
+    );
+}
+
+/// What a table run prints after its rows (the rows themselves went out as each mode ended);
+/// JSON: the whole report.
+fn print(report: &Report, json: bool) {
+    if json {
+        println!("{}", to_json(report));
+        return;
     }
     for o in &report.outcomes {
         if let Some(t) = &o.stream {
@@ -206,6 +236,9 @@ fn print_profile(o: &bench::Outcome) {
 
 fn human(bytes: u64) -> String {
     match bytes {
+        // The most one call moves (Linux's MAX_RW_COUNT), what a whole-range call of 2 GiB or
+        // more is cut to.
+        b if b == hipfile::max_rw_count() as u64 => "2 GiB-4 KiB".to_owned(),
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),

@@ -213,3 +213,79 @@ fn one_version_everywhere() {
     assert_eq!(out.trim(), format!("hipfile {api}"));
     assert_eq!(env!("CARGO_PKG_VERSION"), api);
 }
+
+/// A table run says what it runs on before it measures, and each mode's row as that mode ends:
+/// the platform, the header and the read row are out while the writes still run.
+#[test]
+fn bench_says_what_it_runs_on_first_and_each_mode_as_it_ends() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(["bench", "--size", "64M", "--runs", "3", "--mode", "read,write", "--backend", "mock"])
+        .env_remove("HIPFILE_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("hipfile bench: 64 MiB file "), "{first}");
+    assert_eq!(lines.next().unwrap().unwrap(), "platform: the mock GPU (host memory)");
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let read_row = line.starts_with("read ");
+        seen.push(line);
+        if read_row {
+            break;
+        }
+    }
+    // Three durable writes of 64 MiB, and their check, are still to come.
+    assert!(child.try_wait().unwrap().is_none(), "the read row came only at the end: {seen:?}");
+    let header = seen.iter().find(|l| l.starts_with("mode ")).expect("the table's header before its rows");
+    assert!(header.contains("GPUs") && header.contains("io size"), "{header}");
+    let row: Vec<&str> = seen.last().unwrap().split_whitespace().collect();
+    assert_eq!(&row[..5], ["read", "1", "(#0)", "1", "64"], "one GPU, device 0, one thread, 64 MiB: {row:?}");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(rest.iter().any(|l| l.starts_with("write ")), "{rest:?}");
+}
+
+/// The in-process mock GPU honours the mock HIP runtime's AIS switches: with AIS absent its p2p
+/// path is not there (and `--backend p2p` is refused with the reason); with every AIS call
+/// failing `ENODEV`, the bytes go through bounce (the statistics say so) and stay right.
+#[test]
+fn the_mock_gpus_ais_switches_reach_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.dat");
+    let f = file.to_str().unwrap();
+    let run = |env: (&str, &str), options: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+            .args(std::iter::once("bench").chain(options.split_whitespace()))
+            .env_remove("HIPFILE_BACKEND")
+            .env_remove("HIPFILE_LOG")
+            .env(env.0, env.1)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(("HIPFILE_MOCK_AIS", "absent"), &format!("--file {f} --size 8M --runs 1 --json"));
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["backends"], serde_json::json!(["bounce"]), "{out}");
+    let p2p = &report["capabilities"][0];
+    assert_eq!((p2p["backend"].as_str(), p2p["available"].as_bool()), (Some("mock-p2p"), Some(false)), "{out}");
+    assert!(p2p["reason"].as_str().unwrap_or_default().contains("HIPFILE_MOCK_AIS=absent"), "{out}");
+    let (ok, _, err) = run(("HIPFILE_MOCK_AIS", "absent"), &format!("--file {f} --runs 1 --backend p2p"));
+    assert!(!ok && err.contains("HIPFILE_MOCK_AIS=absent"), "{err}");
+    // ENODEV from every p2p request: bounce serves them all, verified.
+    let (ok, out, err) = run(("HIPFILE_MOCK_AIS_STATUS", "19"), &format!("--file {f} --runs 1 --profile --json"));
+    assert!(ok, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(report["results"].as_array().unwrap().iter().all(|r| r["verified"] == true), "{out}");
+    let (ok, out, err) = run(("HIPFILE_MOCK_AIS_STATUS", "19"), &format!("--file {f} --runs 1 --backend p2p"));
+    assert!(!ok && err.contains("No such device"), "{out}{err}");
+}

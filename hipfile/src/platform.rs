@@ -179,12 +179,22 @@ impl SystemPlatform {
         }
     }
 
-    /// The p2p path of the in-process mock GPU (only it has no loaded runtime).
+    /// The p2p path of the in-process mock GPU (only it has no loaded runtime). It honours the
+    /// mock HIP runtime's AIS switches, so the tool and Python answer as a C program over
+    /// `libhipfile_mockhip.so` does: `HIPFILE_MOCK_AIS=absent` (no p2p path) and
+    /// `HIPFILE_MOCK_AIS_STATUS=<errno>` (every p2p request fails with it; semantics §6).
     #[cfg(feature = "mock")]
     fn mock_direct(&self, unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
+        if std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v == "absent") {
+            return Err(("mock-p2p", "HIPFILE_MOCK_AIS=absent: the mock GPU has no AIS".to_owned()));
+        }
+        let faults = Faults::default();
+        if let Some(errno) = std::env::var("HIPFILE_MOCK_AIS_STATUS").ok().and_then(|v| v.trim().parse().ok()) {
+            faults.fail_direct_path(errno);
+        }
         // SAFETY: device memory of the in-process mock GPU is host memory; the driver only
         // gives a backend ranges inside device allocations.
-        let engine = unsafe { MockEngine::host_addressable(Arc::new(Faults::default())) };
+        let engine = unsafe { MockEngine::host_addressable(Arc::new(faults)) };
         Ok(SystemBackend::MockP2p(P2p::new(engine, unsupported_fs)))
     }
 
@@ -245,8 +255,12 @@ impl Platform for SystemPlatform {
             return vec![none("p2p", BackendKind::P2p), none("bounce", BackendKind::Bounce)];
         }
         let chosen = |family: &str| match config.backend {
-            BackendChoice::Bounce if family == "p2p" => Err("not used: HIPFILE_BACKEND=bounce".to_owned()),
-            BackendChoice::P2p if family == "bounce" => Err("not used: HIPFILE_BACKEND=p2p".to_owned()),
+            BackendChoice::Bounce if family == "p2p" => {
+                Err("not used: the bounce backend was asked for (HIPFILE_BACKEND or --backend)".to_owned())
+            }
+            BackendChoice::P2p if family == "bounce" => {
+                Err("not used: the p2p backend was asked for (HIPFILE_BACKEND or --backend)".to_owned())
+            }
             _ => Ok(()),
         };
         let direct = match self.direct(config) {

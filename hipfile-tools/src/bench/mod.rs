@@ -8,18 +8,20 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
 
 use hipfile::boundary::io::{pread, transfer_loop};
-use hipfile::boundary::sync::lock;
 use hipfile::{
-    BatchEntry, Capability, Declined, DeviceMemory, Direction, Driver, DriverGuard, GpuRuntime, RegisteredBuffer,
-    RegisteredFile, Stream, SystemPlatform, max_rw_count,
+    Capability, Declined, DeviceMemory, Direction, DriverGuard, GpuRuntime, RegisteredBuffer, RegisteredFile,
+    SystemPlatform, max_rw_count,
 };
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::args::{BenchArgs, Mode};
+use crate::progress::{Step, progress_line};
 use crate::sched;
+
+mod calls;
+
+use calls::{probe_other_stream, stream_times, thread_calls};
 
 /// One mode's measurement.
 #[derive(Clone, Debug)]
@@ -68,12 +70,6 @@ pub(crate) struct StreamTimes {
     pub(crate) other_stream_probes: usize,
 }
 
-/// Median and largest of `samples` (microseconds), 0 for none.
-fn median_and_worst(mut samples: Vec<f64>) -> (f64, f64) {
-    samples.sort_by(f64::total_cmp);
-    (samples.get(samples.len() / 2).copied().unwrap_or(0.0), samples.last().copied().unwrap_or(0.0))
-}
-
 /// What the benchmark ran on and what it measured.
 #[derive(Debug)]
 pub(crate) struct Report {
@@ -96,7 +92,10 @@ pub(crate) type Verdicts = Vec<(&'static str, Result<(), Declined>)>;
 /// Copies between host memory and the device in pieces of this size (setup and checks).
 const PIECE: usize = 64 << 20;
 
-pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
+/// The benchmark `args` asks for. `on` is told the report as it grows: once set up (the
+/// platform, the backends and the p2p verdict, no outcome yet), then after each mode, so that
+/// a table can say what it runs on before it measures, and each mode as it ends.
+pub(crate) fn run(args: &BenchArgs, on: &mut dyn FnMut(&Report)) -> Result<Report, String> {
     // The mock GPU gets as many devices as --devices names.
     let mock_devices = args.devices.iter().map(|&d| d + 1).max().unwrap_or(1);
     let (platform, why_mock) = crate::open::platform(args.backend.name.as_deref(), mock_devices);
@@ -113,42 +112,44 @@ pub(crate) fn run(args: &BenchArgs) -> Result<Report, String> {
         .file
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("hipfile-bench-{}.dat", std::process::id())));
-    ensure_data_file(&path, args.size)?;
+    let mut report = Report {
+        platform: driver.platform().description().to_owned(),
+        backends: driver.backend_names(),
+        capabilities: driver.capabilities().map_err(|e| e.to_string())?,
+        p2p_for_file: Vec::new(),
+        file: path.clone(),
+        size: args.size,
+        outcomes: Vec::new(),
+    };
     let out_path = PathBuf::from(format!("{}.out", path.display()));
-    let result = measure_all(args, &guard, &gpu, &path, &out_path);
+    let result =
+        ensure_data_file(&path, args.size).and_then(|()| measure_all(args, &guard, &gpu, &out_path, &mut report, on));
     let _ = std::fs::remove_file(&out_path);
     if temp {
         let _ = std::fs::remove_file(&path);
     }
-    let (outcomes, p2p_for_file) = result?;
-    Ok(Report {
-        platform: driver.platform().description().to_owned(),
-        backends: driver.backend_names(),
-        capabilities: driver.capabilities().map_err(|e| e.to_string())?,
-        p2p_for_file,
-        file: path,
-        size: args.size,
-        outcomes,
-    })
+    result.map(|()| report)
 }
 
-/// Every mode of `args`, on `path` (reads) and `out_path` (writes); and whether the direct
-/// backends would serve `path`.
+/// Every mode of `args`, on `report.file` (reads) and `out_path` (writes), each outcome pushed
+/// to `report` (see [`run`] for `on`); and whether the direct backends would serve the file.
 fn measure_all(
     args: &BenchArgs,
     guard: &DriverGuard<Sys>,
     gpu: &Arc<dyn GpuRuntime>,
-    path: &Path,
     out_path: &Path,
-) -> Result<(Vec<Outcome>, Verdicts), String> {
-    let size = args.size as usize;
-    let data = open(path, false, args.direct)?;
+    report: &mut Report,
+    on: &mut dyn FnMut(&Report),
+) -> Result<(), String> {
+    let (size, path) = (args.size as usize, report.file.clone());
+    let data = open(&path, false, args.direct)?;
     let out = open(out_path, true, args.direct)?;
     let current = gpu.current_device().map_err(|e| format!("current device: {e}"))?;
     let devices = if args.devices.is_empty() { vec![current] } else { args.devices.clone() };
     let mut buffers = Vec::new();
     for &device in &devices {
         let memory = device_memory(gpu, device, size)?;
+        let _step = Step::new(format!("copying the file into GPU {device}'s memory"));
         fill_device(&memory, &data)?;
         buffers.push((device, memory));
     }
@@ -162,8 +163,8 @@ fn measure_all(
     let targets: Vec<Target<'_>> = buffers.iter().zip(&registered).map(|((d, memory), r)| (*d, memory, r)).collect();
     let input = guard.register_file(&data).map_err(|e| format!("registering {}: {e}", path.display()))?;
     let output = guard.register_file(&out).map_err(|e| format!("registering {}: {e}", out_path.display()))?;
-    let verdicts = guard.driver().p2p_verdict(input.id()).map_err(|e| e.to_string())?;
-    let mut outcomes = Vec::new();
+    report.p2p_for_file = guard.driver().p2p_verdict(input.id()).map_err(|e| e.to_string())?;
+    on(report);
     for &mode in &args.modes {
         let (file, target) = if mode.is_read() { (&input, &data) } else { (&output, &out) };
         let before = guard.driver().backend_counters();
@@ -171,9 +172,10 @@ fn measure_all(
         if args.profile {
             outcome.profile = growth(&before, &guard.driver().backend_counters());
         }
-        outcomes.push(outcome);
+        report.outcomes.push(outcome);
+        on(report);
     }
-    Ok((outcomes, verdicts))
+    Ok(())
 }
 
 /// How each backend's counters grew from `before` to `after`.
@@ -216,6 +218,7 @@ fn ensure_data_file(path: &Path, size: u64) -> Result<(), String> {
     if std::fs::metadata(path).is_ok_and(|m| m.len() == size) {
         return Ok(());
     }
+    let _step = Step::new(format!("making the data file ({size} bytes)"));
     let mut file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     for (i, at) in (0..size as usize).step_by(PIECE).enumerate() {
         let block = hipfile::mock::pattern(PIECE.min(size as usize - at), i as u64);
@@ -339,18 +342,15 @@ fn measure(
         }
         let (done, stop) = (AtomicU64::new(0), AtomicBool::new(false));
         let label = format!("{} run {}/{}", mode.name(), run + 1, args.runs);
-        // SAFETY: isatty has no preconditions.
-        let terminal = unsafe { libc::isatty(2) } == 1;
         // The clock runs from the first thread's first call to the last thread's last, once
         // every thread is up: spawning is not part of the transfer (an application has its
         // threads already). Each thread reads the clock itself, so a late main thread does
         // not shorten the measured time.
         let ready = Barrier::new(calls.len() * targets.len());
         let before = sched::Snapshot::now();
+        let side = if mode.is_read() { Direction::Read } else { Direction::Write };
         let timed = std::thread::scope(|s| {
-            if terminal {
-                s.spawn(|| progress_line(&done, &stop, total, &label));
-            }
+            s.spawn(|| progress_line(&done, &stop, total, &label, side));
             if args.stream || args.probe {
                 s.spawn(|| probe_other_stream(gpu, &stop, &probes));
             }
@@ -373,7 +373,13 @@ fn measure(
         scheduled.push(before.since(timed.iter().map(|t| t.2).sum()));
     }
     let cpu = cpu_seconds() - cpu_before;
-    let verified = if args.verify { verify(targets, &calls, target)? } else { None };
+    let verified = match args.verify {
+        true => {
+            let _step = Step::new(format!("checking {} against the file", mode.name()));
+            verify(targets, &calls, target)?
+        }
+        false => None,
+    };
     let (run_cpu_wait_ms, run_preempted) = scheduled.into_iter().unzip();
     Ok(Outcome {
         mode,
@@ -421,226 +427,6 @@ fn verify(targets: &[Target<'_>], calls: &[Vec<Call>], target: &File) -> Result<
         }
     }
     Ok((checked > 0).then_some(ok))
-}
-
-/// One thread's calls of a run into or from `buffer` on `device`, timed from when every thread
-/// is ready (`ready`): a batch, stream-ordered calls, or one synchronous call after another;
-/// `done` counts the bytes moved.
-#[allow(clippy::too_many_arguments)]
-fn thread_calls(
-    args: &BenchArgs,
-    file: &RegisteredFile<'_, Sys>,
-    mode: Mode,
-    (device, buffer): (i32, &RegisteredBuffer<'_, Sys>),
-    mine: &[Call],
-    gpu: &dyn GpuRuntime,
-    ready: &Barrier,
-    done: &AtomicU64,
-    enqueued: &Mutex<Vec<Vec<f64>>>,
-) -> Result<(Instant, Instant, u64), String> {
-    let made_current = gpu.set_device(device).map_err(|e| format!("device {device}: {e}"));
-    // A stream of this thread's, registered (which pins its gate word) before the clock
-    // starts, as an application sets its streams up.
-    let stream = match (args.stream, &made_current) {
-        (true, Ok(())) => Some(StreamOfMine::new(file.driver(), gpu)),
-        _ => None,
-    }
-    .transpose();
-    ready.wait();
-    made_current?;
-    let stream = stream?;
-    // The thread's CPU wait so far is read before its clock starts (a file read, not timed).
-    let waited = sched::my_wait_ns();
-    let start = Instant::now();
-    if args.batch > 0 {
-        batched(file, mode, buffer, mine, args.batch, done)?;
-    } else if let Some(stream) = &stream {
-        let took = streamed(file, mode, buffer, mine, gpu, stream.0, done)?;
-        lock(enqueued).push(took);
-    }
-    for &(offset, at, len) in mine.iter().filter(|_| args.batch == 0 && !args.stream) {
-        let n = if mode.is_read() {
-            file.read(buffer, len, offset, at as u64)
-        } else {
-            file.write(buffer, len, offset, at as u64)
-        }
-        .map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?;
-        if n != len {
-            return Err(format!("{} of {len} bytes at {offset} moved {n}", mode.name()));
-        }
-        done.fetch_add(n as u64, Ordering::Relaxed);
-    }
-    let end = Instant::now();
-    Ok((start, end, sched::my_wait_ns().zip(waited).map_or(0, |(now, then)| now.saturating_sub(then))))
-}
-
-/// What the stream-ordered runs measured: each thread's enqueue times (µs, its first call
-/// apart) and the other stream's probes.
-fn stream_times(probes: Vec<f64>, enqueued: Vec<Vec<f64>>) -> StreamTimes {
-    let other_stream_probes = probes.len();
-    let queued_calls = enqueued.iter().map(Vec::len).sum();
-    let first_calls = enqueued.iter().filter_map(|t| t.first().copied()).collect();
-    let (_, enqueue_first_worst_us) = median_and_worst(first_calls);
-    let later = enqueued.iter().flat_map(|t| t.iter().skip(1).copied()).collect();
-    let (enqueue_median_us, enqueue_worst_us) = median_and_worst(later);
-    let (other_stream_median_us, other_stream_worst_us) = median_and_worst(probes);
-    StreamTimes {
-        queued_calls,
-        enqueue_first_worst_us,
-        enqueue_median_us,
-        enqueue_worst_us,
-        other_stream_median_us,
-        other_stream_worst_us,
-        other_stream_probes,
-    }
-}
-
-/// A stream created and registered with the driver (no FIXED flags) for one thread's runs;
-/// deregistered and destroyed on drop.
-struct StreamOfMine<'a>(Stream, &'a Driver<Sys>, &'a dyn GpuRuntime);
-
-impl<'a> StreamOfMine<'a> {
-    fn new(driver: &'a Driver<Sys>, gpu: &'a dyn GpuRuntime) -> Result<Self, String> {
-        let stream = gpu.stream_create().map_err(|e| format!("stream: {e}"))?;
-        let mine = StreamOfMine(stream, driver, gpu);
-        driver.stream_register(stream, 0).map_err(|e| format!("stream register: {e}"))?;
-        Ok(mine)
-    }
-}
-
-impl Drop for StreamOfMine<'_> {
-    fn drop(&mut self) {
-        let _ = self.1.stream_deregister(self.0);
-        let _ = self.2.stream_destroy(self.0);
-    }
-}
-
-/// `calls` as stream-ordered operations on `stream`, then the stream synchronized and every
-/// result checked; returns how long each call took to queue (µs).
-fn streamed(
-    file: &RegisteredFile<'_, Sys>,
-    mode: Mode,
-    buffer: &RegisteredBuffer<'_, Sys>,
-    calls: &[Call],
-    gpu: &dyn GpuRuntime,
-    stream: Stream,
-    done: &AtomicU64,
-) -> Result<Vec<f64>, String> {
-    let mut took = Vec::with_capacity(calls.len());
-    let mut ios = Vec::with_capacity(calls.len());
-    let queued = calls.iter().try_for_each(|&(offset, at, len)| {
-        let t = Instant::now();
-        let io = if mode.is_read() {
-            file.read_async(buffer, len, offset, at as u64, stream)
-        } else {
-            file.write_async(buffer, len, offset, at as u64, stream)
-        };
-        took.push(t.elapsed().as_secs_f64() * 1e6);
-        ios.push((io.map_err(|e| format!("{} of {len} bytes at {offset}: {e}", mode.name()))?, len, offset));
-        Ok::<(), String>(())
-    });
-    let synchronized = gpu.stream_synchronize(stream).map_err(|e| format!("stream: {e}"));
-    queued?;
-    synchronized?;
-    for (io, len, offset) in ios {
-        match io.result() {
-            Some(n) if n == len as i64 => done.fetch_add(len as u64, Ordering::Relaxed),
-            other => return Err(format!("{} of {len} bytes at {offset}: {other:?}", mode.name())),
-        };
-    }
-    Ok(took)
-}
-
-/// Until `stop`: every millisecond, a host function on a stream of its own, timed from being
-/// queued to running (µs each, into `probes`).
-fn probe_other_stream(gpu: &dyn GpuRuntime, stop: &AtomicBool, probes: &Mutex<Vec<f64>>) {
-    let Ok(stream) = gpu.stream_create() else { return };
-    while !stop.load(Ordering::Relaxed) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let queued = Instant::now();
-        let ran = move || {
-            let _ = tx.send(queued.elapsed());
-        };
-        if gpu.launch_host_func(stream, Box::new(ran)).is_err() {
-            break;
-        }
-        match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(waited) => lock(probes).push(waited.as_secs_f64() * 1e6),
-            Err(_) => break,
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let _ = gpu.stream_synchronize(stream);
-    let _ = gpu.stream_destroy(stream);
-}
-
-/// `calls` as batches of up to `size` entries (`hipFileBatchIO*`): each batch submitted whole
-/// and waited for before the next.
-fn batched(
-    file: &RegisteredFile<'_, Sys>,
-    mode: Mode,
-    buffer: &RegisteredBuffer<'_, Sys>,
-    calls: &[Call],
-    size: usize,
-    done: &AtomicU64,
-) -> Result<(), String> {
-    let batch = file.driver().batch_setup(size).map_err(|e| format!("batch setup: {e}"))?;
-    let direction = if mode.is_read() { Direction::Read } else { Direction::Write };
-    let result = calls.chunks(size).try_for_each(|group| {
-        let entries: Vec<BatchEntry> = group
-            .iter()
-            .enumerate()
-            .map(|(i, &(offset, at, len))| BatchEntry {
-                direction,
-                handle: file.id(),
-                buffer_base: buffer.addr(),
-                buffer_offset: at as i64,
-                file_offset: offset as i64,
-                size: len,
-                cookie: i,
-            })
-            .collect();
-        // SAFETY: every entry names the registered device memory `buffer`, no host memory.
-        unsafe { file.driver().batch_submit(batch, &entries) }.map_err(|e| format!("batch submit: {e}"))?;
-        let events = file.driver().batch_status(batch, entries.len(), entries.len(), None);
-        let events = events.map_err(|e| format!("batch status: {e}"))?;
-        for e in &events {
-            match e.result {
-                Ok(n) if n == entries[e.cookie].size => {
-                    done.fetch_add(n as u64, Ordering::Relaxed);
-                }
-                ref other => return Err(format!("{} entry {}: {other:?}", mode.name(), e.cookie)),
-            }
-        }
-        Ok(())
-    });
-    file.driver().batch_destroy(batch);
-    result
-}
-
-/// A progress bar on stderr, when it is a terminal, while a run lasts more than a second,
-/// until `stop`.
-pub(crate) fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str) {
-    let start = Instant::now();
-    let mut bar: Option<ProgressBar> = None;
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(200));
-        if start.elapsed() < Duration::from_secs(1) {
-            continue;
-        }
-        let bar = bar.get_or_insert_with(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            let template = "{msg} [{bar:30}] {decimal_bytes}/{decimal_total_bytes} ({decimal_bytes_per_sec})";
-            let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style.progress_chars("#>."));
-            bar.set_message(label.to_owned());
-            bar
-        });
-        bar.set_position(done.load(Ordering::Relaxed));
-    }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
 }
 
 #[cfg(test)]
