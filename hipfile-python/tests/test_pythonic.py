@@ -528,3 +528,39 @@ def test_cupy_arrays_and_their_slices_without_the_array_interface(data_file):
         "slice": 4096, "slice bytes": True, "pread slice": 4096, "pread bytes": True,
         "past the slice": "ValueError", "strided": "ValueError", "another cupy": "RuntimeError",
     }
+
+
+def test_the_mock_gpus_ais_switches_reach_python(data_file, data):
+    """``HIPFILE_MOCK_AIS=absent`` leaves the mock GPU without its p2p path, and
+    ``HIPFILE_MOCK_AIS_STATUS=19`` makes every p2p request find no path (bounce serves it, the
+    statistics count it): in Python as in a C program over the mock HIP runtime."""
+    import json
+    import subprocess
+    import sys
+
+    script = """
+import json, sys, numpy as np, hipfile
+caps = {c["backend"]: (c["available"], c["why_not"]) for c in hipfile.capabilities()}
+buf = hipfile.DeviceBuffer(1 << 20)
+with hipfile.open(sys.argv[1]) as f:
+    verdict = f.p2p_verdict()
+    n = f.read(buf)
+print(json.dumps({"caps": caps, "verdict": verdict, "n": n, "same": buf.to_bytes() == open(sys.argv[1], "rb").read(),
+                  "no_path": hipfile.stats()["counters"]["BouncedNoPath"]}))
+"""
+
+    def run(**env):
+        full = {k: v for k, v in os.environ.items() if not k.startswith("HIPFILE_")}
+        out = subprocess.run([sys.executable, "-c", script, str(data_file)], env={**full, **env},
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    plain = run()
+    assert plain["caps"]["mock-p2p"][0] and plain["verdict"] == {"mock-p2p": None}
+    assert plain["same"] and plain["no_path"] == 0
+    absent = run(HIPFILE_MOCK_AIS="absent")
+    assert absent["caps"]["mock-p2p"] == [False, "HIPFILE_MOCK_AIS=absent: the mock GPU has no AIS"]
+    assert absent["verdict"] == {} and absent["same"]
+    failing = run(HIPFILE_MOCK_AIS_STATUS="19")
+    assert failing["same"] and failing["no_path"] >= 1, failing
