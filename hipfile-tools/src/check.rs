@@ -304,9 +304,9 @@ fn dio_align(file: &std::fs::File) -> (u32, u32) {
 fn print_cufile(c: &Value) {
     let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
     match (c["path"].as_str(), c["hipfile_rs"] == json!(true)) {
-        (None, _) => println!("cuFile programs load: no libcufile.so.0 found"),
-        (Some(path), true) => println!("cuFile programs load: {path} (hipfile-rs's; found by {})", s(&c["found_by"])),
-        (Some(path), false) => println!(
+        (None, _) => outln!("cuFile programs load: no libcufile.so.0 found"),
+        (Some(path), true) => outln!("cuFile programs load: {path} (hipfile-rs's; found by {})", s(&c["found_by"])),
+        (Some(path), false) => outln!(
             "cuFile programs load: {path} (not hipfile-rs's; found by {}): put hipfile-rs's lib/cufile first on \
              LD_LIBRARY_PATH to serve them",
             s(&c["found_by"])
@@ -317,9 +317,9 @@ fn print_cufile(c: &Value) {
         let whose = |l: &Value| if l["hipfile_rs"] == json!(true) { "hipfile-rs's" } else { "not hipfile-rs's" };
         let list: Vec<String> = loaded.iter().map(|l| format!("{} ({})", s(&l["path"]), whose(l))).collect();
         match list.len() {
-            0 => println!("process {pid} has loaded no cuFile library"),
-            1 => println!("process {pid} has loaded {}", list[0]),
-            _ => println!(
+            0 => outln!("process {pid} has loaded no cuFile library"),
+            1 => outln!("process {pid} has loaded {}", list[0]),
+            _ => outln!(
                 "warning: process {pid} has loaded {} cuFile libraries: {}; clients reach either \
                  (in a Python environment, `python -m hipfile.cufile use` leaves one)",
                 list.len(),
@@ -333,64 +333,65 @@ fn print_cufile(c: &Value) {
 pub(crate) fn print(report: &Value) {
     let s = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
     let runtime = &report["runtime"];
-    println!("GPU runtime: {}", s(&runtime["description"]));
+    outln!("GPU runtime: {}", s(&runtime["description"]));
     if let Some(why) = runtime["why_mock"].as_str() {
-        println!("  none found, so the mock GPU: {why}");
+        outln!("  none found, so the mock GPU: {why}");
     }
     for d in report["devices"].as_array().into_iter().flatten() {
-        println!("  device {}: {}", d["device"], d["pci_bus_id"].as_str().unwrap_or("PCI address unknown"));
+        outln!("  device {}: {}", d["device"], d["pci_bus_id"].as_str().unwrap_or("PCI address unknown"));
     }
     let k = &report["kernel"];
-    println!("kernel {}", s(&k["release"]));
-    println!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
-    println!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
-    println!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
+    outln!("kernel {}", s(&k["release"]));
+    outln!("  CONFIG_PCI_P2PDMA: {} ({})", s(&k["pci_p2pdma"]), s(&k["pci_p2pdma_source"]));
+    outln!("  GPUDirect Storage module (nvidia_fs): {}", yes(&k["nvidia_fs_module"]));
+    outln!("  amdgpu: {}, AIS (kfd_ais_rw_file): {}", yes(&k["amdgpu_module"]), yes(&k["amdgpu_ais"]));
     print_cufile(&report["cufile"]);
     let pc = &report["page_cache"];
     let gib = |v: &Value| v.as_f64().map_or("unknown".to_owned(), |b| format!("{:.1} GiB", b / (1u64 << 30) as f64));
-    println!(
+    outln!(
         "page cache: {} (HIPFILE_PAGE_CACHE); auto keeps files up to {} (MemAvailable {})",
         s(&pc["setting"]),
         gib(&pc["auto_limit_bytes"]),
         gib(&pc["mem_available_bytes"])
     );
-    println!("backends:");
+    outln!("backends:");
     for b in report["backends"].as_array().into_iter().flatten() {
         let kind = if b["p2p"] == json!(true) { "p2p" } else { "bounce" };
         match b["why_not"].as_str() {
-            None => println!("  {} ({kind}): available", s(&b["backend"])),
-            Some(why) => println!("  {} ({kind}): unavailable: {why}", s(&b["backend"])),
+            None => outln!("  {} ({kind}): available", s(&b["backend"])),
+            Some(why) => outln!("  {} ({kind}): unavailable: {why}", s(&b["backend"])),
         }
         for note in b["notes"].as_array().into_iter().flatten() {
-            println!("    {}", s(note));
+            outln!("    {}", s(note));
         }
     }
     for p in report["paths"].as_array().into_iter().flatten() {
-        println!("{}:", s(&p["path"]));
+        outln!("{}:", s(&p["path"]));
         if let Some(e) = p["error"].as_str() {
-            println!("  {e}");
+            outln!("  {e}");
             continue;
         }
-        println!("  {} on {} (mounted at {})", s(&p["type"]), s(&p["file_system"]), s(&p["mount_point"]));
+        outln!("  {} on {} (mounted at {})", s(&p["type"]), s(&p["file_system"]), s(&p["mount_point"]));
         if !p["o_direct"].is_null() {
-            println!("  O_DIRECT: {}", if p["o_direct"] == json!(true) { "yes".into() } else { s(&p["o_direct"]) });
-            println!(
+            outln!("  O_DIRECT: {}", if p["o_direct"] == json!(true) { "yes".into() } else { s(&p["o_direct"]) });
+            outln!(
                 "  direct-I/O alignment: memory {}, offsets and sizes {}",
-                p["dio_mem_align"], p["dio_offset_align"]
+                p["dio_mem_align"],
+                p["dio_offset_align"]
             );
         }
         if let Some(rule) = p["page_cache"].as_str() {
-            println!("  page cache: {rule}");
+            outln!("  page cache: {rule}");
         }
         match (&p["p2p"]["served"], p["p2p"]["why_not"].as_str()) {
-            (Value::Bool(true), _) => println!("  p2p path: yes (requests aligned as above)"),
-            (Value::Bool(false), Some(why)) => println!("  p2p path: no: {why}"),
-            (_, Some(why)) => println!("  p2p path: {why}"),
+            (Value::Bool(true), _) => outln!("  p2p path: yes (requests aligned as above)"),
+            (Value::Bool(false), Some(why)) => outln!("  p2p path: no: {why}"),
+            (_, Some(why)) => outln!("  p2p path: {why}"),
             _ => {}
         }
     }
     let served = if report["served"] == json!(true) { "yes" } else { "no" };
-    println!("served by the backend asked for ({}): {served}", s(&report["backend_asked"]));
+    outln!("served by the backend asked for ({}): {served}", s(&report["backend_asked"]));
 }
 
 fn yes(v: &Value) -> &'static str {

@@ -9,6 +9,9 @@
 //! - `hipfile cache [list|clear]`: the node cache of remote objects (`remote.rs`).
 //! - `hipfile stats PID | -- CMD`: another process's statistics (`stats.rs`).
 
+#[macro_use]
+mod out;
+
 mod args;
 mod bench;
 mod check;
@@ -55,7 +58,7 @@ fn main() -> ExitCode {
         Command::Check(args) => match check::run(&args) {
             Ok((report, served)) => {
                 if args.json {
-                    println!("{report}");
+                    outln!("{report}");
                 } else {
                     check::print(&report);
                 }
@@ -65,13 +68,13 @@ fn main() -> ExitCode {
         },
         Command::Cp(args) => remote::cp_or(&args, cp::run).map(|c| {
             if args.json {
-                println!("{}", c.json());
+                outln!("{}", c.json());
             } else {
                 let verified = match c.verified {
                     Some(true) => ", verified",
                     _ => "",
                 };
-                println!(
+                outln!(
                     "copied {} bytes ({} of data) in {:.3} s: {:.2} GB/s through {} ({}){verified}",
                     c.size,
                     c.moved.bytes,
@@ -85,10 +88,10 @@ fn main() -> ExitCode {
         Command::Cache(args) => remote::cache(&args).map(|report| remote::print_cache(&report, args.json)),
         Command::Load(args) => load::run(&args).map(|l| {
             if args.json {
-                println!("{}", l.json());
+                outln!("{}", l.json());
             } else {
                 let verified = l.verified.map_or(String::new(), |n| format!(", {n} tensors verified"));
-                println!(
+                outln!(
                     "loaded {} tensors of {} file{} ({} bytes) into GPU {} in {:.3} s: {:.2} GB/s through {}{verified}",
                     l.tensors,
                     l.files,
@@ -128,7 +131,7 @@ fn print_progress(report: &Report, shown: &mut usize) {
 }
 
 fn print_preamble(report: &Report) {
-    println!(
+    outln!(
         "hipfile bench: {} file {}\nplatform: {}\nbackends: {}",
         human(report.size),
         report.file.display(),
@@ -137,30 +140,38 @@ fn print_preamble(report: &Report) {
     );
     for c in &report.capabilities {
         match &c.available {
-            Ok(()) => println!("  {}: available", c.backend),
-            Err(why) => println!("  {}: unavailable: {why}", c.backend),
+            Ok(()) => outln!("  {}: available", c.backend),
+            Err(why) => outln!("  {}: unavailable: {why}", c.backend),
         }
     }
     if report.p2p_for_file.is_empty() {
-        println!("  p2p path for this file: none open (see above)");
+        outln!("  p2p path for this file: none open (see above)");
     }
     for (backend, verdict) in &report.p2p_for_file {
         match verdict {
-            Ok(()) => println!("  {backend} for this file: yes (aligned requests)"),
-            Err(why) => println!("  {backend} for this file: no: {why}"),
+            Ok(()) => outln!("  {backend} for this file: yes (aligned requests)"),
+            Err(why) => outln!("  {backend} for this file: no: {why}"),
         }
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<10} {:>7} {:>7} {:>11} {:>5} {:>5} {:>10} {:>10} {:>9}  verified",
-        "mode", "GPUs", "threads", "io size", "cold", "runs", "best GB/s", "mean GB/s", "CPU s/GB"
+        "mode",
+        "GPUs",
+        "threads",
+        "io size",
+        "cold",
+        "runs",
+        "best GB/s",
+        "mean GB/s",
+        "CPU s/GB"
     );
 }
 
 fn print_row(o: &bench::Outcome) {
     // How many GPUs, and which: "1 (#0)", "2 (#0,#1)".
     let which: Vec<String> = o.devices.iter().map(|d| format!("#{d}")).collect();
-    println!(
+    outln!(
         "{:<10} {:>7} {:>7} {:>11} {:>5} {:>5} {:>10.2} {:>10.2} {:>9.2}  {}",
         o.mode.name(),
         format!("{} ({})", o.devices.len(), which.join(",")),
@@ -183,13 +194,13 @@ fn print_row(o: &bench::Outcome) {
 /// JSON: the whole report.
 fn print(report: &Report, json: bool) {
     if json {
-        println!("{}", to_json(report));
+        outln!("{}", to_json(report));
         return;
     }
     for o in &report.outcomes {
         if let Some(t) = &o.stream {
             if t.queued_calls > 0 {
-                println!(
+                outln!(
                     "{}: queueing a call took {:.1} µs (median), {:.1} µs (worst), the first of a run at most {:.1} µs, over {} calls",
                     o.mode.name(),
                     t.enqueue_median_us,
@@ -198,7 +209,7 @@ fn print(report: &Report, json: bool) {
                     t.queued_calls
                 );
             }
-            println!(
+            outln!(
                 "{}: a host function on another stream waited {:.1} µs (median), {:.1} µs (worst) over {} probes",
                 o.mode.name(),
                 t.other_stream_median_us,
@@ -208,7 +219,7 @@ fn print(report: &Report, json: bool) {
         }
     }
     if report.outcomes.iter().any(|o| !o.profile.is_empty()) {
-        println!("\nprofile (summed over all runs of a mode and over threads):");
+        outln!("\nprofile (summed over all runs of a mode and over threads):");
         report.outcomes.iter().for_each(print_profile);
     }
 }
@@ -230,7 +241,7 @@ fn print_profile(o: &bench::Outcome) {
                 (None, None) => format!("{key} {value}"),
             })
             .collect();
-        println!("  {} {}: {}", o.mode.name(), backend, parts.join(", "));
+        outln!("  {} {}: {}", o.mode.name(), backend, parts.join(", "));
     }
 }
 

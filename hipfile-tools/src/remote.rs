@@ -117,18 +117,18 @@ pub(crate) fn cache(args: &CacheArgs) -> Result<Value, String> {
 /// The report of [`cache`]: as JSON, or as lines.
 pub(crate) fn print_cache(report: &Value, as_json: bool) {
     if as_json {
-        println!("{report}");
+        outln!("{report}");
         return;
     }
     let dir = report["dir"].as_str().unwrap_or("");
     if let Some(removed) = report["removed"].as_u64() {
-        println!("{dir}: removed {removed} entries ({} bytes)", report["bytes"]);
+        outln!("{dir}: removed {removed} entries ({} bytes)", report["bytes"]);
         return;
     }
     let entries = report["entries"].as_array().map(Vec::as_slice).unwrap_or_default();
-    println!("{dir}: {} entries, {} bytes (least recently used first)", entries.len(), report["bytes"]);
+    outln!("{dir}: {} entries, {} bytes (least recently used first)", entries.len(), report["bytes"]);
     for e in entries {
-        println!("  {:>14}  {}", e["bytes"], e["url"].as_str().unwrap_or(""));
+        outln!("  {:>14}  {}", e["bytes"], e["url"].as_str().unwrap_or(""));
     }
 }
 
@@ -220,10 +220,10 @@ pub(crate) fn bench(args: &crate::args::BenchArgs) -> Result<Value, String> {
 /// The report of [`bench`]: as JSON, or as lines.
 pub(crate) fn print_bench(report: &Value, as_json: bool) {
     if as_json {
-        println!("{report}");
+        outln!("{report}");
         return;
     }
-    println!(
+    outln!(
         "{} ({} bytes) on {}: {} connections x {} byte parts",
         report["url"].as_str().unwrap_or(""),
         report["bytes"],
@@ -233,7 +233,7 @@ pub(crate) fn print_bench(report: &Value, as_json: bool) {
     );
     for m in report["modes"].as_array().map(Vec::as_slice).unwrap_or_default() {
         let verified = if m["verified"] == true { ", verified" } else { "" };
-        println!(
+        outln!(
             "  {:<9} best {:.2} GB/s, mean {:.2} GB/s{verified}",
             m["mode"].as_str().unwrap_or(""),
             m["best_gbps"].as_f64().unwrap_or(0.0),

@@ -44,8 +44,8 @@ pub(crate) fn run(args: &StatsArgs) -> Result<(), String> {
     watch(&remote, if live { interval } else { Duration::ZERO }, args.json, Some(&mut child))
 }
 
-/// Prints snapshots until the process ends (each `interval`; with 0, once, or for a child we
-/// started, once at its end).
+/// Prints snapshots until the process ends (each `interval`; with 0, once now, or for a child
+/// we started, once at its end), each saying whether the process has ended.
 fn watch(
     remote: &Remote,
     interval: Duration,
@@ -53,17 +53,22 @@ fn watch(
     mut child: Option<&mut std::process::Child>,
 ) -> Result<(), String> {
     loop {
-        let ended = match child.as_deref_mut() {
+        // Whether the process has ended, and whether this is the last snapshot.
+        let (ended, last) = match child.as_deref_mut() {
             Some(c) if interval.is_zero() => {
                 c.wait().map_err(|e| e.to_string())?;
-                true
+                (true, true)
             }
-            _ if interval.is_zero() => true,
-            _ => remote.wait_exit(Some(interval)),
+            // Once, now: the process may well run on.
+            _ if interval.is_zero() => (remote.wait_exit(Some(Duration::ZERO)), true),
+            _ => {
+                let ended = remote.wait_exit(Some(interval));
+                (ended, ended)
+            }
         };
         let snapshot = remote.snapshot().map_err(|e| e.to_string())?;
         show(&snapshot, json, ended);
-        if ended {
+        if last {
             if let Some(c) = child {
                 let status = c.wait().map_err(|e| e.to_string())?;
                 if !status.success() {
@@ -77,17 +82,17 @@ fn watch(
 
 fn show(s: &Snapshot, json: bool, ended: bool) {
     if json {
-        println!("{}", to_json(s, ended));
+        outln!("{}", to_json(s, ended));
         return;
     }
-    println!("pid {} (statistics level {}){}", s.pid, s.level, if ended { ", ended" } else { "" });
+    outln!("pid {} (statistics level {}){}", s.pid, s.level, if ended { ", ended" } else { "" });
     for (name, dir) in [("read", Read), ("write", Write)] {
         let t = s.totals(dir, None, None);
         let path = |p| {
             let t = s.totals(dir, Some(p), None);
             format!("{} ok / {} failed", t.ok, t.err)
         };
-        println!(
+        outln!(
             "  {name:<5} {} ok, {} failed, {} bytes, {:.2} GB/s, {} µs average; p2p {}, bounce {}, host memory {}; \
              {} unaligned",
             t.ok,
@@ -102,7 +107,7 @@ fn show(s: &Snapshot, json: bool, ended: bool) {
         );
     }
     let e = |c| s.get(c);
-    println!(
+    outln!(
         "  files registered {} (refused {}), buffers registered {} (refused {}); batches: {} submitted, {} entries, \
          {} done, {} failed; to bounce: {} no path, {} declined",
         e(Counter::HandleRegisterOk),
@@ -118,7 +123,7 @@ fn show(s: &Snapshot, json: bool, ended: bool) {
     );
     for g in s.gpus_used() {
         let (r, w) = (s.totals(Read, None, Some(g)), s.totals(Write, None, Some(g)));
-        println!(
+        outln!(
             "  GPU {g}: read {} bytes in {} requests, wrote {} bytes in {}, {} bytes registered",
             r.bytes,
             r.ok,

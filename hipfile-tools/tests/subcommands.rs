@@ -468,8 +468,43 @@ fn stats_watches_a_running_process() {
     }
     let report = seen.expect("the bench published its statistics");
     assert_eq!(report["pid"].as_u64().unwrap().to_string(), pid);
+    assert_eq!(report["ended"], false, "the process runs on: {report}");
+    let (ok, out, _) = hipfile(&["stats", "--interval", "0", &pid]);
+    assert!(ok && out.starts_with(&format!("pid {pid} (statistics level 1)\n")), "not ended: {out}");
+    // Its output piped into a reader that leaves after one line: quiet, status 0.
+    let mut watcher = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+        .args(["stats", "--interval", "0.05", &pid])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(watcher.stdout.take().unwrap()), &mut first).unwrap();
+    assert!(first.starts_with("pid "), "{first}");
+    let out = watcher.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     let status = child.wait().unwrap();
     assert!(status.success());
+}
+
+/// Every subcommand's output into a pipe its reader closed at once: no panic, status 0.
+#[test]
+fn a_closed_pipe_ends_the_tool_quietly() {
+    for args in [&["check", "--backend", "mock"][..], &["bench", "--size", "4M", "--runs", "1", "--backend", "mock"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hipfile"))
+            .args(args)
+            .env_remove("HIPFILE_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader leaves before the first line
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
+    }
 }
 
 /// A safetensors file of `tensors` (name, dtype, shape, bytes), laid out in order.
