@@ -87,6 +87,11 @@ def test_the_command_line(tmp_path):
     assert "(NVIDIA's kept as libcufile.so.0.nvidia)" in run("use")
     assert run("status").endswith(": hipfile-rs\n")
     assert "NVIDIA's again" in run("restore")
+    # Into a pipe its reader closed at once (`... | head -0`): quiet, status 0.
+    closed = subprocess.Popen([sys.executable, "-m", "hipfile.cufile", "status", "--root", str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    closed.stdout.close()
+    assert (closed.wait(timeout=60), closed.stderr.read()) == (0, b"")
 
 
 def test_loaded_lists_each_cufile_a_process_maps(tmp_path):

@@ -148,6 +148,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.action == "restore":
             for path in restore(args.root):
                 print(f"{path}: NVIDIA's again")
+    except BrokenPipeError:
+        raise
     except OSError as e:
         print(f"python -m hipfile.cufile {args.action}: {e}", file=sys.stderr)
         return 1
@@ -160,4 +162,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # A reader that left (`... | head -1`): quiet, status 0, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)
