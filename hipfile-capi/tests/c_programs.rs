@@ -348,10 +348,12 @@ fn a_bad_setting_fails_the_open_and_says_why() {
 fn without_a_gpu_runtime_the_driver_says_why_it_cannot_open() {
     require_hip_headers(); // the same package brings Debian's libamdhip64, found by dlopen
     // Without the mock in the process, libhipfile finds Debian's HIP, which has no device
-    // here, and no CUDA runtime: the driver cannot open, and stderr says why at `debug`.
-    let (result, log) = open_driver(Flavour::NoMockHip, &[DEBUG_LOG]);
+    // here, and no CUDA runtime: the driver cannot open, and stderr says why as a warning
+    // (`HIPFILE_LOG=warn` and above), nothing by default.
+    let (result, log) = open_driver(Flavour::NoMockHip, &[("HIPFILE_LOG", "warn")]);
     assert_eq!(result, "5007 0 0"); // hipFilePlatformNotSupported
-    assert!(log.contains("libamdhip64.so: no device"), "{log}");
+    assert!(log.contains("no GPU runtime") && log.contains("libamdhip64.so: no device"), "{log}");
+    assert_eq!(open_driver(Flavour::NoMockHip, &[]), ("5007 0 0".to_owned(), String::new()), "quiet by default");
 }
 
 #[test]

@@ -289,7 +289,8 @@ fn refused(why: String) -> Error {
 /// Reports why the driver cannot open (C callers only see the code) and gives the code,
 /// `hipFilePlatformNotSupported`.
 fn unavailable(why: String) -> Error {
-    // The caller gets the code: the reason is for `HIPFILE_LOG=debug` (semantics §8).
-    hipfile_core::log::log_once_at(hipfile_core::log::Level::DEBUG, &why, || why.clone());
+    // The caller gets the code; the reason is a warning where `HIPFILE_LOG` asks for one
+    // (semantics §13): quiet by default, as the library always is.
+    hipfile_core::log::log_once_at(hipfile_core::log::Level::WARN, &why, || why.clone());
     OpError::PlatformNotSupported.into()
 }

@@ -1,18 +1,17 @@
-#!/usr/bin/env python3
 """The page cache as users meet it: a checkpoint loaded again and again, by several processes at
 once, written then read back. Each measurement runs in fresh processes (one per load sequence),
 the page cache dropped before it (/proc/sys/vm/drop_caches as root, else posix_fadvise DONTNEED);
 GB/s = bytes / seconds / 1e9, every timer stopping after torch.cuda.synchronize().
 
-    python3 cache_bench.py loads PATH [--settings S1;S2;...] [--rounds 2] [--loads 3]
-    python3 cache_bench.py procs PATH [--n 1,2,4] [--settings ...]
-    python3 cache_bench.py write DIR [--size-gb 4] [--settings ...] [--rounds 2]
+    harness.py cache loads PATH [--settings S1;S2;...] [--rounds 2] [--loads 3]
+    harness.py cache procs PATH [--n 1,2,4] [--settings ...]
+    harness.py cache write DIR [--size-gb 4] [--settings ...] [--rounds 2]
 
 A setting is a loader and environment variables: `hipfile` (hipfile.safetensors.load_file),
 `safetensors` (safetensors.torch.load_file), `fastsafetensors` / `fastsafetensors-gds` (see
-load_bench.py; `fastsafetensors-gds-forced`: the same with its check for /dev/nvidia-fs0 told
+checkpoint_loaders.py; `fastsafetensors-gds-forced`: the same with its check for /dev/nvidia-fs0 told
 yes, so that it uses the libcufile.so.0 loaded), each optionally followed by `,VAR=value` pairs, for example
-`hipfile,HIPFILE_PAGE_CACHE=bypass`. PATH is made (as load_bench.py makes it, --size-gb) if it is
+`hipfile,HIPFILE_PAGE_CACHE=bypass`. PATH is made (as `load` makes it, --size-gb) if it is
 missing.
 
 loads: per setting and round, `--loads` loads in one process after the cache was dropped: each
@@ -25,31 +24,35 @@ the read back.
 
 One JSON object per measurement is printed, one per line.
 """
-
 import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-from cufile_bench import page_cache_share as resident  # noqa: E402 - the scripts beside this one
-from load_bench import drop_cache  # noqa: E402
+from benchlib import child_cmd, disk_read_bytes, drop, emit, make_checkpoint, page_cache_share as resident, parse_header
 
 
-def disk_read_bytes():
-    """Bytes read by whole block devices (not partitions) since boot."""
-    total = 0
-    with open("/proc/diskstats") as f:
-        for line in f:
-            parts = line.split()
-            name = parts[2]
-            if os.path.exists(f"/sys/block/{name}") and not name.startswith(("loop", "ram", "dm-")):
-                total += int(parts[5]) * 512
-    return total
+def register(sub):
+    p = sub.add_parser("cache", help="the page cache: a checkpoint loaded again and again, by several processes, "
+                       "written then read back", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # one child process's work
+    what = p.add_subparsers(dest="what", metavar="{loads,procs,write}")
+    for name in ("loads", "procs"):
+        s = what.add_parser(name)
+        s.add_argument("path")
+        s.add_argument("--size-gb", type=float, default=8.6)
+        s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile;safetensors")
+        s.add_argument("--rounds", type=int, default=2)
+        s.add_argument("--loads", type=int, default=3)
+        s.add_argument("--n", default="1,2,4")
+    s = what.add_parser("write")
+    s.add_argument("dir")
+    s.add_argument("--size-gb", type=float, default=4)
+    s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile")
+    s.add_argument("--rounds", type=int, default=2)
+    p.set_defaults(run=cache)
 
 
 def parse_setting(text):
@@ -70,7 +73,7 @@ def loader(name):
 
         return lambda path: st.load_file(path, device="cuda:0")
     if name.startswith("fastsafetensors"):
-        import load_bench
+        from checkpoint_loaders import make_fastsafetensors
 
         if name.endswith("-forced"):
             # fastsafetensors 0.5 takes its cuFile path only where /dev/nvidia-fs0 exists (else
@@ -79,13 +82,12 @@ def loader(name):
             os.path.exists = lambda p: True if str(p) == "/dev/nvidia-fs0" else exists(p)
 
         info = {}
-        header = load_bench.parse_header
         made = {}
 
         def load(path):
             if "load" not in made:
-                names = [e[0] for e in header(path)[1]]
-                made["load"] = load_bench.make_fastsafetensors("-gds" not in name, info, names)
+                names = [e[0] for e in parse_header(path)[1]]
+                made["load"] = make_fastsafetensors("-gds" not in name, info, names)
             out, cleanup = made["load"](path)
             torch.cuda.synchronize()
             if cleanup:
@@ -110,7 +112,8 @@ def child_loads(name, path, loads):
         tensors = load(path)
         torch.cuda.synchronize()
         dt = time.perf_counter() - t
-        out.append({"gbps": round(size / dt / 1e9, 3), "s": round(dt, 3), "disk_gb": round((disk_read_bytes() - before) / 1e9, 3), "resident": resident(path)})
+        out.append({"gbps": round(size / dt / 1e9, 3), "s": round(dt, 3),
+                    "disk_gb": round((disk_read_bytes() - before) / 1e9, 3), "resident": resident(path)})
         del tensors
         torch.cuda.empty_cache()
     return out
@@ -118,8 +121,8 @@ def child_loads(name, path, loads):
 
 def run_child(args, env_extra, wait=True):
     env = dict(os.environ, **env_extra)
-    cmd = [sys.executable, os.path.abspath(__file__)] + args
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(child_cmd("cache", "--child", *args), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     if not wait:
         return p
     return finish(p)
@@ -140,10 +143,7 @@ def finish(p):
 
 def ensure_checkpoint(path, size_gb):
     if not os.path.exists(path):
-        import load_bench
-
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        load_bench.make_checkpoint(path, size_gb, 32)
+        make_checkpoint(path, size_gb, 32)
         os.sync()
 
 
@@ -153,9 +153,9 @@ def cmd_loads(a):
     for r in range(a.rounds):
         for text in a.settings.split(";"):
             name, env = parse_setting(text)
-            how = drop_cache(a.path)
+            how = drop(a.path)
             res = run_child(["child", name, a.path, str(a.loads)], env)
-            print(json.dumps({"what": "loads", "round": r + 1, "setting": text, "bytes": size, "dropped": how, "loads": res}), flush=True)
+            emit({"what": "loads", "round": r + 1, "setting": text, "bytes": size, "dropped": how, "loads": res})
 
 
 def cmd_procs(a):
@@ -164,7 +164,7 @@ def cmd_procs(a):
     for text in a.settings.split(";"):
         name, env = parse_setting(text)
         for n in [int(x) for x in a.n.split(",")]:
-            drop_cache(a.path)
+            drop(a.path)
             # The children wait for a go file so that startup (imports, CUDA) is not timed.
             go = f"/tmp/cache_bench_go_{os.getpid()}"
             if os.path.exists(go):
@@ -186,7 +186,8 @@ def cmd_procs(a):
                 except OSError:
                     pass
             os.remove(go)
-            print(json.dumps({"what": "procs", "setting": text, "n": n, "bytes": size, "wall_s": round(wall, 3), "disk_gb": round(disk / 1e9, 3), "disk_x_file": round(disk / size, 3), "each": results}), flush=True)
+            emit({"what": "procs", "setting": text, "n": n, "bytes": size, "wall_s": round(wall, 3),
+                  "disk_gb": round(disk / 1e9, 3), "disk_x_file": round(disk / size, 3), "each": results})
 
 
 def child_one(name, path, go):
@@ -195,6 +196,7 @@ def child_one(name, path, go):
     torch.cuda.init()
     torch.empty(1, device="cuda:0")
     load = loader(name)
+    # The parent waits for this file of the child's pid: the harness's own process (no wrapper).
     open(f"{go}.ready.{os.getpid()}", "w").close()
     while not os.path.exists(go):
         time.sleep(0.005)
@@ -233,7 +235,8 @@ def child_write(path, size_gb):
     disk = disk_read_bytes() - before
     same = bool(torch.equal(src, dst))
     os.remove(path)
-    return {"write_gbps": round(n / wt / 1e9, 3), "resident_after_write": res, "read_back_gbps": round(n / rt / 1e9, 3), "read_back_disk_gb": round(disk / 1e9, 3), "equal": same}
+    return {"write_gbps": round(n / wt / 1e9, 3), "resident_after_write": res, "read_back_gbps": round(n / rt / 1e9, 3),
+            "read_back_disk_gb": round(disk / 1e9, 3), "equal": same}
 
 
 def cmd_write(a):
@@ -244,37 +247,19 @@ def cmd_write(a):
             _, env = parse_setting(text)
             os.sync()
             res = run_child(["wchild", path, str(a.size_gb)], env)
-            print(json.dumps({"what": "write", "round": r + 1, "setting": text, "result": res}), flush=True)
+            emit({"what": "write", "round": r + 1, "setting": text, "result": res})
 
 
-def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "child":
-        print(json.dumps(child_loads(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+def cache(a):
+    if a.child:  # a child process: one JSON line on stdout
+        kind, *args = a.child
+        if kind == "child":
+            print(json.dumps(child_loads(args[0], args[1], int(args[2]))))
+        elif kind == "one":
+            print(json.dumps(child_one(*args)))
+        else:
+            print(json.dumps(child_write(args[0], float(args[1]))))
         return
-    if len(sys.argv) > 1 and sys.argv[1] == "one":
-        print(json.dumps(child_one(sys.argv[2], sys.argv[3], sys.argv[4])))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "wchild":
-        print(json.dumps(child_write(sys.argv[2], float(sys.argv[3]))))
-        return
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("loads", "procs"):
-        s = sub.add_parser(name)
-        s.add_argument("path")
-        s.add_argument("--size-gb", type=float, default=8.6)
-        s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile;safetensors")
-        s.add_argument("--rounds", type=int, default=2)
-        s.add_argument("--loads", type=int, default=3)
-        s.add_argument("--n", default="1,2,4")
-    s = sub.add_parser("write")
-    s.add_argument("dir")
-    s.add_argument("--size-gb", type=float, default=4)
-    s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile")
-    s.add_argument("--rounds", type=int, default=2)
-    a = p.parse_args()
-    {"loads": cmd_loads, "procs": cmd_procs, "write": cmd_write}[a.cmd](a)
-
-
-if __name__ == "__main__":
-    main()
+    if not a.what:
+        raise SystemExit("harness.py cache: say loads, procs or write")
+    {"loads": cmd_loads, "procs": cmd_procs, "write": cmd_write}[a.what](a)

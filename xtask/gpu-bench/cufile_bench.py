@@ -1,60 +1,39 @@
-#!/usr/bin/env python3
 """cuFile's users over whichever libcufile.so.0 the process loads (hipfile-rs's with
 LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on stdout:
 
-    cufile_bench.py kvikio FILE [--runs 3]     KvikIO's CuFile.read of the whole (warm) file into a
-                                              CuPy array, with its default thread count and 16
-    cufile_bench.py batch FILE [--runs 5]     128 random 1 MiB reads as one cuFile batch
-                                              (cuFileBatchIOSetUp/Submit/GetStatus, ctypes)
-    cufile_bench.py gds DIR [--size-gb 9]     torch.cuda.gds: GdsFile.save_storage of tensors of
-                                              an LLM's shapes, then load_storage (warm; half into
-                                              buffers gds_register_buffer registered), checked;
-                                              --as-saved: the file is not read through first,
-                                              the loads find what the save left in the page
-                                              cache (its share is reported)
-    cufile_bench.py calls DIR [--size-gb 2]   where load_storage's time goes: the gds benchmark's
-                                              calls (same shapes and offsets, a file of random
-                                              bytes) through load_storage into each tensor, into
-                                              one tensor per shape, and through cuFileRead
-                                              (ctypes) into the same; per-call medians
-    cufile_bench.py elsewhere FILE [--runs 3]  with device 0 current, KvikIO's CuFile.read into a
-                                              CuPy array on device 1 and torch.cuda.gds's
-                                              load_storage into a tensor on cuda:1, each checked
-                                              against the file (a machine of two GPUs or more)
-    cufile_bench.py ab DIR --env "" --env K=V,K2=V2 [--runs 3]
-                                              load_storage of the gds benchmark's calls (none
-                                              registered) with each --env setting in turn, in
-                                              one process, the order reversed every other round,
-                                              two passes each: for settings the library reads
-                                              per call; closes the driver at the end (with
-                                              HIPFILE_LOG=debug, hipfile-rs's counters on stderr)
+  harness.py cufile kvikio FILE [--runs 3]
+      KvikIO's CuFile.read of the whole (warm) file into a CuPy array, with its default thread
+      count and 16
+  harness.py cufile batch FILE [--runs 5]
+      128 random 1 MiB reads as one cuFile batch (cuFileBatchIOSetUp/Submit/GetStatus, ctypes)
+  harness.py cufile gds DIR [--size-gb 9]
+      torch.cuda.gds: GdsFile.save_storage of tensors of an LLM's shapes, then load_storage
+      (warm; half into buffers gds_register_buffer registered), checked; --as-saved: the file is
+      not read through first, the loads find what the save left in the page cache (its share is
+      reported)
+  harness.py cufile calls DIR [--size-gb 2]
+      where load_storage's time goes: the gds benchmark's calls (same shapes and offsets, a file
+      of random bytes) through load_storage into each tensor, into one tensor per shape, and
+      through cuFileRead (ctypes) into the same; per-call medians
+  harness.py cufile elsewhere FILE [--runs 3]
+      with device 0 current, KvikIO's CuFile.read into a CuPy array on device 1 and
+      torch.cuda.gds's load_storage into a tensor on cuda:1, each checked against the file (a
+      machine of two GPUs or more)
+  harness.py cufile ab DIR --env "" --env K=V,K2=V2 [--runs 3]
+      load_storage of the gds benchmark's calls (none registered) with each --env setting in
+      turn, in one process, the order reversed every other round, two passes each: for settings
+      the library reads per call; closes the driver at the end (with HIPFILE_LOG=debug,
+      hipfile-rs's counters on stderr)
 """
 
 import argparse
 import ctypes
-import json
 import os
 import random
 import sys
 import time
 
-
-def loaded_cufile():
-    """The libcufile.so.0 files mapped in this process (after one was loaded), and whether
-    hipfile-rs's libhipfile.so.0 is (which only hipfile-rs's libcufile loads here)."""
-    seen = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if ("libcufile" in path or "libhipfile" in path) and path not in seen:
-                seen.append(path)
-    return seen
-
-
-def warm(path):
-    with open(path, "rb", buffering=0) as f:
-        while f.read(64 << 20):
-            pass
+from benchlib import emit, loaded_cufile, page_cache_share, warm
 
 
 def kvikio_read(a):
@@ -274,27 +253,6 @@ def gds(a):
             "bitwise equal": same, "libcufile": loaded_cufile()}
 
 
-def page_cache_share(path):
-    """The fraction of the file's pages in the page cache (cachestat, Linux 6.5; None where
-    the kernel lacks it)."""
-
-    class Range(ctypes.Structure):
-        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-    class Stat(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recent")]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        r, st = Range(0, 0), Stat()
-        if libc.syscall(451, fd, ctypes.byref(r), ctypes.byref(st), 0) != 0:
-            return None
-        return round(st.cache * 4096 / max(os.fstat(fd).st_size, 1), 4)
-    finally:
-        os.close(fd)
-
-
 def calls(a):
     import statistics
 
@@ -391,21 +349,22 @@ def ab(a):
     return {**out, "the last tensor's first MiB as in the file": ok, "libcufile": loaded_cufile()}
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kvikio", "batch", "gds", "calls", "ab", "elsewhere"])
+def register(sub):
+    p = sub.add_parser("cufile", help="cuFile's users (KvikIO, a cuFile batch, torch.cuda.gds) over the "
+                       "libcufile.so.0 loaded", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=list(MODES))
     p.add_argument("file")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--size-gb", type=float, default=9)
     p.add_argument("--env", action="append", default=[], help="ab: one setting, K=V[,K=V...] ('' as started)")
     p.add_argument("--as-saved", action="store_true", help="gds: load what the save left, without reading it first")
-    a = p.parse_args()
+    p.set_defaults(run=cufile)
+
+
+MODES = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab, "elsewhere": elsewhere}
+
+
+def cufile(a):
     if a.what == "ab" and not a.env:
-        p.error("ab needs at least one --env")
-    modes = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab, "elsewhere": elsewhere}
-    out = modes[a.what](a)
-    print(json.dumps(out))
-
-
-if __name__ == "__main__":
-    main()
+        raise SystemExit("harness.py cufile ab needs at least one --env")
+    emit(MODES[a.what](a))

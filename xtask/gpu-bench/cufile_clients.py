@@ -1,26 +1,63 @@
-#!/usr/bin/env python3
-"""cuFile's clients in a PyTorch process after the one documented step (`python -m hipfile.cufile
+"""cuFile's clients in a PyTorch process, over whichever libcufile.so.0 the process loads.
+
+  clients       InstantTensor's CUFILE backend beside its default backend and hipfile's
+                load_file after `python -m hipfile.cufile use`, each load in a fresh process
+  gds-examples  the examples of PyTorch's own torch.cuda.gds documentation, run as doctests
+"""
+
+import argparse
+import doctest
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchlib import child_cmd, drop, emit, loaded_cufile, make_checkpoint, warm
+
+
+def register(sub):
+    p = sub.add_parser("clients", help="InstantTensor's CUFILE backend beside its default and hipfile's "
+                       "load_file, after `python -m hipfile.cufile use`", description=CLIENTS_DOC,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir", nargs="?")
+    p.add_argument("--size-gb", type=float, default=4.0)
+    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--child", help="one load in this process, by LOADER (DIR is then the file)")
+    p.add_argument("--cold", action="store_true")
+    p.set_defaults(run=clients)
+
+    p = sub.add_parser("gds-examples", help="PyTorch's own torch.cuda.gds examples, run as doctests",
+                       description=EXAMPLES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir", nargs="?")
+    p.set_defaults(run=gds_examples)
+
+
+CLIENTS_DOC = """cuFile's clients in a PyTorch process after the one documented step (`python -m hipfile.cufile
 use`, docs/cufile.md "In a PyTorch process"): InstantTensor's CUFILE backend beside its default
 backend and hipfile's load_file, on one safetensors checkpoint, warm and cold, every tensor
 compared bitwise with safetensors' own read (on the host). One loader per process (a fresh
 process each run, as a server starts), so each run pays what a first load pays.
 
-    python3 cufile_clients.py DIR [--size-gb 4] [--runs 2]      # the whole comparison (JSON)
-    python3 cufile_clients.py --child LOADER PATH [--cold]       # one load (used by the above)
+    harness.py clients DIR [--size-gb 4] [--runs 2]      # the whole comparison (JSON)
+    harness.py clients --child LOADER PATH [--cold]       # one load (used by the above)
 
 LOADER: instanttensor-cufile (backend=CUFILE), instanttensor (its default: URING, then AIO),
 hipfile (hipfile.safetensors.load_file). Each child reports its seconds, whether every tensor was
 bitwise equal, and the cuFile libraries mapped into it (hipfile.cufile.loaded()).
 """
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-import time
+EXAMPLES_DOC = """Runs the examples of the installed PyTorch's own `torch.cuda.gds` documentation (the
+docstrings of `GdsFile`, `gds_register_buffer` and `gds_deregister_buffer`, as doctests) over
+whichever libcufile.so.0 the process loads, in a temporary directory; one JSON object on stdout:
+examples tried and failed per docstring, and the libcufile mapped.
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+PyTorch marks these examples skipped in its own doctest runs (they need a file system cuFile
+accepts); here they run, with `f` the path of a file in DIR.
+
+    harness.py gds-examples DIR
+"""
 
 
 def load(loader, path):
@@ -47,11 +84,10 @@ def child(loader, path, cold):
     from safetensors.torch import load_file as host_load
 
     from hipfile import cufile
-    from load_bench import drop_cache
 
     torch.zeros(1, device="cuda:0")  # CUDA initialised outside the timer
     if cold:
-        drop_cache(path)
+        drop(path)
     start = time.perf_counter()
     tensors = load(loader, path)
     seconds = time.perf_counter() - start
@@ -63,7 +99,7 @@ def child(loader, path, cold):
 
 
 def run_child(loader, path, cold):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", loader, path] + (["--cold"] if cold else [])
+    cmd = child_cmd("clients", "--child", loader, path, *(["--cold"] if cold else []))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -73,19 +109,13 @@ def run_child(loader, path, cold):
     return result
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("dir", nargs="?")
-    parser.add_argument("--size-gb", type=float, default=4.0)
-    parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--child")
-    parser.add_argument("--cold", action="store_true")
-    args = parser.parse_args()
+def clients(args):
     if args.child:
         return child(args.child, args.dir, args.cold)
+    if not args.dir:
+        raise SystemExit("harness.py clients: say DIR")
 
     from hipfile import cufile
-    from load_bench import make_checkpoint, warm_file
 
     path = os.path.join(args.dir, "model.safetensors")
     make_checkpoint(path, args.size_gb, 32)
@@ -99,7 +129,7 @@ def main():
         for _ in range(args.runs):
             for cold in (False, True):
                 if not cold:
-                    warm_file(path)
+                    warm(path)
                 for loader in ("instanttensor-cufile", "instanttensor", "hipfile"):
                     result = run_child(loader, path, cold)
                     rounds.append({"loader": loader, "cold": cold, **result})
@@ -107,8 +137,24 @@ def main():
         report["runs"] = rounds
     finally:
         report["restore"] = [str(p) for p in cufile.restore()]
-    print(json.dumps(report, indent=1))
+    emit(report, indent=1)
 
 
-if __name__ == "__main__":
-    main()
+def gds_examples(a):
+    import torch
+    import torch.cuda.gds as gds
+
+    out = {"torch": torch.__version__}
+    with tempfile.TemporaryDirectory(dir=a.dir) as d:
+        for name in ("GdsFile", "gds_register_buffer", "gds_deregister_buffer"):
+            obj = getattr(gds, name)
+            finder = doctest.DocTestFinder(recurse=False)
+            globs = {"torch": torch, "os": os, "f": os.path.join(d, f"{name}.bin")}
+            globs.update({n: getattr(gds, n) for n in gds.__all__})  # the examples call them by name
+            runner = doctest.DocTestRunner(verbose=False, optionflags=doctest.ELLIPSIS)
+            for test in finder.find(obj, name, globs=globs):
+                runner.run(test, out=sys.stderr.write)
+            result = runner.summarize(verbose=False)
+            out[name] = {"examples": result.attempted, "failed": result.failed}
+    out["libcufile"] = sorted(set(loaded_cufile()))
+    emit(out)

@@ -1,9 +1,43 @@
-"""PyTorch's distributed checkpoint (DCP) of GPU tensors: hipfile.dcp's StorageWriter and
+"""PyTorch's distributed checkpoint (DCP) of GPU tensors.
+
+  dcp        hipfile.dcp's StorageWriter and StorageReader beside PyTorch's FileSystemWriter and
+             FileSystemReader, alternated, in one process or under torchrun
+  dcp-files  durable dcp.save with StorageWriter(files=k), k = 1, 2, 4, 8, beside FileSystemWriter
+"""
+
+import argparse
+import os
+import shutil
+import time
+import warnings
+
+from benchlib import drop, emit, state_dict, tensor_bytes, turn
+
+
+def register(sub):
+    p = sub.add_parser("dcp", help="dcp.save/load/async_save with hipfile.dcp beside FileSystemWriter/Reader "
+                       "(torchrun: every rank)", description=DCP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir")
+    p.add_argument("--size-gb", type=float, default=4.3)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--devices", choices=["shared", "own", "cpu"], default="shared")
+    p.add_argument("--backend", default="cpu:gloo,cuda:nccl")
+    p.add_argument("--storages", default="pytorch,hipfile")
+    p.set_defaults(run=dcp_bench)
+
+    p = sub.add_parser("dcp-files", help="durable dcp.save with StorageWriter(files=1, 2, 4, 8) beside "
+                       "FileSystemWriter", description=FILES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir")
+    p.add_argument("--size-gb", type=float, default=4.3)
+    p.set_defaults(run=dcp_files)
+
+
+DCP_DOC = """PyTorch's distributed checkpoint (DCP) of GPU tensors: hipfile.dcp's StorageWriter and
 StorageReader beside PyTorch's FileSystemWriter and FileSystemReader, alternated, in one process
 (GB/s = tensor bytes / seconds / 1e9):
 
-    python3 dcp_bench.py DIR [--size-gb 4.3] [--rounds 2] [--storages pytorch,hipfile]
-    torchrun --standalone --nproc-per-node N dcp_bench.py DIR [--devices shared|own|cpu] [--backend B]
+    harness.py dcp DIR [--size-gb 4.3] [--rounds 2] [--storages pytorch,hipfile]
+    torchrun --standalone --nproc-per-node N harness.py dcp DIR [--devices shared|own|cpu] [--backend B]
 
 Under torchrun every rank saves and loads its own share of the state dict (its tensors named
 after its rank, SIZE_GB / N each; --devices: all on cuda:0 (shared, the default), each rank on
@@ -19,20 +53,18 @@ compared bitwise with the saved one outside the timer;
 then ``dcp.async_save``: the time the caller is blocked (until it returns) and the time until
 the future completes, the tensors changed at once after it returned and the checkpoint checked
 against the snapshot. Before each save the page cache is written back and dropped (as root).
-The state dict is save_bench.py's (bf16 and fp32 tensors on cuda:0). One JSON line per round.
+The state dict is `save`'s (bf16 and fp32 tensors on cuda:0). One JSON line per round.
 """
 
-import json
-import os
-import shutil
-import time
-import warnings
+FILES_DOC = """    harness.py dcp-files DIR [--size-gb 4.3]
 
-from save_bench import drop, options, state_dict
+dcp.save durable with hipfile.dcp.StorageWriter(files=k), k = 1, 2, 4, 8, and FileSystemWriter,
+the page cache dropped before each (GB/s of tensor bytes); a warm-up save (files=8) first, the
+driver's open; two rounds in opposite orders, one JSON line each.
+"""
 
 
-def main():
-    args = options("dir", size_gb=4.3, rounds=2, devices="shared", backend="cpu:gloo,cuda:nccl", storages="pytorch,hipfile")
+def dcp_bench(args):
     warnings.simplefilter("ignore")  # DCP without a process group says so, each call
 
     import torch
@@ -149,10 +181,33 @@ def main():
             dist.all_reduce(mine, op=dist.ReduceOp.MIN)
             row.update({k: bool(mine.item()) for k in bitwise}, world=world, device=device)
         if rank == 0:
-            print(json.dumps(row), flush=True)
+            emit(row)
     if world > 1:
         dist.destroy_process_group()
 
 
-if __name__ == "__main__":
-    main()
+
+def dcp_files(a):
+    warnings.filterwarnings("ignore")
+    import torch.distributed.checkpoint as dcp
+
+    import hipfile.dcp as hd
+
+    sd = state_dict(a.size_gb)
+    size = tensor_bytes(sd)
+
+    def run(make):
+        path = os.path.join(a.dir, "ck")
+        shutil.rmtree(path, ignore_errors=True)
+        drop()
+        t = time.perf_counter()
+        dcp.save(sd, storage_writer=make(path))
+        s = time.perf_counter() - t
+        shutil.rmtree(path)
+        return round(size / s / 1e9, 3)
+
+    ways = {f"hipfile files={k}": (lambda k: lambda p: hd.StorageWriter(p, files=k))(k) for k in (1, 2, 4, 8)}
+    ways["FileSystemWriter"] = lambda p: dcp.FileSystemWriter(p)
+    run(ways["hipfile files=8"])  # warm-up: the driver open
+    for r in range(2):
+        emit({"round": r + 1, **{n: run(ways[n]) for n in turn(ways, r)}})

@@ -2,7 +2,7 @@
 process, alternated (seconds and GB/s of the checkpoint's files; every timer stops after
 torch.cuda.synchronize()):
 
-    python3 hf_bench.py DIR [--layers 10] [--rounds 3]
+    harness.py transformers DIR [--layers 10] [--rounds 3]
 
 DIR is made if missing: a Llama model (hidden 4096, intermediate 14336, 32 heads, 8 KV heads,
 vocabulary 32000, untied, LAYERS layers: 4.9 GB of bf16 at 10 layers) with random weights,
@@ -11,16 +11,24 @@ dtype bfloat16, warm (as the previous load left the page cache) and cold (droppe
 root); once, every parameter and buffer of the two models is compared bitwise.
 """
 
-import json
+import argparse
 import os
 import time
 import warnings
 
-from save_bench import drop, options  # drop: the page cache written back and dropped (as root)
+from benchlib import drop, emit, turn
 
 
-def main():
-    a = options("dir", layers=10, rounds=3)
+def register(sub):
+    p = sub.add_parser("transformers", help="transformers' from_pretrained beside hipfile's, warm and cold",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dir")
+    p.add_argument("--layers", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(run=hf)
+
+
+def hf(a):
     warnings.simplefilter("ignore")
     import torch
     import transformers
@@ -54,11 +62,11 @@ def main():
         torch.cuda.synchronize()
         return model, time.perf_counter() - start
 
-    print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__, "bytes": size}), flush=True)
+    emit({"transformers": transformers.__version__, "torch": torch.__version__, "bytes": size})
     checked = False
     for round_ in range(a.rounds):
         row = {"round": round_}
-        order = list(ways) if round_ % 2 == 0 else list(reversed(ways))
+        order = turn(ways, round_)
         for temperature in ("cold", "warm"):
             for name in order:
                 if temperature == "cold":
@@ -77,8 +85,5 @@ def main():
                 del model
                 torch.cuda.empty_cache()
             row[f"ratio_{temperature}"] = round(row[f"stock_{temperature}_s"] / row[f"hipfile_{temperature}_s"], 2)
-        print(json.dumps(row), flush=True)
+        emit(row)
 
-
-if __name__ == "__main__":
-    main()

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the two-GPU machine (`nvidia-h200-x2`), from the project root, with target/gpu-bench and
-# .whl carried (after `cargo xtask gpu-bench --peer PATH`): every GPU of the host.
+# .whl carried (after `cargo xtask gpu-bench`): every GPU of the host.
 #  1. the machine: GPUs, their NUMA nodes, CPUs;
 #  2. the C ABI over CUDA with memory of either device whatever device is current
 #     (hipfile-capi/tests/c/devices.c), auto and bounce;
-#  3. the ceiling: pinned host memory copied to one GPU and to both at once;
+#  3. the ceiling: pinned host memory copied to one GPU and to both at once (harness.py ceiling);
 #  4. hipfile bench on a warm 2 GiB file into device 0 alone, device 1 alone, both at once
-#     (ROUNDS rounds, best of 3 runs each), then the peer (KvikIO) the same ways;
+#     (ROUNDS rounds, best of 3 runs each), then the peer (KvikIO) the same ways (harness.py devices);
 #  5. the first call: a 4 GiB read in a fresh process, each run's GB/s (HIPFILE_LOG=debug says
 #     when the staging set up at open was ready).
 # Results in $OUT (or target/gpu-bench/out).
@@ -39,7 +39,7 @@ done
 echo "== pinned host -> GPU ceiling"
 python3 -m pip install -q --no-index --no-deps --target .pysite .whl/*.whl
 export PYTHONPATH=$PWD/.pysite
-python3 $B/copy_ceiling.py --devices 0,1 --size-gib 2 > "$OUT/ceiling.txt" 2>&1
+python3 $B/harness.py ceiling --devices 0,1 --size-gib 2 > "$OUT/ceiling.txt" 2>&1
 cat "$OUT/ceiling.txt"
 
 echo "== hipfile, warm 2 GiB, alone and both at once"
@@ -53,7 +53,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo "== KvikIO, the same file"
-python3 $B/kvikio_devices.py --file "$D/data2g.bin" --devices 0,1 --threads 16,32 --runs 5 > "$OUT/kvikio.txt" 2>&1
+python3 $B/harness.py devices --file "$D/data2g.bin" --devices 0,1 --threads 16,32 --runs 5 > "$OUT/kvikio.txt" 2>&1
 cat "$OUT/kvikio.txt" | grep -v '^{'
 
 echo "== first call: 4 GiB in a fresh process"

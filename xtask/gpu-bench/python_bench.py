@@ -1,20 +1,65 @@
-"""hipfile's Python API beside KvikIO's, in one process on one file (GB/s = 1e9 B/s, best of
+"""hipfile's Python API beside KvikIO's, in one process on one warm file.
+
+  python (futures)  a whole file read into a CuPy array and a PyTorch tensor; 128 random 1 MiB
+                    reads as futures from one thread (into one CuPy array, slices of it, slices
+                    of a tensor), and as one batch; --kvikio: KvikIO's beside; --futures-only,
+                    --rotate: the futures alone; --per-call BIN: what one 4 KiB read costs
+  small             small random reads from Python threads, KvikIO beside hipfile, the Rust
+                    API's figure (`hipfile bench`, the same shape) beside
+"""
+
+import argparse
+import contextlib
+import os
+import random
+import time
+
+from benchlib import MIB, emit, hipfile_bench, make_file, rotate, together, warm
+
+SHAPES = [(4096, 1, 20000), (4096, 16, 4000), (65536, 16, 2000)]  # small: (bytes, threads, calls per thread)
+
+
+def register(sub):
+    p = sub.add_parser("python", aliases=["futures"], help="hipfile's Python API beside KvikIO's: a whole file, "
+                       "128 random 1 MiB futures, one batch; the cost of one call",
+                       description=PYTHON_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file")
+    p.add_argument("--size-gib", type=float, default=4)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--kvikio", action="store_true")
+    p.add_argument("--per-call", metavar="HIPFILE_BIN")
+    p.add_argument("--futures-only", action="store_true", help="only the random futures (KvikIO's with 16 threads)")
+    p.add_argument("--rotate", action="store_true", help="futures only, hipfile's and KvikIO's runs in rotated turns")
+    p.add_argument("--settle", type=float, default=0.0, help="seconds to wait after opening, before timing anything")
+    p.set_defaults(run=python)
+
+    p = sub.add_parser("small", help="small random reads from Python threads, KvikIO beside hipfile",
+                       description=SMALL_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hipfile", required=True, help="the hipfile binary (the Rust API's figure)")
+    p.add_argument("--file", required=True)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--kvikio", action="store_true")
+    p.set_defaults(run=small)
+
+
+PYTHON_DOC = """hipfile's Python API beside KvikIO's, in one process on one file (GB/s = 1e9 B/s, best of
 RUNS): a warm file read whole into a CuPy array and a PyTorch tensor; 128 random 1 MiB reads
 as futures from one thread (into one CuPy array, slices of it, slices of a tensor), and as one
 batch; and, with --per-call, the time one 4 KiB read costs from Python (into NumPy, a
 DeviceBuffer, a CuPy array, a tensor, slices of both) against the same read from the Rust API
-(`hipfile bench`, its JSON).
+(`hipfile bench`, its JSON). One JSON object on stdout.
 
-    python3 python_bench.py FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN] [--futures-only] [--settle S] [--rotate]
+    harness.py python FILE [--size-gib 4] [--runs 3] [--kvikio] [--per-call HIPFILE_BIN] [--futures-only] [--settle S] [--rotate]
 """
 
-import argparse
-import json
-import os
-import random
-import subprocess
-import sys
-import time
+SMALL_DOC = """Small random reads of a warm file into GPU memory, KvikIO beside hipfile: 4 KiB from 1 and 16
+threads, 64 KiB from 16 threads. Both libraries are called the same way from Python threads
+(each thread its own slice of one CuPy array, a read waited for before the next: KvikIO's
+`pread(...).get()`, hipfile's `File.read`), and the Rust API's figure (`hipfile bench`, the
+same shape) is given beside, with its CPU seconds per GB (the tool's own figure). Prints one JSON object.
+
+    harness.py small --hipfile BIN --file DATA [--rounds 2] [--kvikio]
+"""
 
 
 def best(fn, nbytes, runs):
@@ -26,35 +71,16 @@ def best(fn, nbytes, runs):
     return round(nbytes / min(times) / 1e9, 3)
 
 
-def make_file(path, size):
-    if os.path.exists(path) and os.path.getsize(path) >= size:
-        return
-    block = os.urandom(64 << 20)
-    with open(path, "wb") as f:
-        left = size
-        while left > 0:
-            f.write(block[: min(left, len(block))])
-            left -= len(block)
-
-
-def warm(path):
-    with open(path, "rb", buffering=0) as f:
-        while f.read(64 << 20):
-            pass
-
-
-def rotated(a, res, f, dev, futures, torch_slices, offs):
+def rotated(a, res, dev, futures, torch_slices, offs):
     """The futures into one CuPy array, into PyTorch slices, into the array registered, and
     KvikIO's (16 threads) into CuPy slices, one run each in turn, the order rotated every
     round (so that none is always first after the driver opens), best of RUNS rounds each."""
-    import contextlib
-
     import hipfile
     import kvikio
     import kvikio.defaults
 
     kvikio.defaults.set("num_threads", 16)
-    chunk = 1 << 20
+    chunk = MIB
 
     def kv():
         with kvikio.CuFile(a.file, "r") as g:
@@ -68,7 +94,7 @@ def rotated(a, res, f, dev, futures, torch_slices, offs):
         ("kvikio t=16 128 random 1MiB futures", kv, False),
     ]
     for r in range(a.runs):
-        for name, fn, registered in runs[r % len(runs) :] + runs[: r % len(runs)]:
+        for name, fn, registered in rotate(runs, r):
             with hipfile.register(dev) if registered else contextlib.nullcontext():
                 t = time.perf_counter()
                 fn()
@@ -76,23 +102,13 @@ def rotated(a, res, f, dev, futures, torch_slices, offs):
             res[name] = max(res.get(name, 0.0), gbps)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("file")
-    p.add_argument("--size-gib", type=float, default=4)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--kvikio", action="store_true")
-    p.add_argument("--per-call", metavar="HIPFILE_BIN")
-    p.add_argument("--futures-only", action="store_true", help="only the random futures (KvikIO's with 16 threads)")
-    p.add_argument("--rotate", action="store_true", help="futures only, hipfile's and KvikIO's runs in rotated turns")
-    p.add_argument("--settle", type=float, default=0.0, help="seconds to wait after opening, before timing anything")
-    a = p.parse_args()
+def python(a):
     import hipfile
 
     res = {"runtime": hipfile.runtime()}
     if a.per_call:
         per_call(a, res)
-        print(json.dumps(res, indent=1))
+        emit(res, indent=1)
         return
     import cupy as cp
     import torch
@@ -114,7 +130,7 @@ def main():
         with open(a.file, "rb") as g:
             assert ref == g.read(1 << 20), "hipfile read verification failed"
         assert bytes(tensor[: 1 << 20].cpu().numpy().tobytes()) == ref
-        chunk, n = 1 << 20, 128
+        chunk, n = MIB, 128
         rng = random.Random(11)
         offs = [rng.randrange(0, size // chunk) * chunk for _ in range(n)]
 
@@ -130,8 +146,8 @@ def main():
             assert all(x.get() == chunk for x in futs)
 
         if a.rotate:
-            rotated(a, res, f, dev, futures, lambda: futures_into(lambda i: tensor[i * chunk : (i + 1) * chunk]), offs)
-            print(json.dumps(res, indent=1))
+            rotated(a, res, dev, futures, lambda: futures_into(lambda i: tensor[i * chunk : (i + 1) * chunk]), offs)
+            emit(res, indent=1)
             return
         res["hipfile 128 random 1MiB futures"] = best(futures, chunk * n, a.runs)
         res["hipfile 128 random 1MiB futures, torch slices"] = best(
@@ -168,7 +184,7 @@ def main():
                 res[f"kvikio t={nt} read into cupy"] = best(kv_read, size, a.runs)
                 res[f"kvikio t={nt} read into torch"] = best(kv_torch, size, a.runs)
             res[f"kvikio t={nt} 128 random 1MiB futures"] = best(kv_random, chunk * n, a.runs)
-    print(json.dumps(res, indent=1))
+    emit(res, indent=1)
 
 
 def per_call(a, res):
@@ -213,15 +229,57 @@ def per_call(a, res):
                     f.read(buf(), 4096, o)
                 us = (time.perf_counter() - t) / calls * 1e6
                 res[f"{name} us/call"] = min(us, res.get(f"{name} us/call", us))
-    out = subprocess.run(
-        [a.per_call, "bench", "--file", a.file, "--mode", "randread", "--io-size", "4K",
-         "--count", str(calls), "--threads", "1", "--runs", "3", "--json", "--no-verify"],
-        capture_output=True, text=True, check=True,
-    )
-    r = json.loads(out.stdout)["results"][0]
+    r = hipfile_bench(a.per_call, "--file", a.file, "--mode", "randread", "--io-size", "4K",
+                      "--count", str(calls), "--threads", "1", "--runs", "3", "--json", "--no-verify")
     res["rust us/call"] = round(4096 / (r["best_gbps"] * 1e9) * 1e6, 3)
     res["rust bench"] = r
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def threaded(read, size, threads, calls, file_size):
+    """GB/s and µs per call when `threads` threads each make `calls` reads of `size` bytes."""
+    slots = file_size // size
+
+    def work(t):
+        rng = random.Random(t)
+        offs = [rng.randrange(slots) * size for _ in range(calls)]
+        return lambda: [read(t, o) for o in offs]
+
+    secs = together(work, threads)
+    return {"gbps": round(size * calls * threads / secs / 1e9, 3), "us_per_call": round(secs / calls * 1e6, 2)}
+
+
+def rust(a, size, threads, calls):
+    r = hipfile_bench(a.hipfile, "--file", a.file, "--mode", "randread", "--io-size", str(size),
+                      "--count", str(calls * threads), "--threads", str(threads), "--runs", "3", "--json", "--no-verify")
+    return {"gbps": r["best_gbps"], "us_per_call": round(size * threads / (r["best_gbps"] * 1e9) * 1e6, 2),
+            "cpu_s_per_gb": r["cpu_s_per_gb"]}
+
+
+def small(a):
+    import cupy as cp
+
+    import hipfile
+
+    file_size = os.path.getsize(a.file)
+    dev = cp.empty(16 << 16, dtype=cp.uint8)
+    res = {}
+    for r in range(a.rounds):
+        for size, threads, calls in SHAPES:
+            key = f"{size // 1024} KiB x {threads} threads"
+            views = [dev[t * size:(t + 1) * size] for t in range(threads)]
+            got = {"rust": rust(a, size, threads, calls)}
+            with hipfile.open(a.file) as f:
+                got["hipfile python"] = threaded(lambda t, o: f.read(views[t], size, o), size, threads, calls, file_size)
+            if a.kvikio:
+                import kvikio
+                import kvikio.defaults
+
+                kvikio.defaults.set("num_threads", 16)
+                with kvikio.CuFile(a.file, "r") as f:
+                    got["kvikio python"] = threaded(lambda t, o: f.pread(views[t], size, o).get(), size, threads,
+                                                    calls, file_size)
+            res.setdefault(key, []).append(got)
+            print(f"round {r + 1} {key}: " + ", ".join(f"{k} {v['gbps']} GB/s {v['us_per_call']} us" for k, v in
+                                                      got.items()), flush=True)
+    emit(res)
+

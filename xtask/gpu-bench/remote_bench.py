@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """A safetensors checkpoint from object storage into GPU 0 (docs/remote.md): hipfile-rs beside
 what users run instead, in one process, against one SeaweedFS server on this machine (loopback).
 
-    python3 remote_bench.py WEED WORKDIR [--size-gb 4.3] [--rounds 2] [--peers kvikio,runai,curl]
+    harness.py remote WEED WORKDIR [--size-gb 4.3] [--rounds 2] [--peers kvikio,runai,curl]
         [--only first,cache,procs,save]
 
 WEED: the `weed` binary. WORKDIR/model.safetensors is made if missing (bf16 tensors of
@@ -43,10 +42,26 @@ import tempfile
 import time
 import urllib.request
 
-import numpy as np
-import torch
+from benchlib import drop, emit, write_json
 
 BUCKET = "bench"
+np = torch = None  # numpy and torch, imported by `remote` (so that --help needs neither)
+
+
+def register(sub):
+    p = sub.add_parser("remote", help="a checkpoint from object storage (SeaweedFS on loopback): hipfile beside "
+                       "KvikIO, runai, boto3, curl", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("weed")
+    p.add_argument("workdir")
+    p.add_argument("--size-gb", type=float, default=4.3)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--peers", default="kvikio,runai,boto3,curl")
+    p.add_argument("--only", default="first,cache,procs,save,dcp")
+    p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
+    p.add_argument("--ab", default="", help="DIR of an older build of the package, alternated with this one")
+    p.add_argument("--json")
+    p.set_defaults(run=remote)
 
 
 def free_port():
@@ -119,20 +134,11 @@ def report(results, name, size, clock, ok=True, **extra):
     row = {"loader": name, "gbps": round(size / clock.seconds / 1e9, 3), "seconds": round(clock.seconds, 3),
            "cpu_s_per_gb": round(clock.cpu / (size / 1e9), 3), "bitwise": ok, **extra}
     results.append(row)
-    print(json.dumps(row), flush=True)
+    emit(row)
 
 
 def same(got, reference):
     return sorted(got) == sorted(reference) and all(torch.equal(got[k], reference[k]) for k in reference)
-
-
-def drop_caches():
-    subprocess.run(["sync"])
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError as e:
-        print(f"cannot drop caches: {e}", file=sys.stderr)
 
 
 def first_loads(args, url, http_url, size, reference, results):
@@ -168,7 +174,7 @@ def first_loads(args, url, http_url, size, reference, results):
                     report(results, f"kvikio RemoteFile.open_http, {threads} threads", size, c, ok, round=r)
                     del buf
             except Exception as e:  # noqa: BLE001
-                print(json.dumps({"loader": "kvikio", "error": repr(e)}), flush=True)
+                emit({"loader": "kvikio", "error": repr(e)})
         if "runai" in args.peers:
             try:
                 from runai_model_streamer import SafetensorsStreamer
@@ -182,7 +188,7 @@ def first_loads(args, url, http_url, size, reference, results):
                 report(results, "runai-model-streamer SafetensorsStreamer", size, c, same(got, reference), round=r)
                 del got
             except Exception as e:  # noqa: BLE001
-                print(json.dumps({"loader": "runai", "error": repr(e)}), flush=True)
+                emit({"loader": "runai", "error": repr(e)})
         if "boto3" in args.peers:
             try:
                 import boto3
@@ -197,7 +203,7 @@ def first_loads(args, url, http_url, size, reference, results):
                 del got
                 os.unlink(dst)
             except Exception as e:  # noqa: BLE001
-                print(json.dumps({"loader": "boto3", "error": repr(e)}), flush=True)
+                emit({"loader": "boto3", "error": repr(e)})
         if "curl" in args.peers:
             from safetensors.torch import load_file as st_load
 
@@ -234,7 +240,7 @@ def sweep(args, url, size, results):
         row = {"loader": f"hipfile load_file(url), {conns} connections x {part or 8} MiB parts",
                "gbps": [round(size / s / 1e9, 3) for s in runs], "error": out.stderr[-500:] if out.returncode else None}
         results.append(row)
-        print(json.dumps(row), flush=True)
+        emit(row)
 
 
 def ab(args, url, size, results):
@@ -250,7 +256,7 @@ def ab(args, url, size, results):
         row = {"loader": f"hipfile load_file(url), {which} build", "turn": turn,
                "gbps": [round(size / s / 1e9, 3) for s in runs], "error": out.stderr[-500:] if out.returncode else None}
         results.append(row)
-        print(json.dumps(row), flush=True)
+        emit(row)
 
 
 def cache_loads(args, url, size, reference, results):
@@ -268,12 +274,12 @@ def cache_loads(args, url, size, reference, results):
         report(results, "hipfile second load (node cache, page cache warm)", size, c, same(got, reference), round=r)
         del got
     for r in range(args.rounds):
-        drop_caches()
+        drop()
         with Clock() as c:
             got = load_file(url, device="cuda:0", cache_dir=cache)
         report(results, "hipfile load from the node cache, page cache dropped", size, c, same(got, reference), round=r)
         del got
-        drop_caches()
+        drop()
         with Clock() as c:
             got = load_file(args.local, device="cuda:0")
         report(results, "hipfile load_file(local file), page cache dropped", size, c, same(got, reference), round=r)
@@ -304,7 +310,7 @@ def processes(args, url, size, results):
     row = {"loader": "4 processes, one node cache", "fetched_by": fetched, "store_bytes_over_object": fetched,
            "seconds": round(seconds, 3), "each": outs}
     results.append(row)
-    print(json.dumps(row), flush=True)
+    emit(row)
 
 
 def saves(args, endpoint, size, reference, results):
@@ -333,7 +339,7 @@ def saves(args, endpoint, size, reference, results):
                 report(results, "safetensors save_file + boto3 upload_file", size, c, round=r)
                 drop_objects(f"s3://{BUCKET}/boto3-saved-{r}.safetensors")
             except Exception as e:  # noqa: BLE001
-                print(json.dumps({"loader": "boto3 upload", "error": repr(e)}), flush=True)
+                emit({"loader": "boto3 upload", "error": repr(e)})
         os.unlink(local)
 
 
@@ -376,22 +382,15 @@ def dcp_saves(args, size, reference, results):
                 report(results, "FileSystemWriter dcp.save + boto3 upload_file of its files", size, c, round=r)
                 drop_objects(f"s3://{BUCKET}/fsw-{r}/")
             except Exception as e:  # noqa: BLE001
-                print(json.dumps({"loader": "FileSystemWriter + boto3", "error": repr(e)}), flush=True)
+                emit({"loader": "FileSystemWriter + boto3", "error": repr(e)})
             shutil.rmtree(local, ignore_errors=True)
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("weed")
-    p.add_argument("workdir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--peers", default="kvikio,runai,boto3,curl")
-    p.add_argument("--only", default="first,cache,procs,save,dcp")
-    p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
-    p.add_argument("--ab", default="", help="DIR of an older build of the package, alternated with this one")
-    p.add_argument("--json")
-    args = p.parse_args()
+def remote(args):
+    global np, torch
+    import numpy as np
+    import torch
+
     args.peers = args.peers.split(",")
     os.makedirs(args.workdir, exist_ok=True)
     args.local = os.path.join(args.workdir, "model.safetensors")
@@ -440,10 +439,9 @@ def main():
                 except Exception as e:  # noqa: BLE001 - reported; the other sections go on
                     row = {"section": name, "error": repr(e)[:2000]}
                     results.append(row)
-                    print(json.dumps(row), flush=True)
+                    emit(row)
             if args.json:  # what is measured so far, whatever comes next
-                with open(args.json, "w") as f:
-                    json.dump({"size": size, "results": results}, f, indent=1)
+                write_json(args.json, {"size": size, "results": results})
             shutil.rmtree(os.path.join(args.workdir, "cache"), ignore_errors=True)
             shutil.rmtree(os.path.join(args.workdir, "cache-procs"), ignore_errors=True)
     finally:
@@ -451,9 +449,5 @@ def main():
         proc.wait()
         shutil.rmtree(data, ignore_errors=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"size": size, "results": results}, f, indent=1)
+        write_json(args.json, {"size": size, "results": results})
 
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 44's figures on the GPU machine, builds alternated in one call: small reads and one
 # caller's sequential calls from the Rust API (best and mean GB/s, CPU s/GB), the 16-caller
-# rounds beside KvikIO (rounds.py), Python futures into slices beside KvikIO in paired rounds
-# (python_bench.py --futures-only), and the per-call costs from Python (--per-call).
+# rounds beside KvikIO (harness.py random), Python futures into slices beside KvikIO in paired
+# rounds (harness.py python --futures-only), and the per-call costs from Python (--per-call).
 #   BUILDS="old new" A=DIR WHEEL_OLD=DIR WHEEL_NEW=DIR xtask/gpu-bench/small.sh
 # A holds one stripped `hipfile` binary per build, named as in BUILDS; the wheels are the first
 # and last builds' Python packages; KvikIO's wheels are in .whl. Results land in $OUT.
@@ -32,18 +32,18 @@ for r in 1 2; do for b in $BUILDS; do
 done; done | tee "$OUT/rust.txt"
 echo "== 16 callers x 128 random 1 MiB, rounds beside KvikIO"
 for b in $BUILDS; do
-  py new $G/rounds.py --hipfile $A/$b --file $F --mode randread --rounds 5 --json "$OUT/rounds-$b.json" > "$OUT/rounds-$b.txt" 2>&1
+  py new $G/harness.py random --hipfile $A/$b --file $F --rounds 5 --json "$OUT/rounds-$b.json" > "$OUT/rounds-$b.txt" 2>&1
   echo "$b: $(grep -o 'hipfile [0-9.]*  KvikIO best [0-9.]*  ratio [0-9.]*x' "$OUT/rounds-$b.txt" | tr '\n' ';') $(tail -1 "$OUT/rounds-$b.txt")"
 done
 echo "== Python futures, paired rounds beside KvikIO (16 threads)"
 futures='import json,sys; d=json.load(open(sys.argv[1])); p="hipfile 128 random 1MiB futures"; k=d["kvikio t=16 128 random 1MiB futures"]; print(" | ".join("%s %.2f (%.2fx)" % (n[len(p):] or " one array", v, v / k) for n, v in d.items() if n.startswith(p)), "| kvikio", k)'
 for r in 1 2 3 4 5; do for w in old new; do
-  py $w $G/python_bench.py $F --size-gib 4 --runs 3 --kvikio --futures-only > "$OUT/futures-$w-$r.json" 2>&1
+  py $w $G/harness.py python $F --size-gib 4 --runs 3 --kvikio --futures-only > "$OUT/futures-$w-$r.json" 2>&1
   echo "$r $w: $(python3 -c "$futures" "$OUT/futures-$w-$r.json" 2>&1 | tail -1)"
 done; done
 echo "== Python per-call costs (us)"
 for w in old new; do
   b=old; [ $w = new ] && b=$last
-  py $w $G/python_bench.py /root/pc.bin --per-call $A/$b > "$OUT/percall-$w.json" 2>&1
+  py $w $G/harness.py python /root/pc.bin --per-call $A/$b > "$OUT/percall-$w.json" 2>&1
   echo "-- $w"; grep -E '(us|us/call)": ' "$OUT/percall-$w.json" | tr -d '\n'; echo
 done

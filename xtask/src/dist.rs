@@ -16,7 +16,7 @@
 //! PREFIX/lib/cufile/libcufile.so.0                cuFile's C API over libhipfile.so.0 (for
 //! PREFIX/lib/cufile/libcufile.so -> libcufile.so.0  LD_LIBRARY_PATH), and its header:
 //! PREFIX/include/cufile/cufile.h                  apart, so as not to hide CUDA's
-//! PREFIX/lib/pkgconfig/hipfile.pc                 pkg-config
+//! PREFIX/lib/pkgconfig/hipfile.pc                 pkg-config (and hipfile-cufile.pc for cuFile programs)
 //! PREFIX/lib/cmake/hipfile/hipfile-config.cmake   find_package(hipfile): hip::hipfile, ...
 //! ```
 
@@ -98,6 +98,7 @@ fn install(built: &Path, prefix: &Path) -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     write(&lib.join("pkgconfig/hipfile.pc"), &pkg_config(prefix))?;
+    write(&lib.join("pkgconfig/hipfile-cufile.pc"), &pkg_config_cufile(prefix))?;
     write(&lib.join("cmake/hipfile/hipfile-config.cmake"), &CMAKE_CONFIG.replace("@VERSION@", VERSION))?;
     write(&lib.join("cmake/hipfile/hipfile-config-version.cmake"), &cmake_version())
 }
@@ -144,11 +145,26 @@ fn pkg_config(prefix: &Path) -> String {
     )
 }
 
+/// `hipfile-cufile.pc`: cuFile's programs, `-lcufile` (this tree's `libcufile.so.0`, which finds
+/// `libhipfile.so.0` itself) and `cufile.h`.
+fn pkg_config_cufile(prefix: &Path) -> String {
+    format!(
+        "prefix={}\nlibdir=${{prefix}}/lib/cufile\nincludedir=${{prefix}}/include/cufile\n\n\
+         Name: hipfile-cufile\n\
+         Description: hipfile-rs's libcufile.so.0: NVIDIA cuFile's C API over hipfile-rs\n\
+         Version: {VERSION}\n\
+         Libs: -L${{libdir}} -lcufile\n\
+         Cflags: -I${{includedir}}\n",
+        prefix.display()
+    )
+}
+
 /// The CMake package: found relative to itself, so the tree can move (`@VERSION@`: [`VERSION`]).
 const CMAKE_CONFIG: &str = r#"# find_package(hipfile): hipfile-rs, AMD hipFile's C API and a C++ API.
 #   hip::hipfile          the C library (libhipfile.so, hipfile.h); upstream's target name
 #   hip::hipfile_cxx      the C++ API (hipfile.hpp) with the C API, static (link it alone)
 #   hip::hipfile_mockhip  the mock HIP runtime: a GPU emulated in host memory
+#   hip::cufile           cuFile's C API (libcufile.so.0, cufile.h) over hipfile-rs
 # The HIP headers come from ROCm (or Debian's libamdhip64-dev); define __HIP_PLATFORM_AMD__ or
 # __HIP_PLATFORM_NVIDIA__ as HIP programs do.
 get_filename_component(_hipfile_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
@@ -168,6 +184,11 @@ if(NOT TARGET hip::hipfile)
   set_target_properties(hip::hipfile_mockhip PROPERTIES
     IMPORTED_LOCATION "${_hipfile_prefix}/lib/libhipfile_mockhip.so.@VERSION@"
     IMPORTED_SONAME "libhipfile_mockhip.so.0")
+  add_library(hip::cufile SHARED IMPORTED)
+  set_target_properties(hip::cufile PROPERTIES
+    IMPORTED_LOCATION "${_hipfile_prefix}/lib/cufile/libcufile.so.0"
+    IMPORTED_SONAME "libcufile.so.0"
+    INTERFACE_INCLUDE_DIRECTORIES "${_hipfile_prefix}/include/cufile")
 endif()
 set(hipfile_VERSION @VERSION@)
 unset(_hipfile_prefix)

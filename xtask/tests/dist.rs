@@ -1,7 +1,7 @@
 //! `cargo xtask dist` into a temporary prefix, then, from that tree alone: AMD's guide example
 //! built with `pkg-config --cflags --libs hipfile`, a CMake project using
 //! `find_package(hipfile)` with `hip::hipfile` (the example) and `hip::hipfile_cxx` (the C++
-//! example), and a cuFile program on the tree's `libcufile.so.0`, all run over the mock HIP
+//! example; `hip::cufile`), and a cuFile program on the tree's `libcufile.so.0`, all run over the mock HIP
 //! runtime the tree carries. No link made by hand.
 //!
 //! The tree is built in a target directory of its own (`target/dist-test`): a build with the
@@ -84,6 +84,12 @@ fn the_install_tree_serves_pkg_config_and_cmake() {
     std::fs::create_dir_all(&project).unwrap();
     std::fs::copy(root().join("hipfile-capi/tests/c/example.c"), project.join("example.c")).unwrap();
     std::fs::copy(root().join("hipfile-cxx/examples/roundtrip.cpp"), project.join("roundtrip.cpp")).unwrap();
+    // hip::cufile: cufile.h and the tree's libcufile.so.0 (cuFileGetVersion needs no driver).
+    std::fs::write(
+        project.join("cufile_version.c"),
+        "#include <cufile.h>\n#include <stdio.h>\nint main(void) { int v = 0; cuFileGetVersion(&v); printf(\"%d\\n\", v); return v ? 0 : 1; }\n",
+    )
+    .unwrap();
     std::fs::write(
         project.join("CMakeLists.txt"),
         format!(
@@ -96,6 +102,8 @@ target_link_libraries(example PRIVATE hip::hipfile hip::hipfile_mockhip)
 add_executable(roundtrip roundtrip.cpp)
 target_compile_definitions(roundtrip PRIVATE __HIP_PLATFORM_AMD__)
 target_link_libraries(roundtrip PRIVATE hip::hipfile_cxx hip::hipfile_mockhip)
+add_executable(cufile_version cufile_version.c)
+target_link_libraries(cufile_version PRIVATE hip::cufile)
 "#,
             data.display()
         ),
@@ -113,6 +121,8 @@ target_link_libraries(roundtrip PRIVATE hip::hipfile_cxx hip::hipfile_mockhip)
     assert_eq!(out, "", "the example prints nothing when it works");
     let out = run(clean(&mut Command::new(build.join("roundtrip"))).arg(&data));
     assert!(out.starts_with("ok: 1048576 bytes"), "{out}");
+    assert_eq!(run(clean(&mut Command::new(build.join("cufile_version")))).trim(), "1200");
+    assert_eq!(pkg(&["--cflags", "hipfile-cufile"]).trim(), format!("-I{}", prefix.join("include/cufile").display()));
     assert_eq!(std::fs::read(format!("{}.copy", data.display())).unwrap(), std::fs::read(&data).unwrap());
 
     // A cuFile program from the tree: its header and libcufile.so.0, which finds the tree's

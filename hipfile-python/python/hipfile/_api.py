@@ -112,6 +112,9 @@ class StreamOp:
         """Whether the stream has run it."""
         return self._op.done()
 
+    def __repr__(self) -> str:
+        return f"StreamOp(result={self.result})" if self.done() else "StreamOp(queued)"
+
     @property
     def result(self) -> Optional[int]:
         """The bytes moved, or a negative error (``-errno``, ``-hipFileOpError``), once run."""

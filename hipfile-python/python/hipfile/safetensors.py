@@ -71,6 +71,10 @@ class Header:
         self._row_bytes = {t[0]: t[5] for t in tensors}
         self.metadata: Optional[Dict[str, str]] = metadata
 
+    def __repr__(self) -> str:
+        return (f"Header({self.path!r}: {len(self.tensors)} tensors, data_start={self.data_start}, "
+                f"data_len={self.data_len}, metadata={self.metadata!r})")
+
     def row_bytes(self, name: str) -> int:
         """The bytes of one row of ``name``'s first dimension (a scalar has none; a row of a
         packed dtype must end on a byte)."""
