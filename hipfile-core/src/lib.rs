@@ -56,7 +56,6 @@ mod hostio;
 pub mod io;
 pub mod log;
 pub mod memory;
-pub mod params;
 mod platform;
 pub mod pool;
 pub mod stats;
@@ -71,6 +70,7 @@ pub use backend::{Backend, BackendKind, Capability, Declined, Direction, IoReque
 pub use batch::{BatchEntry, BatchEvent, BatchId, MAX_BATCH_ENTRIES};
 pub use cache::{CachePolicy, CacheRule, CacheUse, PageCache};
 pub use config::DriverProperties;
+pub use config::params;
 pub use config::{BackendChoice, BounceSettings, Config, Demote};
 pub use driver::{BufferInfo, Driver, HandleId, MAX_VECTORS, Platform};
 pub use error::{Error, HipError, OpError, Result};

@@ -45,16 +45,7 @@ fn main() -> ExitCode {
         Command::Bench(args) if args.file.as_deref().is_some_and(remote::is_url) => {
             remote::bench(&args).map(|r| remote::print_bench(&r, args.json))
         }
-        Command::Bench(args) => args.check().and_then(|a| {
-            // A table says what it runs on first, then each mode as it ends; JSON comes whole.
-            let mut shown = 0;
-            let mut as_it_goes = |r: &Report| {
-                if !a.json {
-                    print_progress(r, &mut shown);
-                }
-            };
-            bench::run(&a, &mut as_it_goes).map(|r| print(&r, a.json))
-        }),
+        Command::Bench(args) => args.check().and_then(|a| bench_locally(&a)),
         Command::Check(args) => match check::run(&args) {
             Ok((report, served)) => {
                 if args.json {
@@ -115,6 +106,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `hipfile bench` on a file: a table says what it runs on first, then each mode as it ends;
+/// JSON comes whole at the end.
+fn bench_locally(args: &args::BenchArgs) -> Result<(), String> {
+    let mut shown = 0;
+    let mut as_it_goes = |r: &Report| {
+        if !args.json {
+            print_progress(r, &mut shown);
+        }
+    };
+    bench::run(args, &mut as_it_goes).map(|r| print(&r, args.json))
 }
 
 /// The table's lines for what `report` has that `shown` (outcomes printed so far) has not: the

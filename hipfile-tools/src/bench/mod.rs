@@ -373,13 +373,9 @@ fn measure(
         scheduled.push(before.since(timed.iter().map(|t| t.2).sum()));
     }
     let cpu = cpu_seconds() - cpu_before;
-    let verified = match args.verify {
-        true => {
-            let _step = Step::new(format!("checking {} against the file", mode.name()));
-            verify(targets, &calls, target)?
-        }
-        false => None,
-    };
+    let checking = args.verify.then(|| Step::new(format!("checking {} against the file", mode.name())));
+    let verified = if checking.is_some() { verify(targets, &calls, target)? } else { None };
+    drop(checking);
     let (run_cpu_wait_ms, run_preempted) = scheduled.into_iter().unzip();
     Ok(Outcome {
         mode,

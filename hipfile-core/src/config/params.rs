@@ -1,6 +1,7 @@
-//! The parameter table (semantics §13): hipFile's parameters, their C values and the values
-//! each takes. The calls that get and stage them are the driver's (`driver/params.rs`); what
-//! each steers, and the driver properties, are the configuration's ([`crate::config`]). cuFile's
+//! The parameters in one place (semantics §13): hipFile's parameters, their C values and the
+//! values each takes (the table), the variables that set them (`read_variables`), and their
+//! get and set on a [`Config`] (what each steers); the staged setting applied at the next open.
+//! The driver's calls that lock its state around these are `driver/params.rs`. cuFile's
 //! semantics (upstream's system tests, `test/system/config.cpp`).
 //!
 //! A value set while the driver is closed is *staged*; the next open applies it over the
@@ -10,6 +11,11 @@
 //!
 //! Each parameter that names something the library has steers it (see [`Config`](crate::config::Config)'s fields);
 //! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
+
+use super::{BOOL_WORDS, Config, StreamSignal, StringValues, invalid, parse_bool};
+use crate::cache::PageCache;
+use crate::error::{OpError, Result};
+use crate::words::Words;
 
 macro_rules! parameters {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident,)+ }) => {
@@ -260,6 +266,209 @@ pub const BOOL_VARIABLES: [(&str, BoolTarget); 7] = [
 /// variables that set the same things take the same values.
 pub(crate) fn size_accepted(p: SizeParam, v: usize) -> bool {
     size_range(p).contains(&v) && (p != SizeParam::MaxDirectIoSizeKb || v.is_multiple_of(4))
+}
+
+/// Sets what the parameters' own variables (`BOOL_VARIABLES`, `SIZE_VARIABLES`, and hipFile
+/// 0.5's `HIPFILE_ASYNC_BUFFER_SIZE`) say in the environment `get` reads (empty: unset).
+pub(super) fn read_variables(config: &mut Config, get: &impl Fn(&str) -> Option<String>) -> Result<()> {
+    for (name, target) in BOOL_VARIABLES {
+        if let Some(text) = get(name) {
+            let value = parse_bool(&text).ok_or_else(|| invalid(name, text, BOOL_WORDS))?;
+            config.set_bool_variable(target, value);
+        }
+    }
+    for v in SIZE_VARIABLES {
+        if let Some(text) = get(v.name) {
+            let value = v.parse(&text).ok_or_else(|| invalid(v.name, text, v.accepted()))?;
+            config.set_size_parameter(v.param, value)?;
+        }
+    }
+    // hipFile 0.5's `HIPFILE_ASYNC_BUFFER_SIZE` (bytes; upstream: each stream's pinned staging
+    // buffer, 0 its default): stream-ordered I/O here stages through the bounce path's pool,
+    // which it makes at least that large where `HIPFILE_BOUNCE_MEMORY_MIB` does not size the
+    // pool (up to the pool's largest).
+    let name = "HIPFILE_ASYNC_BUFFER_SIZE";
+    let async_buffer = get(name)
+        .map(|v| v.trim().parse::<usize>().map_err(|_| invalid(name, v, "0 (the default) or more bytes")))
+        .transpose()?;
+    if let Some(bytes) = async_buffer.filter(|&b| b > 0 && get("HIPFILE_BOUNCE_MEMORY_MIB").is_none()) {
+        let pool = SizeParam::MaxDevicePinnedMemSizeKb;
+        let kib = bytes.div_ceil(1 << 20).saturating_mul(1024).min(*size_range(pool).end());
+        if kib > config.size_parameter(pool) {
+            config.set_size_parameter(pool, kib)?;
+        }
+    }
+    Ok(())
+}
+
+fn invalid_value<T>() -> Result<T> {
+    Err(OpError::InvalidValue.into())
+}
+
+impl Config {
+    /// The value of a size parameter in this configuration.
+    pub fn size_parameter(&self, p: SizeParam) -> usize {
+        use SizeParam::*;
+        match p {
+            ProfileStats => self.stats_level,
+            MaxIoQueueDepth => self.bounce.direct_streams,
+            MaxIoThreads => self.bounce.threads,
+            MaxDirectIoSizeKb => self.bounce.chunk >> 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit >> 10,
+            IoBatchsize => self.batch_size,
+            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb,
+            MaxRequestParallelism => self.kept.max_request_parallelism,
+            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb,
+            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb,
+            PollThresholdSizeKb => self.kept.poll_threshold_kb,
+            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms,
+        }
+    }
+
+    /// Sets a size parameter; a value it does not take (`size_accepted`) is
+    /// `hipFileInvalidValue` (and changes nothing).
+    pub fn set_size_parameter(&mut self, p: SizeParam, v: usize) -> Result<()> {
+        use SizeParam::*;
+        if !size_accepted(p, v) {
+            return invalid_value();
+        }
+        match p {
+            ProfileStats => self.stats_level = v,
+            MaxIoQueueDepth => self.bounce.direct_streams = v,
+            MaxIoThreads => self.bounce.threads = v,
+            MaxDirectIoSizeKb => self.bounce.chunk = v << 10,
+            MaxDevicePinnedMemSizeKb => self.bounce.memory_limit = v << 10,
+            IoBatchsize => self.batch_size = v,
+            MinIoThresholdSizeKb => self.kept.min_io_threshold_kb = v,
+            MaxRequestParallelism => self.kept.max_request_parallelism = v,
+            MaxDeviceCacheSizeKb => self.kept.max_device_cache_kb = v,
+            PerBufferCacheSizeKb => self.kept.per_buffer_cache_kb = v,
+            PollThresholdSizeKb => self.kept.poll_threshold_kb = v,
+            BatchIoTimeoutMs => self.kept.batch_io_timeout_ms = v,
+        }
+        Ok(())
+    }
+
+    /// The value of a boolean parameter in this configuration.
+    pub fn bool_parameter(&self, p: BoolParam) -> bool {
+        use BoolParam::*;
+        match p {
+            AllowCompatMode => self.allow_compat_mode,
+            ForceCompatMode => self.force_compat_mode,
+            PreferIoUring => self.bounce.io_uring,
+            AllowSystemMemory => self.allow_system_memory,
+            ExecutionParallelIo => self.bounce.threads != 1,
+            StreamMemopsBypass => self.stream_signal == StreamSignal::Inline,
+            ForceOdirectMode => self.page_cache == PageCache::Bypass,
+            other => self.kept.bools[other as usize],
+        }
+    }
+
+    /// The value of what a boolean variable sets.
+    pub fn bool_variable(&self, target: BoolTarget) -> bool {
+        match target {
+            BoolTarget::Param(p) => self.bool_parameter(p),
+            BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems,
+            BoolTarget::DurableWrites => self.bounce.durable_writes,
+            BoolTarget::Gather => self.bounce.gather,
+        }
+    }
+
+    /// Sets what a boolean variable sets.
+    pub fn set_bool_variable(&mut self, target: BoolTarget, v: bool) {
+        match target {
+            BoolTarget::Param(p) => self.set_bool_parameter(p, v),
+            BoolTarget::UnsupportedFileSystems => self.unsupported_file_systems = v,
+            BoolTarget::DurableWrites => self.bounce.durable_writes = v,
+            BoolTarget::Gather => self.bounce.gather = v,
+        }
+    }
+
+    /// Sets a boolean parameter.
+    pub fn set_bool_parameter(&mut self, p: BoolParam, v: bool) {
+        use BoolParam::*;
+        match p {
+            AllowCompatMode => self.allow_compat_mode = v,
+            ForceCompatMode => self.force_compat_mode = v,
+            PreferIoUring => self.bounce.io_uring = v,
+            AllowSystemMemory => self.allow_system_memory = v,
+            ExecutionParallelIo => match (v, self.bounce.threads) {
+                (false, _) => self.bounce.threads = 1,
+                (true, 1) => self.bounce.threads = 0,
+                (true, _) => {}
+            },
+            StreamMemopsBypass => match (v, self.stream_signal) {
+                (true, _) => self.stream_signal = StreamSignal::Inline,
+                (false, StreamSignal::Inline) => self.stream_signal = StreamSignal::HostFn,
+                (false, _) => {}
+            },
+            ForceOdirectMode => match (v, self.page_cache) {
+                (true, _) => self.page_cache = PageCache::Bypass,
+                (false, PageCache::Bypass) => self.page_cache = PageCache::Auto,
+                (false, _) => {}
+            },
+            other => self.kept.bools[other as usize] = v,
+        }
+    }
+
+    /// The value of a string parameter in this configuration.
+    pub fn string_parameter(&self, p: StringParam) -> &str {
+        let StringValues { logging_level, log_file, log_dir } = &self.kept.strings;
+        match p {
+            StringParam::LoggingLevel => logging_level,
+            StringParam::EnvLogfilePath => log_file,
+            StringParam::LogDir => log_dir,
+            StringParam::PageCache => self.page_cache.word(),
+        }
+    }
+
+    /// Sets a string parameter: a logging level must be one of `ERROR`, `WARN`, `INFO`,
+    /// `DEBUG`, `TRACE` (any case); paths must be absolute; the page-cache policy is `auto`,
+    /// `keep` or `bypass` (any case).
+    pub fn set_string_parameter(&mut self, p: StringParam, v: &str) -> Result<()> {
+        if p == StringParam::PageCache {
+            self.page_cache = PageCache::parse(v).ok_or(OpError::InvalidValue)?;
+            return Ok(());
+        }
+        let s = &mut self.kept.strings;
+        match p {
+            StringParam::PageCache => unreachable!("set above"),
+            StringParam::LoggingLevel => {
+                let level = v.trim().to_ascii_uppercase();
+                if !["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level.as_str()) {
+                    return invalid_value();
+                }
+                s.logging_level = level;
+            }
+            StringParam::EnvLogfilePath | StringParam::LogDir if !v.starts_with('/') || v.contains('\0') => {
+                return invalid_value();
+            }
+            StringParam::EnvLogfilePath => s.log_file = v.to_owned(),
+            StringParam::LogDir => s.log_dir = v.to_owned(),
+        }
+        Ok(())
+    }
+
+    /// Applies a staged setting (checked when it was staged). A log directory that is not an
+    /// existing directory is not applied (cuFile's rule).
+    pub(crate) fn apply(&mut self, setting: &Setting) {
+        match setting {
+            Setting::Size(p, v) => drop(self.set_size_parameter(*p, *v)),
+            Setting::Bool(p, v) => self.set_bool_parameter(*p, *v),
+            Setting::String(StringParam::LogDir, dir) if !std::path::Path::new(dir).is_dir() => {}
+            Setting::String(p, v) => drop(self.set_string_parameter(*p, v)),
+        }
+    }
+
+    /// Checks a setting against a scratch configuration: what staging it requires.
+    pub(crate) fn check(setting: &Setting) -> Result<()> {
+        let mut scratch = Config::default();
+        match setting {
+            Setting::Size(p, v) => scratch.set_size_parameter(*p, *v),
+            Setting::Bool(..) => Ok(()),
+            Setting::String(p, v) => scratch.set_string_parameter(*p, v),
+        }
+    }
 }
 
 #[cfg(test)]
