@@ -11,137 +11,22 @@
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{JoinHandle, ThreadId};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
-use hipfile_core::sync::{lock, wait};
+use hipfile_core::sync::lock;
 use hipfile_core::{CopyKind, Event, GatherPiece, GpuRuntime, HipError, HostFn, MemoryType, PointerInfo, Stream};
 
 use crate::faults::Faults;
 
+mod alloc;
+mod stream_worker;
+
+use alloc::{Alloc, Kind, no_access};
+use stream_worker::{Job, StreamWorker};
+
 /// Alignment of every mock allocation: enough for any direct-I/O rule.
 pub const MOCK_ALIGN: usize = 4096;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// Device memory the mock allocated.
-    Device,
-    /// Pinned host memory the mock allocated.
-    PinnedHost,
-    /// Host memory the caller owns and registered.
-    RegisteredHost,
-}
-
-#[derive(Debug)]
-struct Alloc {
-    size: usize,
-    device: i32,
-    kind: Kind,
-    /// Device memory from `hipMallocManaged`: reported as managed, reachable from the host.
-    managed: bool,
-    /// Where the bytes are: the address handed out, or for guarded device memory the
-    /// allocation behind it.
-    view: usize,
-}
-
-impl Alloc {
-    fn owned_layout(&self) -> Option<Layout> {
-        (self.kind != Kind::RegisteredHost)
-            .then(|| Layout::from_size_align(self.size, MOCK_ALIGN).expect("checked at allocation"))
-    }
-
-    /// Frees what the allocation handed out at `addr` owns (once: it has left the table).
-    fn free(&self, addr: usize) {
-        if let Some(layout) = self.owned_layout() {
-            // SAFETY: `view` was allocated by `allocate` with this layout and its entry is
-            // gone from the table, so it is freed once.
-            unsafe { std::alloc::dealloc(self.view as *mut u8, layout) };
-        }
-        if addr != self.view {
-            // SAFETY: the no-access range `no_access` mapped for this allocation, `size` bytes.
-            unsafe { libc::munmap(addr as *mut libc::c_void, self.size) };
-        }
-    }
-}
-
-/// `len` bytes of address space with no access (reads and writes fault), or `None`.
-fn no_access(len: usize) -> Option<usize> {
-    // SAFETY: an anonymous mapping the kernel places; nothing of ours is there.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    (addr != libc::MAP_FAILED).then_some(addr as usize)
-}
-
-type Job = Box<dyn FnOnce() -> Result<(), HipError> + Send>;
-
-/// One stream: a thread that runs queued work in order, and the count of work not yet run.
-struct StreamWorker {
-    queue: Option<mpsc::Sender<Job>>,
-    thread: Option<JoinHandle<()>>,
-    progress: Arc<(Mutex<StreamProgress>, Condvar)>,
-}
-
-#[derive(Default)]
-struct StreamProgress {
-    pending: u64,
-    error: Option<HipError>,
-}
-
-impl StreamWorker {
-    fn start() -> StreamWorker {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let progress = Arc::new((Mutex::new(StreamProgress::default()), Condvar::new()));
-        let p = Arc::clone(&progress);
-        let thread = std::thread::Builder::new()
-            .name("mockgpu-stream".into())
-            .spawn(move || {
-                for job in rx {
-                    let result = job();
-                    let mut s = lock(&p.0);
-                    s.pending -= 1;
-                    if let Err(e) = result {
-                        s.error.get_or_insert(e);
-                    }
-                    p.1.notify_all();
-                }
-            })
-            .expect("spawning a stream thread");
-        StreamWorker { queue: Some(tx), thread: Some(thread), progress }
-    }
-
-    fn submit(&self, job: Job) -> Result<(), HipError> {
-        lock(&self.progress.0).pending += 1;
-        let queue = self.queue.as_ref().ok_or(HipError::INVALID_HANDLE)?;
-        queue.send(job).map_err(|_| HipError::INVALID_HANDLE)
-    }
-
-    fn synchronize(&self) -> Result<(), HipError> {
-        let (m, cv) = &*self.progress;
-        let mut s = lock(m);
-        while s.pending > 0 {
-            s = wait(cv, s);
-        }
-        s.error.take().map_or(Ok(()), Err)
-    }
-}
-
-impl Drop for StreamWorker {
-    fn drop(&mut self) {
-        self.queue = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 /// A GPU emulated in host memory, with several devices, streams and fault injection.
 pub struct MockGpu {
@@ -416,7 +301,7 @@ impl MockGpu {
     /// `hipStreamQuery`: whether the work queued on `stream` has all run (the null stream's
     /// always has: it runs at once).
     pub fn stream_idle(&self, stream: Stream) -> Result<bool, HipError> {
-        Ok(self.stream(stream)?.is_none_or(|w| lock(&w.progress.0).pending == 0))
+        Ok(self.stream(stream)?.is_none_or(|w| w.idle()))
     }
 
     /// `hipDeviceSynchronize`: waits for every stream; reports the first failure.

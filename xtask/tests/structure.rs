@@ -4,7 +4,7 @@
 //! A file's imports are the modules its `crate::` paths name (outside its `#[cfg(test)] mod
 //! tests`), a name the crate root re-exports counting as the module it comes from; the crate
 //! root's are the child modules its own paths name; a child module's `super::` is its parent.
-//! And no library source file over 700 lines, no function over 80 outside tests.
+//! And no library source file over 600 lines, no function over 80 outside tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -254,7 +254,7 @@ fn a_circle_is_seen() {
 }
 
 /// The longest a library source file may be, in lines, and a function outside tests.
-const FILE_LINES: usize = 700;
+const FILE_LINES: usize = 600;
 const FUNCTION_LINES: usize = 80;
 
 /// The library sources: each crate's `src` (its unit-test files, `tests.rs`, left out) and the
