@@ -190,54 +190,13 @@ fn io(transfer: impl FnOnce(&Driver<SystemPlatform>) -> Result<usize>) -> libc::
     boundary(|| ssize_return(transfer(driver())))
 }
 
-/// `hipFileReadAsync` as this library serves it: its entry of the dispatch table (trace.rs).
-pub(crate) unsafe extern "C" fn own_hipFileReadAsync(
-    fh: hipFileHandle_t,
-    buffer_base: *mut c_void,
-    size_p: *mut usize,
-    file_offset_p: *mut hoff_t,
-    buffer_offset_p: *mut hoff_t,
-    bytes_read_p: *mut libc::ssize_t,
-    stream: hipStream_t,
-) -> hipFileError_t {
-    // SAFETY: the caller's contract, passed on.
-    unsafe {
-        stream_export(Direction::Read, fh, buffer_base, size_p, file_offset_p, buffer_offset_p, bytes_read_p, stream)
-    }
-}
-
-/// `hipFileWriteAsync` as this library serves it: its entry of the dispatch table (trace.rs).
-pub(crate) unsafe extern "C" fn own_hipFileWriteAsync(
-    fh: hipFileHandle_t,
-    buffer_base: *mut c_void,
-    size_p: *mut usize,
-    file_offset_p: *mut hoff_t,
-    buffer_offset_p: *mut hoff_t,
-    bytes_written_p: *mut libc::ssize_t,
-    stream: hipStream_t,
-) -> hipFileError_t {
-    // SAFETY: the caller's contract, passed on.
-    unsafe {
-        stream_export(
-            Direction::Write,
-            fh,
-            buffer_base,
-            size_p,
-            file_offset_p,
-            buffer_offset_p,
-            bytes_written_p,
-            stream,
-        )
-    }
-}
-
-/// `hipFileReadAsync` or `hipFileWriteAsync` in C's convention.
+/// `hipFileReadAsync` (`WRITE` false) and `hipFileWriteAsync` as this library serves them:
+/// their entries of the dispatch table (trace.rs).
 ///
 /// # Safety
-/// As [`hipFileReadAsync`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn stream_export(
-    direction: Direction,
+/// The caller's contract (`hipFileReadAsync`'s and `hipFileWriteAsync`'s): a stream of the
+/// runtime in use, and pointers valid until the operation has run.
+pub(crate) unsafe extern "C" fn own_stream_io<const WRITE: bool>(
     fh: hipFileHandle_t,
     buffer_base: *mut c_void,
     size: *mut usize,
@@ -246,8 +205,9 @@ unsafe fn stream_export(
     bytes: *mut libc::ssize_t,
     stream: hipStream_t,
 ) -> hipFileError_t {
+    let direction = if WRITE { Direction::Write } else { Direction::Read };
     // SAFETY: the caller's contract: a stream of the runtime in use, alive until the operation
-    // has run (hipFileReadAsync's and hipFileWriteAsync's).
+    // has run.
     let (handle, stream) = (HandleId(fh as u64), unsafe { Stream::from_raw(stream as usize) });
     boundary(|| {
         // SAFETY: the caller's contract, passed on.

@@ -81,8 +81,8 @@ dispatch_table! {
     pfn_hipfile_batch_io_get_status: crate::batch::own_hipFileBatchIOGetStatus = (hipFileBatchHandle_t, c_uint, *mut c_uint, *mut hipFileIOEvents_t, *mut libc::timespec) -> hipFileError_t;
     pfn_hipfile_batch_io_cancel: crate::batch::own_hipFileBatchIOCancel = (hipFileBatchHandle_t) -> hipFileError_t;
     pfn_hipfile_batch_io_destroy: crate::batch::own_hipFileBatchIODestroy = (hipFileBatchHandle_t) -> ();
-    pfn_hipfile_read_async: crate::own_hipFileReadAsync = (hipFileHandle_t, *mut c_void, *mut usize, *mut hoff_t, *mut hoff_t, *mut libc::ssize_t, hipStream_t) -> hipFileError_t;
-    pfn_hipfile_write_async: crate::own_hipFileWriteAsync = (hipFileHandle_t, *mut c_void, *mut usize, *mut hoff_t, *mut hoff_t, *mut libc::ssize_t, hipStream_t) -> hipFileError_t;
+    pfn_hipfile_read_async: crate::own_stream_io::<false> = (hipFileHandle_t, *mut c_void, *mut usize, *mut hoff_t, *mut hoff_t, *mut libc::ssize_t, hipStream_t) -> hipFileError_t;
+    pfn_hipfile_write_async: crate::own_stream_io::<true> = (hipFileHandle_t, *mut c_void, *mut usize, *mut hoff_t, *mut hoff_t, *mut libc::ssize_t, hipStream_t) -> hipFileError_t;
     pfn_hipfile_stream_register: crate::own_hipFileStreamRegister = (hipStream_t, c_uint) -> hipFileError_t;
     pfn_hipfile_stream_deregister: crate::own_hipFileStreamDeregister = (hipStream_t) -> hipFileError_t;
     pfn_hipfile_get_version: crate::own_hipFileGetVersion = (*mut c_uint, *mut c_uint, *mut c_uint) -> hipFileError_t;
