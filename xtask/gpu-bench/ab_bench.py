@@ -19,13 +19,12 @@ The defaults come from the environment as the earlier ab.sh took them: MODES, RO
 PY_NEW, CKPT, and the data file HIPFILE_BENCH_DIR/data.bin (/root/hf-bench/data.bin).
 """
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 
-from benchlib import HERE, child_cmd, emit, hipfile_bench
+from benchlib import HERE, child_cmd, counts, emit, hipfile_bench, subcommand
 
 SHORT = {"read into cupy": "cupy", "read into torch": "torch", "128 random 1MiB futures": "futures",
          "128 random 1MiB futures, torch slices": "torch_slices",
@@ -48,17 +47,15 @@ print(round(os.path.getsize(path) / min(times) / 1e9, 2))
 
 def register(sub):
     env = os.environ.get
-    p = sub.add_parser("ab", help="two builds (binaries, Python packages) alternated on the same files",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "ab", ab, "two builds (binaries, Python packages) alternated on the same files", __doc__)
     p.add_argument("old", help="the old build's hipfile binary")
     p.add_argument("new", help="the new build's hipfile binary")
     p.add_argument("--modes", default=env("MODES", "warm cold write randread"))
-    p.add_argument("--rounds", type=int, default=int(env("ROUNDS", "2")))
+    counts(p, rounds=int(env("ROUNDS", "2")))
     p.add_argument("--py-old", default=env("PY_OLD", ""), help="the old build's Python package (a PYTHONPATH)")
     p.add_argument("--py-new", default=env("PY_NEW", ""), help="the new build's Python package (a PYTHONPATH)")
     p.add_argument("--data", default=os.path.join(env("HIPFILE_BENCH_DIR", "/root/hf-bench"), "data.bin"))
     p.add_argument("--ckpt", default=env("CKPT", "/root/ckpt/model.safetensors"))
-    p.set_defaults(run=ab)
 
 
 def python_env(pythonpath):

@@ -1,12 +1,13 @@
 """What the harness's measurements share: the page cache (dropped, warmed, its share of a file),
 the files they read (a file of random bytes, an LLM-shaped safetensors checkpoint, a state dict
 of GPU tensors), best-of-N timing, threads started together, paired rounds' order, the block
-devices' bytes, `hipfile bench`'s JSON, and the JSON record.
+devices' bytes, `hipfile bench`'s JSON, the JSON record, and the subcommands' parsers.
 
 Nothing here imports a GPU package at import time (torch, cupy, kvikio and hipfile are imported
 where used), so that `harness.py --help` runs on a machine without them.
 """
 
+import argparse
 import ctypes
 import datetime
 import json
@@ -70,6 +71,34 @@ def child_cmd(subcommand, *args):
     """The command line of this harness's SUBCOMMAND in a fresh process (no record of its own:
     its parent records what it reports)."""
     return [sys.executable, HARNESS, "--record", "", subcommand, *map(str, args)]
+
+
+# --- the subcommands' parsers --------------------------------------------------------------------
+
+
+def subcommand(sub, name, run, help, description, aliases=()):
+    """The parser of the harness's subcommand NAME (and its ALIASES) in SUB, the harness's
+    subparsers: HELP is its line in the harness's --help, DESCRIPTION its own --help's text (as
+    written), and RUN(args) what it does. Its arguments are the caller's to add."""
+    p = sub.add_parser(name, aliases=list(aliases), help=help, description=description,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(run=run)
+    return p
+
+
+def counts(p, **defaults):
+    """Adds to parser P an option --NAME (NAME's underscores as dashes) for each keyword, in the
+    order given, with its value as the default: the sizes (size_gb, size_gib) are floats, every
+    other (runs, rounds, layers, ...) a whole number."""
+    for name, default in defaults.items():
+        p.add_argument("--" + name.replace("_", "-"), type=float if name.startswith("size_") else int, default=default)
+
+
+def switches(p, *names, **helps):
+    """Adds to parser P an on/off option --NAME (NAME's underscores as dashes; off unless given)
+    for each of NAMES, then for each keyword, its value the option's help, in the order given."""
+    for name, help in [(name, None) for name in names] + list(helps.items()):
+        p.add_argument("--" + name.replace("_", "-"), action="store_true", help=help)
 
 
 # --- the page cache ------------------------------------------------------------------------------

@@ -30,29 +30,27 @@ import os
 import subprocess
 import time
 
-from benchlib import child_cmd, disk_read_bytes, drop, emit, make_checkpoint, page_cache_share as resident, parse_header
+from benchlib import (child_cmd, counts, disk_read_bytes, drop, emit, make_checkpoint, page_cache_share as resident,
+                      parse_header, subcommand)
 
 
 def register(sub):
-    p = sub.add_parser("cache", help="the page cache: a checkpoint loaded again and again, by several processes, "
-                       "written then read back", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "cache", cache, "the page cache: a checkpoint loaded again and again, by several processes, "
+                   "written then read back", __doc__)
     p.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # one child process's work
     what = p.add_subparsers(dest="what", metavar="{loads,procs,write}")
     for name in ("loads", "procs"):
         s = what.add_parser(name)
         s.add_argument("path")
-        s.add_argument("--size-gb", type=float, default=8.6)
+        counts(s, size_gb=8.6)
         s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile;safetensors")
-        s.add_argument("--rounds", type=int, default=2)
-        s.add_argument("--loads", type=int, default=3)
+        counts(s, rounds=2, loads=3)
         s.add_argument("--n", default="1,2,4")
     s = what.add_parser("write")
     s.add_argument("dir")
-    s.add_argument("--size-gb", type=float, default=4)
+    counts(s, size_gb=4)
     s.add_argument("--settings", default="hipfile,HIPFILE_PAGE_CACHE=bypass;hipfile")
-    s.add_argument("--rounds", type=int, default=2)
-    p.set_defaults(run=cache)
+    counts(s, rounds=2)
 
 
 def parse_setting(text):

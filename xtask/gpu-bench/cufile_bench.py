@@ -26,14 +26,13 @@ LD_PRELOAD=.../lib/cufile/libcufile.so.0, else NVIDIA's), one JSON object on std
       hipfile-rs's counters on stderr)
 """
 
-import argparse
 import ctypes
 import os
 import random
 import sys
 import time
 
-from benchlib import emit, loaded_cufile, page_cache_share, warm
+from benchlib import counts, emit, loaded_cufile, page_cache_share, subcommand, switches, warm
 
 
 def kvikio_read(a):
@@ -350,15 +349,13 @@ def ab(a):
 
 
 def register(sub):
-    p = sub.add_parser("cufile", help="cuFile's users (KvikIO, a cuFile batch, torch.cuda.gds) over the "
-                       "libcufile.so.0 loaded", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "cufile", cufile, "cuFile's users (KvikIO, a cuFile batch, torch.cuda.gds) over the "
+                   "libcufile.so.0 loaded", __doc__)
     p.add_argument("what", choices=list(MODES))
     p.add_argument("file")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--size-gb", type=float, default=9)
+    counts(p, runs=3, size_gb=9)
     p.add_argument("--env", action="append", default=[], help="ab: one setting, K=V[,K=V...] ('' as started)")
-    p.add_argument("--as-saved", action="store_true", help="gds: load what the save left, without reading it first")
-    p.set_defaults(run=cufile)
+    switches(p, as_saved="gds: load what the save left, without reading it first")
 
 
 MODES = {"kvikio": kvikio_read, "batch": cufile_batch, "gds": gds, "calls": calls, "ab": ab, "elsewhere": elsewhere}

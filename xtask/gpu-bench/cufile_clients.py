@@ -5,7 +5,6 @@
   gds-examples  the examples of PyTorch's own torch.cuda.gds documentation, run as doctests
 """
 
-import argparse
 import doctest
 import json
 import os
@@ -14,24 +13,20 @@ import sys
 import tempfile
 import time
 
-from benchlib import child_cmd, drop, emit, loaded_cufile, make_checkpoint, warm
+from benchlib import child_cmd, counts, drop, emit, loaded_cufile, make_checkpoint, subcommand, switches, warm
 
 
 def register(sub):
-    p = sub.add_parser("clients", help="InstantTensor's CUFILE backend beside its default and hipfile's "
-                       "load_file, after `python -m hipfile.cufile use`", description=CLIENTS_DOC,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "clients", clients, "InstantTensor's CUFILE backend beside its default and hipfile's "
+                   "load_file, after `python -m hipfile.cufile use`", CLIENTS_DOC)
     p.add_argument("dir", nargs="?")
-    p.add_argument("--size-gb", type=float, default=4.0)
-    p.add_argument("--runs", type=int, default=2)
+    counts(p, size_gb=4.0, runs=2)
     p.add_argument("--child", help="one load in this process, by LOADER (DIR is then the file)")
-    p.add_argument("--cold", action="store_true")
-    p.set_defaults(run=clients)
+    switches(p, "cold")
 
-    p = sub.add_parser("gds-examples", help="PyTorch's own torch.cuda.gds examples, run as doctests",
-                       description=EXAMPLES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "gds-examples", gds_examples, "PyTorch's own torch.cuda.gds examples, run as doctests",
+                   EXAMPLES_DOC)
     p.add_argument("dir", nargs="?")
-    p.set_defaults(run=gds_examples)
 
 
 CLIENTS_DOC = """cuFile's clients in a PyTorch process after the one documented step (`python -m hipfile.cufile

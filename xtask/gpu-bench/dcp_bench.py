@@ -5,31 +5,27 @@
   dcp-files  durable dcp.save with StorageWriter(files=k), k = 1, 2, 4, 8, beside FileSystemWriter
 """
 
-import argparse
 import os
 import shutil
 import time
 import warnings
 
-from benchlib import drop, emit, state_dict, tensor_bytes, turn
+from benchlib import counts, drop, emit, state_dict, subcommand, tensor_bytes, turn
 
 
 def register(sub):
-    p = sub.add_parser("dcp", help="dcp.save/load/async_save with hipfile.dcp beside FileSystemWriter/Reader "
-                       "(torchrun: every rank)", description=DCP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "dcp", dcp_bench, "dcp.save/load/async_save with hipfile.dcp beside FileSystemWriter/Reader "
+                   "(torchrun: every rank)", DCP_DOC)
     p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
+    counts(p, size_gb=4.3, rounds=2)
     p.add_argument("--devices", choices=["shared", "own", "cpu"], default="shared")
     p.add_argument("--backend", default="cpu:gloo,cuda:nccl")
     p.add_argument("--storages", default="pytorch,hipfile")
-    p.set_defaults(run=dcp_bench)
 
-    p = sub.add_parser("dcp-files", help="durable dcp.save with StorageWriter(files=1, 2, 4, 8) beside "
-                       "FileSystemWriter", description=FILES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "dcp-files", dcp_files, "durable dcp.save with StorageWriter(files=1, 2, 4, 8) beside "
+                   "FileSystemWriter", FILES_DOC)
     p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.set_defaults(run=dcp_files)
+    counts(p, size_gb=4.3)
 
 
 DCP_DOC = """PyTorch's distributed checkpoint (DCP) of GPU tensors: hipfile.dcp's StorageWriter and

@@ -11,21 +11,17 @@ dtype bfloat16, warm (as the previous load left the page cache) and cold (droppe
 root); once, every parameter and buffer of the two models is compared bitwise.
 """
 
-import argparse
 import os
 import time
 import warnings
 
-from benchlib import drop, emit, turn
+from benchlib import counts, drop, emit, subcommand, turn
 
 
 def register(sub):
-    p = sub.add_parser("transformers", help="transformers' from_pretrained beside hipfile's, warm and cold",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "transformers", hf, "transformers' from_pretrained beside hipfile's, warm and cold", __doc__)
     p.add_argument("dir")
-    p.add_argument("--layers", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=3)
-    p.set_defaults(run=hf)
+    counts(p, layers=10, rounds=3)
 
 
 def hf(a):

@@ -47,27 +47,24 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-from benchlib import (DEVICE, PIECE, child_cmd, drop, emit, err, kvikio_compat, log, make_checkpoint, parse_header,
-                      warm, write_json)
+from benchlib import (DEVICE, PIECE, child_cmd, counts, drop, emit, err, kvikio_compat, log, make_checkpoint,
+                      parse_header, subcommand, switches, warm, write_json)
 from checkpoint_loaders import DriverHeld, make_loader, release, timed_load, verify
 
 PEERS = ["kvikio", "kvikio-default", "fastsafetensors", "fastsafetensors-gds", "hipfile-copy"]
 
 
 def register(sub):
-    p = sub.add_parser("load", help="a safetensors checkpoint into GPU 0: hipfile beside safetensors, KvikIO, "
-                       "fastsafetensors", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "load", load, "a safetensors checkpoint into GPU 0: hipfile beside safetensors, KvikIO, "
+                   "fastsafetensors", __doc__)
     p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=9.2)
-    p.add_argument("--layers", type=int, default=32)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--cold", action="store_true")
+    counts(p, size_gb=9.2, layers=32, runs=3)
+    switches(p, "cold")
     p.add_argument("--peers", default="kvikio,fastsafetensors")
-    p.add_argument("--first", action="store_true")
-    p.add_argument("--disk-threads", type=int, default=8)
+    switches(p, "first")
+    counts(p, disk_threads=8)
     p.add_argument("--json", help="also write the JSON here")
     p.add_argument("--child", help=argparse.SUPPRESS)
-    p.set_defaults(run=load)
 
 
 def raw_disk(path, threads=8):

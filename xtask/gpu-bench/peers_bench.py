@@ -13,7 +13,6 @@ comparison run.sh prints, paired rounds where the comparison is close, and sever
   devices  KvikIO reading one warm file into several GPUs at once
 """
 
-import argparse
 import json
 import os
 import random
@@ -21,25 +20,22 @@ import statistics
 import time
 from pathlib import Path
 
-from benchlib import MIB, best_gbps, drop, emit, hipfile_bench, kvikio_compat, make_file, together, warm, write_json
+from benchlib import (MIB, best_gbps, counts, drop, emit, hipfile_bench, kvikio_compat, make_file, subcommand,
+                      switches, together, warm, write_json)
 
 
 def register(sub):
-    p = sub.add_parser("whole", help="the peer baseline: KvikIO and naive reads of a whole file, writes, "
-                       "random reads, the raw disk", description=WHOLE_DOC,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "whole", whole, "the peer baseline: KvikIO and naive reads of a whole file, writes, "
+                   "random reads, the raw disk", WHOLE_DOC)
     p.add_argument("--file", default="hf-bench-data/data.bin")
-    p.add_argument("--size-gib", type=float, default=4)
+    counts(p, size_gib=4)
     p.add_argument("--threads", default="1,4,16")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--cold", action="store_true", help="also measure with the page cache dropped")
-    p.add_argument("--write", action="store_true", help="also measure GPU -> file writes")
+    counts(p, runs=3)
+    switches(p, cold="also measure with the page cache dropped", write="also measure GPU -> file writes")
     p.add_argument("--random", type=int, default=0, metavar="N",
                    help="also measure N random 1 MiB reads of the warm file (KvikIO pread futures, all in flight)")
-    p.add_argument("--raw-disk", action="store_true",
-                   help="also measure the raw O_DIRECT read rate of the disk (8 threads x 4 MiB, caches dropped)")
+    switches(p, raw_disk="also measure the raw O_DIRECT read rate of the disk (8 threads x 4 MiB, caches dropped)")
     p.add_argument("--json")
-    p.set_defaults(run=whole)
 
     p = sub.add_parser("compare", help="hipfile bench beside the baseline, from run.sh's JSON files")
     p.add_argument("out", help="the directory run.sh wrote (peers.json, ours-*.json)")
@@ -50,22 +46,21 @@ def register(sub):
         p = sub.add_parser(mode, help=text, description=text)
         p.add_argument("--hipfile", required=True, help="the hipfile binary")
         p.add_argument("--file", required=True)
-        p.add_argument("--rounds", type=int, default=5)
+        counts(p, rounds=5)
         p.add_argument("--json")
-        p.add_argument("--profile", action="store_true", help="keep each round's mean and bounce profile")
+        switches(p, profile="keep each round's mean and bounce profile")
         p.set_defaults(run=rounds, mode="randread" if mode == "random" else "cold")
 
     p = sub.add_parser("ceiling", help="pinned host memory copied to each GPU alone and to all at once")
     p.add_argument("--devices", default="0,1")
-    p.add_argument("--size-gib", type=float, default=2)
-    p.add_argument("--runs", type=int, default=5)
+    counts(p, size_gib=2, runs=5)
     p.set_defaults(run=ceiling)
 
     p = sub.add_parser("devices", help="KvikIO reading one warm file into several GPUs at once")
     p.add_argument("--file", required=True)
     p.add_argument("--devices", default="0,1")
     p.add_argument("--threads", default="16,32")
-    p.add_argument("--runs", type=int, default=3)
+    counts(p, runs=3)
     p.set_defaults(run=devices)
 
 

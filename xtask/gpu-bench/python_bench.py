@@ -8,38 +8,33 @@
                     API's figure (`hipfile bench`, the same shape) beside
 """
 
-import argparse
 import contextlib
 import os
 import random
 import time
 
-from benchlib import MIB, emit, hipfile_bench, make_file, rotate, together, warm
+from benchlib import (MIB, counts, emit, hipfile_bench, make_file, rotate, subcommand, switches, together,
+                      warm)
 
 SHAPES = [(4096, 1, 20000), (4096, 16, 4000), (65536, 16, 2000)]  # small: (bytes, threads, calls per thread)
 
 
 def register(sub):
-    p = sub.add_parser("python", aliases=["futures"], help="hipfile's Python API beside KvikIO's: a whole file, "
-                       "128 random 1 MiB futures, one batch; the cost of one call",
-                       description=PYTHON_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "python", python, "hipfile's Python API beside KvikIO's: a whole file, 128 random 1 MiB "
+                   "futures, one batch; the cost of one call", PYTHON_DOC, aliases=["futures"])
     p.add_argument("file")
-    p.add_argument("--size-gib", type=float, default=4)
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--kvikio", action="store_true")
+    counts(p, size_gib=4, runs=3)
+    switches(p, "kvikio")
     p.add_argument("--per-call", metavar="HIPFILE_BIN")
-    p.add_argument("--futures-only", action="store_true", help="only the random futures (KvikIO's with 16 threads)")
-    p.add_argument("--rotate", action="store_true", help="futures only, hipfile's and KvikIO's runs in rotated turns")
+    switches(p, futures_only="only the random futures (KvikIO's with 16 threads)",
+             rotate="futures only, hipfile's and KvikIO's runs in rotated turns")
     p.add_argument("--settle", type=float, default=0.0, help="seconds to wait after opening, before timing anything")
-    p.set_defaults(run=python)
 
-    p = sub.add_parser("small", help="small random reads from Python threads, KvikIO beside hipfile",
-                       description=SMALL_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "small", small, "small random reads from Python threads, KvikIO beside hipfile", SMALL_DOC)
     p.add_argument("--hipfile", required=True, help="the hipfile binary (the Rust API's figure)")
     p.add_argument("--file", required=True)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--kvikio", action="store_true")
-    p.set_defaults(run=small)
+    counts(p, rounds=2)
+    switches(p, "kvikio")
 
 
 PYTHON_DOC = """hipfile's Python API beside KvikIO's, in one process on one file (GB/s = 1e9 B/s, best of

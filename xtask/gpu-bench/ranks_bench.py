@@ -6,29 +6,25 @@
          one process loading the whole file
 """
 
-import argparse
 import multiprocessing as mp
 import os
 import time
 
-from benchlib import disk_read_bytes, drop, emit, warm
+from benchlib import counts, disk_read_bytes, drop, emit, subcommand, warm
 
 
 def register(sub):
-    p = sub.add_parser("group", help="read-once loading over a torch.distributed group (run under torchrun)",
-                       description=GROUP_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "group", group, "read-once loading over a torch.distributed group (run under torchrun)",
+                   GROUP_DOC)
     p.add_argument("ckpt")
     p.add_argument("--cache", default=None)
     p.add_argument("--backend", default="gloo")
     p.add_argument("--devices", choices=["shared", "own"], default="shared")
-    p.set_defaults(run=group)
 
-    p = sub.add_parser("ranks", help="tensor-parallel loading: each process its shard, beside one process",
-                       description=RANKS_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "ranks", ranks, "tensor-parallel loading: each process its shard, beside one process",
+                   RANKS_DOC)
     p.add_argument("file")
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--runs", type=int, default=3)
-    p.set_defaults(run=ranks)
+    counts(p, ranks=2, runs=3)
 
 
 GROUP_DOC = """Read-once loading over a process group, on one GPU machine: run under torchrun,

@@ -30,7 +30,6 @@ save_file(url) of the tensors from GPU memory beside safetensors' save_file then
 that file with `curl -T` and with boto3's upload_file.
 """
 
-import argparse
 import json
 import os
 import resource
@@ -42,26 +41,23 @@ import tempfile
 import time
 import urllib.request
 
-from benchlib import drop, emit, write_json
+from benchlib import counts, drop, emit, subcommand, write_json
 
 BUCKET = "bench"
 np = torch = None  # numpy and torch, imported by `remote` (so that --help needs neither)
 
 
 def register(sub):
-    p = sub.add_parser("remote", help="a checkpoint from object storage (SeaweedFS on loopback): hipfile beside "
-                       "KvikIO, runai, boto3, curl", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "remote", remote, "a checkpoint from object storage (SeaweedFS on loopback): hipfile beside "
+                   "KvikIO, runai, boto3, curl", __doc__)
     p.add_argument("weed")
     p.add_argument("workdir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
+    counts(p, size_gb=4.3, rounds=2)
     p.add_argument("--peers", default="kvikio,runai,boto3,curl")
     p.add_argument("--only", default="first,cache,procs,save,dcp")
     p.add_argument("--sweep", default="", help="CONNECTIONSxPART_MIB settings, comma-separated (e.g. 16x8,32x8,32x16)")
     p.add_argument("--ab", default="", help="DIR of an older build of the package, alternated with this one")
     p.add_argument("--json")
-    p.set_defaults(run=remote)
 
 
 def free_port():

@@ -7,32 +7,27 @@
               the seconds at each step of the hand-made ones
 """
 
-import argparse
 import os
 import secrets
 import subprocess
 import time
 
-from benchlib import drop, emit, layout, state_dict, turn
+from benchlib import counts, drop, emit, layout, state_dict, subcommand, turn
 
 
 def register(sub):
-    p = sub.add_parser("save", help="save_file of GPU tensors beside safetensors and torch.save, cached and "
-                       "durable, and the disk", description=SAVE_DOC,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "save", save, "save_file of GPU tensors beside safetensors and torch.save, cached and "
+                   "durable, and the disk", SAVE_DOC)
     p.add_argument("dir")
-    p.add_argument("--size-gb", type=float, default=4.3)
-    p.add_argument("--rounds", type=int, default=2)
-    p.set_defaults(run=save)
+    counts(p, size_gb=4.3, rounds=2)
 
-    p = sub.add_parser("save-steps", help="where a durable save_file's time goes: variants, step by step",
-                       description=STEPS_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subcommand(sub, "save-steps", save_steps, "where a durable save_file's time goes: variants, step by step",
+                   STEPS_DOC)
     p.add_argument("dir")
     p.add_argument("--layout", choices=["load", "state"], default=os.environ.get("LAYOUT", "load"),
                    help="the tensors saved (default: $LAYOUT, else load)")
     p.add_argument("--ways", default=os.environ.get("WAYS", ""),
                    help="a comma-separated subset of the variants (default: $WAYS, else all)")
-    p.set_defaults(run=save_steps)
 
 
 SAVE_DOC = """Saving a state dict of GPU tensors: hipfile.safetensors.save_file beside safetensors.torch.save_file
