@@ -13,7 +13,7 @@ use hipfile_core::{CopyKind, GpuRuntime, HipError};
 use hipfile_runtime::{DeviceProp, DevicePropR0600};
 
 use crate::streams::wait_event;
-use crate::{call, copy_kind, gpu, put, stream};
+use crate::{call, copy_kind, gpu, put, put_allocation, stream};
 
 /// The device memory the mock reports per device (`hipMemGetInfo`'s total).
 pub const DEVICE_MEMORY: usize = 64 << 30;
@@ -261,24 +261,37 @@ pub unsafe extern "C" fn hipMallocManaged(ptr: *mut *mut c_void, size: usize, fl
     if !ATTACH_FLAGS.contains(&flags) {
         return call(|| Err(HipError::INVALID_VALUE));
     }
-    call(|| {
-        if ptr.is_null() {
-            return Err(HipError::INVALID_VALUE);
-        }
-        let addr = gpu().malloc_managed(size)?;
-        // SAFETY: the caller's contract; checked non-null above.
-        unsafe { put(ptr, addr as *mut c_void) }
-    })
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put_allocation(ptr, || gpu().malloc_managed(size).map(|addr| addr as *mut c_void)) })
 }
 
-/// `hipMemcpy2D[Async]`: `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart
+/// `hipMemcpy2D`: as [`hipMemcpy2DAsync`] on the null stream, which copies at once.
+///
+/// # Safety
+/// Host sides must be valid for every row.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpy2D(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract; the null stream runs the copy before this returns.
+    unsafe { hipMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, std::ptr::null_mut()) }
+}
+
+/// `hipMemcpy2DAsync`: `height` rows of `width` bytes, rows `dpitch` and `spitch` bytes apart
 /// (`hipErrorInvalidPitchValue` where a pitch is narrower than a row), each row checked as
 /// `hipMemcpy` checks it. Rows are copied in order on `s`.
 ///
 /// # Safety
 /// Host sides must be valid for every row until the stream has run the copy.
+#[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn copy_2d(
+pub unsafe extern "C" fn hipMemcpy2DAsync(
     dst: *mut c_void,
     dpitch: usize,
     src: *const c_void,
@@ -300,44 +313,6 @@ unsafe fn copy_2d(
         }
         Ok(())
     })
-}
-
-/// `hipMemcpy2D`.
-///
-/// # Safety
-/// Host sides must be valid for every row.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipMemcpy2D(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { copy_2d(dst, dpitch, src, spitch, width, height, kind, std::ptr::null_mut()) }
-}
-
-/// `hipMemcpy2DAsync`.
-///
-/// # Safety
-/// Host sides must be valid for every row until the stream has run the copy.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn hipMemcpy2DAsync(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind: c_int,
-    s: *mut c_void,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { copy_2d(dst, dpitch, src, spitch, width, height, kind, s) }
 }
 
 /// What the mock says of `device`: an MI210-like part (gfx90a, 104 compute units, 64-wide

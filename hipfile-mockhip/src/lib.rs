@@ -101,6 +101,23 @@ unsafe fn put<T>(out: *mut T, value: T) -> Result<(), HipError> {
     Ok(())
 }
 
+/// Writes the address of a new allocation through `ptr`: `hipErrorInvalidValue` for a null
+/// `ptr`, checked before `alloc` allocates anything; else `alloc`'s error or its address.
+///
+/// # Safety
+/// `ptr` must be null or writable.
+unsafe fn put_allocation(
+    ptr: *mut *mut c_void,
+    alloc: impl FnOnce() -> Result<*mut c_void, HipError>,
+) -> Result<(), HipError> {
+    if ptr.is_null() {
+        return Err(HipError::INVALID_VALUE);
+    }
+    let addr = alloc()?;
+    // SAFETY: the caller's contract; checked non-null above.
+    unsafe { put(ptr, addr) }
+}
+
 fn stream(s: *mut c_void) -> Stream {
     // SAFETY: the mock GPU's streams are keys of its table, which checks every handle it is
     // given (an unknown one is hipErrorInvalidHandle).
@@ -208,14 +225,8 @@ pub extern "C" fn hipDeviceSynchronize() -> c_int {
 /// `ptr` must be null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int {
-    call(|| {
-        if ptr.is_null() {
-            return Err(HipError::INVALID_VALUE);
-        }
-        let addr = gpu().malloc(size)?;
-        // SAFETY: the caller's contract; checked non-null above.
-        unsafe { put(ptr, addr as *mut c_void) }
-    })
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put_allocation(ptr, || gpu().malloc(size).map(|addr| addr as *mut c_void)) })
 }
 
 /// `hipFree` (null is a no-op).
@@ -243,14 +254,11 @@ const HOST_REGISTER_FLAGS: c_uint = 0x1 | 0x2 | 0x4 | 0x8 | 0x10;
 /// `ptr` must be null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> c_int {
-    call(|| {
-        if ptr.is_null() || flags & !HOST_MALLOC_FLAGS != 0 || flags & COHERENT_AND_NOT == COHERENT_AND_NOT {
-            return Err(HipError::INVALID_VALUE);
-        }
-        let p = gpu().host_alloc(size)?;
-        // SAFETY: the caller's contract; checked non-null above.
-        unsafe { put(ptr, p.cast()) }
-    })
+    if flags & !HOST_MALLOC_FLAGS != 0 || flags & COHERENT_AND_NOT == COHERENT_AND_NOT {
+        return call(|| Err(HipError::INVALID_VALUE));
+    }
+    // SAFETY: the caller's contract.
+    call(|| unsafe { put_allocation(ptr, || gpu().host_alloc(size).map(<*mut u8>::cast)) })
 }
 
 /// `hipHostFree`.
@@ -500,54 +508,52 @@ pub unsafe extern "C" fn hipGetProcAddress(
     })
 }
 
-/// `hipAmdFileRead`, emulated: `O_DIRECT` reads straight into the mock's device memory (host
-/// memory), as the kernel's P2P DMA would put them into VRAM. `*status` gets an errno on
-/// failure (`EINVAL` for what `O_DIRECT` refuses); `HIPFILE_MOCK_AIS_STATUS=<errno>` makes
-/// every call fail with that errno (19, `ENODEV`: no P2P path).
-///
-/// # Safety
-/// `size_copied` and `status` must be null or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipAmdFileRead(
-    handle: AmdFileHandle,
-    device_ptr: *mut c_void,
-    size: u64,
-    file_offset: i64,
-    size_copied: *mut u64,
-    status: *mut i32,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { amd_file_io(true, handle, device_ptr, size, file_offset, size_copied, status) }
+/// `hipAmdFileRead` and `hipAmdFileWrite`: one C signature ([`AmdFileIo`]), written once here;
+/// each runs [`amd_file_io`] in its direction and reports through its out-pointers.
+macro_rules! amd_file_entry_points {
+    ($($(#[doc = $doc:literal])* $name:ident: read = $read:literal;)*) => {$(
+        $(#[doc = $doc])*
+        ///
+        /// # Safety
+        /// `size_copied` and `status` must be null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            handle: AmdFileHandle,
+            device_ptr: *mut c_void,
+            size: u64,
+            file_offset: i64,
+            size_copied: *mut u64,
+            status: *mut i32,
+        ) -> c_int {
+            let (rc, copied, errno) = amd_file_io($read, handle, device_ptr, size, file_offset);
+            // SAFETY: null or writable (the caller).
+            unsafe { put(size_copied, copied) }.ok();
+            // SAFETY: as above.
+            unsafe { put(status, errno) }.ok();
+            rc
+        }
+    )*};
 }
 
-/// `hipAmdFileWrite`, emulated (see [`hipAmdFileRead`]).
-///
-/// # Safety
-/// As [`hipAmdFileRead`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipAmdFileWrite(
-    handle: AmdFileHandle,
-    device_ptr: *mut c_void,
-    size: u64,
-    file_offset: i64,
-    size_copied: *mut u64,
-    status: *mut i32,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { amd_file_io(false, handle, device_ptr, size, file_offset, size_copied, status) }
+amd_file_entry_points! {
+    /// `hipAmdFileRead`, emulated: `O_DIRECT` reads straight into the mock's device memory (host
+    /// memory), as the kernel's P2P DMA would put them into VRAM. `*status` gets an errno on
+    /// failure (`EINVAL` for what `O_DIRECT` refuses); `HIPFILE_MOCK_AIS_STATUS=<errno>` makes
+    /// every call fail with that errno (19, `ENODEV`: no P2P path).
+    hipAmdFileRead: read = true;
+    /// `hipAmdFileWrite`, emulated (see [`hipAmdFileRead`]).
+    hipAmdFileWrite: read = false;
 }
 
-/// # Safety
-/// As [`hipAmdFileRead`].
-unsafe fn amd_file_io(
+/// One emulated AIS transfer, a read or a write: the call's `hipError_t`, the bytes moved and
+/// the errno for `*status` (0 where none).
+fn amd_file_io(
     read: bool,
     handle: AmdFileHandle,
     device_ptr: *mut c_void,
     size: u64,
     file_offset: i64,
-    size_copied: *mut u64,
-    status: *mut i32,
-) -> c_int {
+) -> (c_int, u64, i32) {
     let mut copied = 0u64;
     let mut errno = 0;
     let rc = call(|| {
@@ -579,9 +585,5 @@ unsafe fn amd_file_io(
         }
         Ok(())
     });
-    // SAFETY: null or writable (the caller).
-    unsafe { put(size_copied, copied) }.ok();
-    // SAFETY: as above.
-    unsafe { put(status, errno) }.ok();
-    rc
+    (rc, copied, errno)
 }
