@@ -27,6 +27,12 @@ use pyo3::{ffi, intern};
 use crate::common::*;
 use crate::memory::{device_extent_of, dlpack_abi};
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_functions!(m, register_buffer);
+    Ok(())
+}
+
 /// `extent` bytes of memory from `addr`, and what holds them for as long as this value lives
 /// (or, through [`Memory::keep`], as long as a request that outlives the call).
 pub(crate) struct Memory<'py> {

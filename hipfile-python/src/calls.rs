@@ -10,6 +10,35 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::common::*;
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_functions!(
+        m,
+        driver_open,
+        driver_close,
+        use_count,
+        version,
+        runtime_info,
+        properties,
+        parameter_names,
+        get_parameter,
+        set_parameter,
+        handle_register,
+        handle_set_page_cache,
+        handle_set_durable,
+        page_cache_rule,
+        handle_deregister,
+        buf_register,
+        buf_deregister,
+        stats,
+        capabilities,
+        p2p_verdict,
+        op_error_codes,
+        op_error_message,
+    );
+    Ok(())
+}
+
 /// A dict of `value`'s fields, each under its own name: `fields!(py, value: a, b)`.
 macro_rules! fields {
     ($py:expr, $value:ident: $($field:ident),+) => {{

@@ -75,3 +75,12 @@ pub(crate) fn fitted(extent: usize, size: Option<i64>, buf_offset: i64) -> PyRes
     check_extent(extent, size, buf_offset)?;
     Ok(size)
 }
+
+/// Adds each `#[pyfunction]` named to the module `m`: how a topic's `register` lists its calls,
+/// `add_functions!(m, read, write)`.
+macro_rules! add_functions {
+    ($m:expr, $($function:ident),+ $(,)?) => {{
+        $($m.add_function(pyo3::wrap_pyfunction!($function, $m)?)?;)+
+    }};
+}
+pub(crate) use add_functions;

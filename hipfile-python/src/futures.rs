@@ -11,6 +11,14 @@ use pyo3::types::PyList;
 use crate::buffers::{Fitted, Req, fit};
 use crate::common::*;
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_BATCH_ENTRIES", hipfile::MAX_BATCH_ENTRIES)?;
+    m.add_class::<Future>()?;
+    add_functions!(m, submit, batch);
+    Ok(())
+}
+
 /// A batch entry for `size` bytes at `buffer_offset` of the memory at `addr` (its callers
 /// have checked the range against the memory's extent, [`fitted`]).
 pub(crate) fn batch_entry(

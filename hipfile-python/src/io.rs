@@ -6,6 +6,13 @@ use pyo3::prelude::*;
 use crate::buffers::{Req, fit};
 use crate::common::*;
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_RW_COUNT", hipfile::max_rw_count())?;
+    add_functions!(m, transfer);
+    Ok(())
+}
+
 /// `hipFileRead` (`write` false) or `hipFileWrite` of the request `(buffer, size, file_offset,
 /// buf_offset)` ([`Req`]; `size` `None`: the rest of the buffer): it must lie inside the memory
 /// the object holds ([`crate::buffers`]; `upstream`: named as the upstream-shaped API names

@@ -11,6 +11,21 @@ use pyo3::prelude::*;
 
 use crate::common::*;
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_functions!(
+        m,
+        device_alloc,
+        device_free,
+        device_extent,
+        pointer_device,
+        copy_to_device,
+        copy_from_device,
+        dlpack
+    );
+    Ok(())
+}
+
 /// The device memory the package allocated ([`device_alloc`]), by address, until Python lets go
 /// of it ([`device_free`]).
 pub(crate) static ALLOCATIONS: Mutex<BTreeMap<usize, DeviceMemory>> = Mutex::new(BTreeMap::new());

@@ -12,8 +12,26 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::buffers::{Req, fit};
-use crate::common::gpu;
+use crate::common::{add_functions, gpu};
 use crate::safetensors::{HeaderTuple, header_tuple, safetensors_err};
+
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Remote>()?;
+    m.add_class::<RemoteUpload>()?;
+    add_functions!(
+        m,
+        remote_open,
+        remote_create,
+        remote_cached,
+        remote_cache_entries,
+        remote_list,
+        remote_delete,
+        remote_cache_flush,
+        is_url,
+    );
+    Ok(())
+}
 
 /// A remote error as Python's `OSError`, with the errno a local file's would have and the
 /// message naming the URL (never a credential).

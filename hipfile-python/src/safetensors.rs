@@ -7,6 +7,14 @@ use hipfile_safetensors::Header;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::common::add_functions;
+
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_functions!(m, safetensors_header, safetensors_checkpoint, safetensors_shard_rows, safetensors_layout);
+    Ok(())
+}
+
 /// A safetensors error as Python's: `OSError` for a file that cannot be read, else a
 /// `ValueError` naming the problem.
 pub(crate) fn safetensors_err(e: hipfile_safetensors::Error, path: &std::path::Path) -> PyErr {

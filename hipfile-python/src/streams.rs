@@ -10,6 +10,21 @@ use pyo3::prelude::*;
 use crate::buffers::{Fitted, Req, fit};
 use crate::common::*;
 
+/// Adds this file's calls (and classes) to the native module: a `#[pyfunction]` here is named here.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<StreamOp>()?;
+    add_functions!(
+        m,
+        stream_submit,
+        stream_register,
+        stream_deregister,
+        stream_create,
+        stream_synchronize,
+        stream_destroy,
+    );
+    Ok(())
+}
+
 /// A stream-ordered operation's values and result (core's [`StreamIo`]), with the buffer
 /// object held until the stream has run it, whatever becomes of the Python object returned.
 pub(crate) struct StreamValues {

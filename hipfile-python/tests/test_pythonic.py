@@ -353,9 +353,8 @@ def test_the_mock_gpus_memory_is_not_exported_as_device_memory():
 def test_every_public_name_is_documented_and_typed():
     import pathlib
 
-    stub = (pathlib.Path(hipfile.__file__).parent / "__init__.pyi").read_text()
+    # Typed: tests/test_stubs.py holds __init__.pyi (with _api.py's annotations) to __all__.
     for name in hipfile.__all__:
-        assert name in stub, f"{name} is missing from __init__.pyi"
         obj = getattr(hipfile, name)
         if callable(obj):
             assert (obj.__doc__ or "").strip(), f"{name} has no docstring"

@@ -22,25 +22,8 @@ Example::
         fut.get()
 """
 
-from hipfile import _hipfile
-from hipfile._api import (
-    MAX_BATCH_ENTRIES,
-    MAX_RW_COUNT,
-    DeviceBuffer,
-    File,
-    Future,
-    Registration,
-    StreamOp,
-    capabilities,
-    get_parameter,
-    open,
-    parameter_names,
-    register,
-    driver_properties,
-    runtime,
-    set_parameter,
-    stats,
-)
+from hipfile import _api, _hipfile
+from hipfile._api import *  # noqa: F403 - the Pythonic API, every name of _api.__all__
 from hipfile.buffer import Buffer
 from hipfile.driver import Driver
 from hipfile.enums import FileHandleType, OpError
@@ -62,26 +45,11 @@ __all__ = [
     "OpError",
     "driver_get_properties",
     "get_version",
-    "open",
-    "register",
-    "Registration",
-    "File",
-    "Future",
-    "StreamOp",
-    "DeviceBuffer",
-    "stats",
-    "capabilities",
-    "driver_properties",
-    "runtime",
-    "parameter_names",
-    "get_parameter",
-    "set_parameter",
+    *_api.__all__,
     "release_driver",
     "RemoteFile",
     "RemoteWriteFile",
     "is_url",
-    "MAX_RW_COUNT",
-    "MAX_BATCH_ENTRIES",
 ]
 
 __version__ = ".".join(str(part) for part in _hipfile.version())

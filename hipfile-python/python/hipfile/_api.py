@@ -4,11 +4,41 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from hipfile import _hipfile
-from hipfile._held import read_only
 from hipfile._open import open_driver
+
+if TYPE_CHECKING:  # the classes as the package's stub declares them (hipfile/__init__.pyi)
+    from hipfile import RemoteFile, RemoteWriteFile
+
+#: The package's names from this module (``hipfile.__all__`` takes them all): a public call is
+#: its definition here, annotated, and its name in this list.
+__all__ = [
+    "open",
+    "register",
+    "Registration",
+    "File",
+    "Future",
+    "StreamOp",
+    "DeviceBuffer",
+    "stats",
+    "capabilities",
+    "driver_properties",
+    "runtime",
+    "parameter_names",
+    "get_parameter",
+    "set_parameter",
+    "MAX_RW_COUNT",
+    "MAX_BATCH_ENTRIES",
+]
+
+_Path = Union[str, "os.PathLike[str]"]
+#: A stream: an int handle, ``None`` (the null stream), a PyTorch or CuPy stream.
+_Stream = Union[int, None, Any]
+#: A batch entry: ``(buf, size, file_offset, buf_offset)``, the last ones optional.
+_Entry = Union[Tuple[Any], Tuple[Any, Optional[int]], Tuple[Any, Optional[int], int], Tuple[Any, Optional[int], int, int]]
+_Self = TypeVar("_Self", bound="_Closing")
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
 MAX_RW_COUNT: int = _hipfile.MAX_RW_COUNT
@@ -21,10 +51,10 @@ class _Closing:
     def close(self) -> None:  # pragma: no cover - every subclass has its own
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -60,9 +90,20 @@ class DeviceBuffer:
                 pass
             self._ptr = 0
 
-    ptr = read_only("_ptr", "The device address.")
-    nbytes = read_only("_size", "Its size in bytes.")
-    device = read_only("_device", "The device that holds it.")
+    @property
+    def ptr(self) -> int:
+        """The device address."""
+        return self._ptr
+
+    @property
+    def nbytes(self) -> int:
+        """Its size in bytes."""
+        return self._size
+
+    @property
+    def device(self) -> int:
+        """The device that holds it."""
+        return self._device
 
     def __len__(self) -> int:
         return self._size
@@ -76,20 +117,22 @@ class DeviceBuffer:
             raise AttributeError("the mock GPU's memory is host memory: no CUDA array interface")
         return {"shape": (self._size,), "typestr": "|u1", "data": (self._ptr, False), "version": 3, "strides": None}
 
-    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(
+        self, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Optional[bool] = None
+    ) -> Any:
         """A DLPack capsule of the buffer (device memory of the runtime in use)."""
         if copy:
             raise BufferError("hipfile.DeviceBuffer exports its memory, not a copy")
         return _hipfile.dlpack(self._ptr, self._size, self._device, self)
 
-    def __dlpack_device__(self) -> tuple:
+    def __dlpack_device__(self) -> Tuple[int, int]:
         """``(device type, device)``: CUDA (2) or ROCm (10)."""
         info = runtime()
         if info["mock"]:
             raise BufferError("the mock GPU's memory is host memory: no DLPack export")
         return (2 if info["vendor"] == "cuda" else 10, self._device)
 
-    def copy_from(self, data, offset: int = 0) -> None:
+    def copy_from(self, data: Any, offset: int = 0) -> None:
         """Copies the bytes of ``data`` (any buffer) to the device, at ``offset``."""
         _hipfile.copy_to_device(self._ptr, self._size, offset, bytes(memoryview(data).cast("B")))
 
@@ -105,7 +148,7 @@ Future = _hipfile.Future
 class StreamOp:
     """A stream-ordered read or write: :attr:`result` once its stream has run it."""
 
-    def __init__(self, op) -> None:
+    def __init__(self, op: _hipfile.StreamOp) -> None:
         self._op = op
 
     def done(self) -> bool:
@@ -121,7 +164,7 @@ class StreamOp:
         return self._op.result()
 
 
-def stream_handle(stream) -> int:
+def _stream_handle(stream) -> int:
     """A stream handle from an int, ``None`` (the null stream), a PyTorch stream
     (``.cuda_stream``) or a CuPy stream (``.ptr``)."""
     if stream is None:
@@ -152,7 +195,7 @@ class File(_Closing):
 
     def __init__(
         self,
-        path,
+        path: _Path,
         mode: str = "r",
         *,
         direct: bool = True,
@@ -243,12 +286,12 @@ class File(_Closing):
         # one call cannot move.
         return _hipfile.transfer(write, handle, (buf, size, file_offset, buf_offset))
 
-    def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
+    def read(self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
         ``file_offset`` into ``buf``; the bytes read (fewer at end of file)."""
         return self._transfer(False, buf, size, file_offset, buf_offset)
 
-    def write(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
+    def write(self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Writes ``size`` bytes of ``buf`` (default: all past ``buf_offset``) at
         ``file_offset``; the bytes written (durable when it returns, by default)."""
         return self._transfer(True, buf, size, file_offset, buf_offset)
@@ -256,11 +299,11 @@ class File(_Closing):
     def _submit(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> Future:
         return _hipfile.submit(write, self._check(), (buf, size, file_offset, buf_offset))
 
-    def pread(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
+    def pread(self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
         """As :meth:`read`, on the library's threads: a :class:`Future` at once."""
         return self._submit(False, buf, size, file_offset, buf_offset)
 
-    def pwrite(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
+    def pwrite(self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> Future:
         """As :meth:`write`, on the library's threads: a :class:`Future` at once."""
         return self._submit(True, buf, size, file_offset, buf_offset)
 
@@ -278,12 +321,12 @@ class File(_Closing):
                 raise r
         return results
 
-    def read_batch(self, entries: Iterable[Tuple], timeout: Optional[float] = None) -> List[int]:
+    def read_batch(self, entries: Iterable[_Entry], timeout: Optional[float] = None) -> List[int]:
         """Reads ``(buf, size, file_offset, buf_offset)`` entries as one batch (run at once, by
         the library's threads); the bytes each read. Raises the first entry's error, if any."""
         return self._batch(False, entries, timeout)
 
-    def write_batch(self, entries: Iterable[Tuple], timeout: Optional[float] = None) -> List[int]:
+    def write_batch(self, entries: Iterable[_Entry], timeout: Optional[float] = None) -> List[int]:
         """Writes ``(buf, size, file_offset, buf_offset)`` entries as one batch; see
         :meth:`read_batch`."""
         return self._batch(True, entries, timeout)
@@ -303,15 +346,19 @@ class File(_Closing):
                 raise OSError(f"{self._path}: {done} of {n} bytes {verb} at {offset}")
 
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
-        op = _hipfile.stream_submit(write, self._check(), (buf, size, file_offset, buf_offset), stream_handle(stream))
+        op = _hipfile.stream_submit(write, self._check(), (buf, size, file_offset, buf_offset), _stream_handle(stream))
         return StreamOp(op)
 
-    def read_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:
+    def read_async(
+        self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream: _Stream = None
+    ) -> StreamOp:
         """Queues a read on ``stream`` (an int handle, a PyTorch or CuPy stream, ``None`` for the
         null stream): it runs when the stream gets there."""
         return self._stream(False, buf, size, file_offset, buf_offset, stream)
 
-    def write_async(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream=None) -> StreamOp:
+    def write_async(
+        self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0, stream: _Stream = None
+    ) -> StreamOp:
         """Queues a write on ``stream``; see :meth:`read_async`."""
         return self._stream(True, buf, size, file_offset, buf_offset, stream)
 
@@ -345,7 +392,7 @@ class Registration(_Closing):
     end of a ``with`` block: requests into it skip the runtime's pointer query (see
     :func:`register`)."""
 
-    def __init__(self, buf) -> None:
+    def __init__(self, buf: Any) -> None:
         self._keep = buf
         open_driver(hold=True)
         try:
@@ -365,7 +412,7 @@ class Registration(_Closing):
                 _hipfile.driver_close()
 
 
-def register(buf) -> Registration:
+def register(buf: Any) -> Registration:
     """Registers ``buf`` (device memory, or host memory where allowed) for as long as the
     returned object lives or its ``with`` block runs. Optional: unregistered buffers work too,
     each request asking the runtime what its memory is; registered ones save that query, which
@@ -374,14 +421,14 @@ def register(buf) -> Registration:
 
 
 def open(  # noqa: A001
-    path,
+    path: _Path,
     mode: str = "r",
     *,
     direct: bool = True,
     cache: Optional[str] = None,
     durable: Optional[bool] = None,
-    cache_dir=None,
-):
+    cache_dir: Optional[_Path] = None,
+) -> Union[File, RemoteFile, RemoteWriteFile]:
     """Opens ``path`` (``mode``: ``'r'``, ``'r+'``, ``'w'``, ``'w+'``, ``'a'``, ``'x'``) with
     ``O_DIRECT`` where the file system allows it, and registers it; a context manager.
     ``cache``: this file's page-cache policy (:meth:`File.set_cache`; ``None``: the driver's);
@@ -421,7 +468,7 @@ def stats() -> dict:
     return _hipfile.stats()
 
 
-def capabilities() -> list:
+def capabilities() -> List[dict]:
     """Every backend the platform knows: ``backend``, ``p2p``, ``available``, ``why_not``, and
     ``notes`` (how it works on this machine, as ``hipfile check`` prints them)."""
     return _hipfile.capabilities()
@@ -433,16 +480,16 @@ def driver_properties() -> dict:
     return _hipfile.properties()
 
 
-def parameter_names() -> list:
+def parameter_names() -> List[Tuple[str, str]]:
     """Every parameter's name and kind (``size``, ``bool``, ``string``)."""
     return _hipfile.parameter_names()
 
 
-def get_parameter(name: str):
+def get_parameter(name: str) -> Union[int, bool, str]:
     """A parameter's value (the one in use while the driver is open)."""
     return _hipfile.get_parameter(name)
 
 
-def set_parameter(name: str, value) -> None:
+def set_parameter(name: str, value: Union[int, bool, str]) -> None:
     """Stages a parameter for the driver's next open (the driver must be closed)."""
     _hipfile.set_parameter(name, value)
