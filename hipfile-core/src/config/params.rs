@@ -9,7 +9,7 @@
 //! defaults (and the environment) are back. Setting a value while the driver is open is
 //! `hipFileDriverAlreadyOpen`. Every value is checked when it is set.
 //!
-//! Each parameter that names something the library has steers it (see [`Config`](crate::config::Config)'s fields);
+//! Each parameter that names something the library has steers it (see [`Config`]'s fields);
 //! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
 
 use super::{BOOL_WORDS, Config, StreamSignal, StringValues, invalid, parse_bool};
