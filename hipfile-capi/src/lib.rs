@@ -157,31 +157,23 @@ pub(crate) extern "C" fn own_hipFileBufDeregister(buffer_base: *const c_void) ->
     boundary(|| hipFileError_t::from_result(driver().buf_deregister(buffer_base as usize)))
 }
 
-/// `hipFileRead` as this library serves it: its entry of the dispatch table (trace.rs).
-pub(crate) unsafe extern "C" fn own_hipFileRead(
-    fh: hipFileHandle_t,
-    buffer_base: *mut c_void,
-    size: usize,
-    file_offset: hoff_t,
-    buffer_offset: hoff_t,
-) -> libc::ssize_t {
-    // SAFETY: the caller's contract.
-    io(|d| unsafe {
-        d.transfer(Direction::Read, HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)
-    })
-}
-
-/// `hipFileWrite` as this library serves it: its entry of the dispatch table (trace.rs).
-pub(crate) unsafe extern "C" fn own_hipFileWrite(
+/// `hipFileRead` (`WRITE` false) and `hipFileWrite` as this library serves them: their entries
+/// of the dispatch table (trace.rs). The read's entry type takes `*mut c_void` where this takes
+/// `*const c_void`: the two pointer types are ABI-compatible, so the entry calls this as it is.
+///
+/// # Safety
+/// The caller's contract (`hipFileRead`'s and `hipFileWrite`'s).
+pub(crate) unsafe extern "C" fn own_transfer<const WRITE: bool>(
     fh: hipFileHandle_t,
     buffer_base: *const c_void,
     size: usize,
     file_offset: hoff_t,
     buffer_offset: hoff_t,
 ) -> libc::ssize_t {
+    let direction = if WRITE { Direction::Write } else { Direction::Read };
     // SAFETY: the caller's contract.
     io(|d| unsafe {
-        d.transfer(Direction::Write, HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)
+        d.transfer(direction, HandleId(fh as u64), buffer_base as usize, size, file_offset, buffer_offset)
     })
 }
 

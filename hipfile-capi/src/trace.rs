@@ -66,8 +66,8 @@ dispatch_table! {
     pfn_hipfile_handle_deregister: crate::own_hipFileHandleDeregister = (hipFileHandle_t) -> ();
     pfn_hipfile_buf_register: crate::own_hipFileBufRegister = (*const c_void, usize, c_int) -> hipFileError_t;
     pfn_hipfile_buf_deregister: crate::own_hipFileBufDeregister = (*const c_void) -> hipFileError_t;
-    pfn_hipfile_read: crate::own_hipFileRead = (hipFileHandle_t, *mut c_void, usize, hoff_t, hoff_t) -> libc::ssize_t;
-    pfn_hipfile_write: crate::own_hipFileWrite = (hipFileHandle_t, *const c_void, usize, hoff_t, hoff_t) -> libc::ssize_t;
+    pfn_hipfile_read: crate::own_transfer::<false> = (hipFileHandle_t, *mut c_void, usize, hoff_t, hoff_t) -> libc::ssize_t;
+    pfn_hipfile_write: crate::own_transfer::<true> = (hipFileHandle_t, *const c_void, usize, hoff_t, hoff_t) -> libc::ssize_t;
     pfn_hipfile_driver_open: crate::own_hipFileDriverOpen = () -> hipFileError_t;
     pfn_hipfile_driver_close: crate::own_hipFileDriverClose = () -> hipFileError_t;
     pfn_hipfile_use_count: crate::own_hipFileUseCount = () -> i64;
