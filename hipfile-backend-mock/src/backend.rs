@@ -31,6 +31,11 @@ fn file_io(faults: &Faults, direction: Direction, fd: i32, buf: &mut [u8], offse
     }
 }
 
+/// The most one system call of the p2p-shaped mock path moves: a large request goes in pieces,
+/// as a DMA engine moves it, so that it advances where a watcher can see it (the file side
+/// `hipfile bench`'s progress line follows) rather than in one call of up to 2 GiB.
+const DIRECT_PIECE: usize = 64 << 20;
+
 /// The engine of the p2p-shaped mock path: `pread`/`pwrite` straight into emulated device
 /// memory, under the real p2p backend ([`P2p`]), so the mock path is scored, declined and
 /// counted by the same code as AIS and GDS.
@@ -77,7 +82,8 @@ impl Engine for MockEngine {
         // touch it meanwhile.
         let memory = unsafe { std::slice::from_raw_parts_mut(req.device_addr() as *mut u8, req.size()) };
         transfer_loop(req.size(), req.direction() == Direction::Read, |done, remaining| {
-            file_io(faults, req.direction(), fd, &mut memory[done..done + remaining], req.file_offset() + done as u64)
+            let piece = remaining.min(DIRECT_PIECE);
+            file_io(faults, req.direction(), fd, &mut memory[done..done + piece], req.file_offset() + done as u64)
         })
     }
 }

@@ -33,7 +33,9 @@ fn file_side(direction: Direction, start: Option<(u64, u64)>) -> u64 {
 /// what the file side has moved (a read's file side runs ahead of its copies by a few chunks at
 /// most), never past `total` nor back from `shown`.
 fn position(done: u64, file: u64, total: u64, shown: u64) -> u64 {
-    done.max(file.min(total)).max(shown)
+    // Under a MiB, the file side is the process's other I/O (this line's own writes among it).
+    let file = if file < 1 << 20 { 0 } else { file.min(total) };
+    done.max(file).max(shown)
 }
 
 /// A progress line on stderr, where it is a terminal, from a fifth of a second into a transfer
@@ -107,9 +109,11 @@ mod tests {
     #[test]
     fn the_line_moves_with_the_file_side_within_a_call_and_never_back() {
         assert_eq!(position(0, 0, 100, 0), 0);
-        assert_eq!(position(0, 40, 100, 0), 40, "one call in flight: the file side moves the line");
-        assert_eq!(position(0, 30, 100, 40), 40, "never back");
-        assert_eq!(position(0, 500, 100, 40), 100, "never past the total (other I/O of the process)");
-        assert_eq!(position(100, 0, 100, 40), 100, "finished calls count whatever the file side says");
+        const M: u64 = 1 << 20;
+        assert_eq!(position(0, 40 * M, 100 * M, 0), 40 * M, "one call in flight: the file side moves the line");
+        assert_eq!(position(0, 30 * M, 100 * M, 40 * M), 40 * M, "never back");
+        assert_eq!(position(0, 500 * M, 100 * M, 40 * M), 100 * M, "never past the total (other I/O of the process)");
+        assert_eq!(position(100 * M, 0, 100 * M, 40 * M), 100 * M, "finished calls count whatever the file side says");
+        assert_eq!(position(0, 4000, 100 * M, 0), 0, "the process's own few writes (this line's) are not progress");
     }
 }
