@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 
 use common::*;
 
@@ -48,6 +49,21 @@ const ENTRIES: [(&str, &str); 34] = [
     ("pfn_hipfile_get_stats_l3", "hipFileGetStatsL3"),
 ];
 
+/// The C compiler with `include/` on the include path, every warning an error.
+fn strict_cc() -> Command {
+    let mut cmd = cc();
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-I"]).arg(include_dir());
+    cmd
+}
+
+/// [`strict_cc`] building the program `exe` from `src`, linked with `libhipfile` ([`lib_dir`]);
+/// further libraries go after it.
+fn program_cc(src: &Path, exe: &Path) -> Command {
+    let mut cmd = strict_cc();
+    cmd.arg(src).arg("-o").arg(exe).arg("-L").arg(lib_dir()).arg("-lhipfile");
+    cmd
+}
+
 #[test]
 fn the_trace_header_has_upstreams_table() {
     require_hip_headers();
@@ -68,16 +84,7 @@ fn the_trace_header_has_upstreams_table() {
     src.push_str("    return t.size == 0;\n}\n");
     std::fs::write(dir.join("layout.c"), src).unwrap();
     let exe = dir.join("layout");
-    run_ok(
-        cc().args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-I"])
-            .arg(include_dir())
-            .arg(dir.join("layout.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(lib_dir())
-            .arg("-lhipfile"),
-    );
+    run_ok(&mut program_cc(&dir.join("layout.c"), &exe));
     let out = run_ok(&mut program(&exe, &[], &[]));
     let mut expected = format!("size {}\nversion 0.1\n", 8 + 8 * ENTRIES.len());
     for (i, (field, _)) in ENTRIES.iter().enumerate() {
@@ -93,26 +100,14 @@ fn a_profiler_wraps_an_entry_and_sees_every_call() {
     let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace");
     let fake = dir.join("librocprofiler-register.so.0");
     run_ok(
-        cc().args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-shared", "-fPIC"])
-            .args(["-Wl,-soname,librocprofiler-register.so.0", "-I"])
-            .arg(include_dir())
+        strict_cc()
+            .args(["-shared", "-fPIC", "-Wl,-soname,librocprofiler-register.so.0"])
             .arg(c.join("fake_register.c"))
             .arg("-o")
             .arg(&fake),
     );
     let exe = dir.join("traced");
-    run_ok(
-        cc().args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-I"])
-            .arg(include_dir())
-            .arg(c.join("traced.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(lib_dir())
-            .arg("-L")
-            .arg(&dir)
-            .args(["-lhipfile", "-l:librocprofiler-register.so.0"]),
-    );
+    run_ok(program_cc(&c.join("traced.c"), &exe).arg("-L").arg(&dir).arg("-l:librocprofiler-register.so.0"));
     let path = format!("{}:{}", lib_dir().display(), dir.display());
     let out = run_ok(&mut program(&exe, &[], &[("LD_LIBRARY_PATH", &path)]));
     assert_eq!(

@@ -13,12 +13,19 @@ fn open(url: &str) -> RemoteObject {
     RemoteObject::open(url).unwrap().with_settings(Settings { part_size: 1 << 20, connections: 4 })
 }
 
+/// A fresh test server holding `name`: `len` bytes of [`pattern`] `seed`, ETag `v1`; with those
+/// bytes and the object's URL.
+fn serving(name: &str, len: usize, seed: u8) -> (TestServer, Vec<u8>, String) {
+    let server = TestServer::start();
+    let data = pattern(len, seed);
+    server.put(name, data.clone(), "v1");
+    let url = format!("{}/{name}", server.url);
+    (server, data, url)
+}
+
 #[test]
 fn bodies_cut_short_or_reset_are_asked_for_again_and_never_used_short() {
-    let server = TestServer::start();
-    let data = pattern(6 << 20, 3);
-    server.put("w.bin", data.clone(), "v1");
-    let url = format!("{}/w.bin", server.url);
+    let (server, data, url) = serving("w.bin", 6 << 20, 3);
     for fault in [Fault::Short, Fault::Reset] {
         server.fault(fault, 2);
         let mut out = vec![0u8; data.len()];
@@ -48,9 +55,7 @@ fn bodies_cut_short_or_reset_are_asked_for_again_and_never_used_short() {
 
 #[test]
 fn an_object_replaced_while_it_is_read_is_an_error_not_a_mix() {
-    let server = TestServer::start();
-    server.put("m.bin", pattern(3 << 20, 4), "v1");
-    let url = format!("{}/m.bin", server.url);
+    let (server, _, url) = serving("m.bin", 3 << 20, 4);
     let object = open(&url);
     server.put("m.bin", pattern(3 << 20, 5), "v2");
     let e = object.read(0, &mut vec![0u8; 3 << 20]).unwrap_err();
@@ -61,10 +66,7 @@ fn an_object_replaced_while_it_is_read_is_an_error_not_a_mix() {
 
 #[test]
 fn the_node_cache_fetches_each_object_once_however_many_ask() {
-    let server = TestServer::start();
-    let data = pattern(8 << 20, 6);
-    server.put("c.bin", data.clone(), "v1");
-    let url = format!("{}/c.bin", server.url);
+    let (server, data, url) = serving("c.bin", 8 << 20, 6);
     let dir = tempfile::tempdir().unwrap();
     let served: Vec<Served> = std::thread::scope(|s| {
         let asks: Vec<_> = (0..4).map(|_| s.spawn(|| Cache::new(dir.path()).get(&open(&url)).unwrap())).collect();
@@ -102,10 +104,7 @@ fn the_node_cache_fetches_each_object_once_however_many_ask() {
 
 #[test]
 fn a_caller_that_is_a_task_of_a_runtime_is_served() {
-    let server = TestServer::start();
-    let data = pattern(3 << 20, 9);
-    server.put("t.bin", data.clone(), "v1");
-    let url = format!("{}/t.bin", server.url);
+    let (_server, data, url) = serving("t.bin", 3 << 20, 9);
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let mut out = vec![0u8; data.len()];
     let n = rt.block_on(async { open(&url).read(0, &mut out) }).unwrap();

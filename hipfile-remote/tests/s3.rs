@@ -34,6 +34,15 @@ fn point_at(endpoint: &str, keys: Option<(&str, &str)>) {
     }
 }
 
+/// A fresh SeaweedFS server, anonymous, that the store's settings point at, with the bucket
+/// `bucket` made; `None` where there is no `weed` to run. The caller holds [`ENV`].
+fn store_with_bucket(bucket: &str) -> Option<Weed> {
+    let weed = Weed::start(None)?;
+    point_at(&weed.endpoint, None);
+    weed.bucket(bucket);
+    Some(weed)
+}
+
 fn small_parts(o: RemoteObject) -> RemoteObject {
     o.with_settings(Settings { part_size: 1 << 20, connections: 4 })
 }
@@ -52,9 +61,7 @@ fn upload(url: &str, data: &[u8]) {
 #[test]
 fn objects_round_trip_through_host_and_device_memory_and_the_cache() {
     let _env = ENV.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(weed) = Weed::start(None) else { return };
-    point_at(&weed.endpoint, None);
-    weed.bucket("models");
+    let Some(_weed) = store_with_bucket("models") else { return };
 
     // An upload in three parts (16 MiB each at least), read back whole and by ranges.
     let data = pattern(40 << 20, 1);
@@ -177,9 +184,7 @@ fn a_store_that_is_not_there_or_refuses_gives_errors_naming_the_url_not_the_secr
 #[test]
 fn a_store_killed_after_the_open_gives_an_error_and_leaves_nothing() {
     let _env = ENV.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(weed) = Weed::start(None) else { return };
-    point_at(&weed.endpoint, None);
-    weed.bucket("gone");
+    let Some(weed) = store_with_bucket("gone") else { return };
     let url = "s3://gone/object.bin";
     upload(url, &pattern(3 << 20, 5));
     let object = small_parts(RemoteObject::open(url).unwrap());
