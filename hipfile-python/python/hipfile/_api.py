@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple, TypeVar, Union, cast
 
 from hipfile import _hipfile
 from hipfile._open import open_driver
@@ -39,6 +39,7 @@ _Stream = Union[int, None, Any]
 #: A batch entry: ``(buf, size, file_offset, buf_offset)``, the last ones optional.
 _Entry = Union[Tuple[Any], Tuple[Any, Optional[int]], Tuple[Any, Optional[int], int], Tuple[Any, Optional[int], int, int]]
 _Self = TypeVar("_Self", bound="_Closing")
+_P = TypeVar("_P")
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
 MAX_RW_COUNT: int = _hipfile.MAX_RW_COUNT
@@ -62,6 +63,55 @@ class _Closing:
             self.close()
         except Exception:
             pass
+
+
+class _Opened(_Closing):
+    """What :func:`open` gives (:class:`File`, :class:`hipfile.RemoteFile`,
+    :class:`hipfile.RemoteWriteFile`): ``_name``, the path or URL it was opened with;
+    ``_native``, what the native module holds for it (a handle, an object, an upload), ``None``
+    once closed; ``_kind``, the class's name in its ``repr`` and errors."""
+
+    _kind: str
+    _name: str
+    _native: Any = None
+
+    def __repr__(self) -> str:
+        return f"<hipfile.{self._kind} {self._shown()!r}{' closed' if self.closed else ''}>"
+
+    def _shown(self) -> str:
+        """What its ``repr`` names."""
+        return self._name
+
+    @property
+    def closed(self) -> bool:
+        """Whether it is closed."""
+        return self._native is None
+
+    @property
+    def name(self) -> str:
+        """The path or URL it was opened with."""
+        return self._name
+
+    def _check(self) -> Any:
+        """What the native module holds for it; ``ValueError`` once it is closed."""
+        if self._native is None:
+            raise ValueError(f"I/O operation on a closed hipfile.{self._kind}")
+        return self._native
+
+    def _check_moved(self, write: bool, spans: List[Tuple], moved: List[int]) -> None:
+        """Raises ``OSError`` for the first ``(buf, size, file_offset, buf_offset)`` of ``spans``
+        that ``moved`` says came short (a file that ends early, a full disk)."""
+        for (_, n, offset, _), done in zip(spans, moved):
+            if done != n:
+                verb = "written" if write else "read"
+                raise OSError(f"{self._name}: {done} of {n} bytes {verb} at {offset}")
+
+
+def _told(prop: _P, doc: str) -> _P:
+    """The property ``prop`` documented by ``doc``: a base's property in a subclass's own words
+    (typed as the base's)."""
+    base = cast(property, prop)
+    return cast(_P, property(base.fget, base.fset, base.fdel, doc))
 
 
 class DeviceBuffer:
@@ -190,8 +240,12 @@ _MODES = {
 _CACHE = (None, "auto", "keep", "bypass")
 
 
-class File(_Closing):
+class File(_Opened):
     """A file registered with the library (see :func:`open`); a context manager."""
+
+    _kind = "File"
+    closed = _told(_Opened.closed, "Whether the file is closed.")
+    name = _told(_Opened.name, "The path it was opened with.")
 
     def __init__(
         self,
@@ -208,18 +262,17 @@ class File(_Closing):
             raise ValueError(f"mode {mode!r}: use 'r', 'r+', 'w', 'w+', 'a' or 'x'")
         if cache not in _CACHE:
             raise ValueError(f"cache={cache!r}: use 'auto', 'keep', 'bypass' or None")
-        self._path = os.fspath(path)
+        self._name = os.fspath(path)
         self._fd = None
-        self._handle = None
         fd = None
         if direct:
             try:
-                fd = os.open(self._path, flags | os.O_CLOEXEC | os.O_DIRECT, file_mode)
+                fd = os.open(self._name, flags | os.O_CLOEXEC | os.O_DIRECT, file_mode)
             except OSError as exc:
                 if exc.errno not in (_errno.EINVAL, _errno.EOPNOTSUPP):
                     raise
         if fd is None:
-            fd = os.open(self._path, flags | os.O_CLOEXEC, file_mode)
+            fd = os.open(self._name, flags | os.O_CLOEXEC, file_mode)
         self._fd = fd
         try:
             open_driver(hold=True)
@@ -228,7 +281,7 @@ class File(_Closing):
             self._fd = None
             raise
         try:
-            self._handle = _hipfile.handle_register(fd)
+            self._native = _hipfile.handle_register(fd)
         except BaseException:
             _hipfile.driver_close()
             os.close(fd)
@@ -238,19 +291,6 @@ class File(_Closing):
             self.set_cache(cache)
         if durable is not None:
             self.set_durable(durable)
-
-    def __repr__(self) -> str:
-        return f"<hipfile.File {self._path!r}{' closed' if self.closed else ''}>"
-
-    @property
-    def closed(self) -> bool:
-        """Whether the file is closed."""
-        return self._handle is None
-
-    @property
-    def name(self) -> str:
-        """The path it was opened with."""
-        return self._path
 
     def fileno(self) -> int:
         """The descriptor it was opened with."""
@@ -263,8 +303,8 @@ class File(_Closing):
 
     def close(self) -> None:
         """Deregisters and closes the file, and lets go of its use of the driver."""
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
+        if self._native is not None:
+            handle, self._native = self._native, None
             try:
                 _hipfile.handle_deregister(handle)
             finally:
@@ -273,18 +313,10 @@ class File(_Closing):
             fd, self._fd = self._fd, None
             os.close(fd)
 
-    def _check(self) -> int:
-        if self._handle is None:
-            raise ValueError("I/O operation on a closed hipfile.File")
-        return self._handle
-
     def _transfer(self, write: bool, buf, size, file_offset: int, buf_offset: int) -> int:
-        handle = self._handle
-        if handle is None:
-            raise ValueError("I/O operation on a closed hipfile.File")
         # The native module finds the buffer's memory, fits the size to it, and splits what
         # one call cannot move.
-        return _hipfile.transfer(write, handle, (buf, size, file_offset, buf_offset))
+        return _hipfile.transfer(write, self._check(), (buf, size, file_offset, buf_offset))
 
     def read(self, buf: Any, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
@@ -339,11 +371,7 @@ class File(_Closing):
         for buf, size, file_offset, buf_offset in spans:
             for at in range(0, size, MAX_RW_COUNT):
                 todo.append((buf, min(MAX_RW_COUNT, size - at), file_offset + at, buf_offset + at))
-        moved = self.write_batch(todo) if write else self.read_batch(todo)
-        for (_, n, offset, _), done in zip(todo, moved):
-            if done != n:
-                verb = "written" if write else "read"
-                raise OSError(f"{self._path}: {done} of {n} bytes {verb} at {offset}")
+        self._check_moved(write, todo, self.write_batch(todo) if write else self.read_batch(todo))
 
     def _stream(self, write: bool, buf, size, file_offset: int, buf_offset: int, stream) -> StreamOp:
         op = _hipfile.stream_submit(write, self._check(), (buf, size, file_offset, buf_offset), _stream_handle(stream))

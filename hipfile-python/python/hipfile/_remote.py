@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, List, Optional, Tuple
 
 from hipfile import _hipfile
-from hipfile._api import _Closing
+from hipfile._api import _Opened, _told
 
 _log = logging.getLogger("hipfile.remote")
 
@@ -88,28 +88,20 @@ def _threads() -> ThreadPoolExecutor:
     return _pool
 
 
-class RemoteFile(_Closing):
+class RemoteFile(_Opened):
     """An object opened for reading by :func:`hipfile.open` (straight from the store): the
     reads of :class:`hipfile.File` (``read``, ``pread``, ``read_batch``) into PyTorch, CuPy and
     NumPy buffers, each request's ranges fetched in parallel. Writing is refused."""
 
+    _kind = "RemoteFile"
+    name = _told(_Opened.name, "The URL it was opened with.")
+
     def __init__(self, url: str) -> None:
-        self._object = None
-        self._object = _hipfile.remote_open(url)
-        self._url = url
+        self._native = _hipfile.remote_open(url)
+        self._name = url
 
-    def __repr__(self) -> str:
-        return f"<hipfile.RemoteFile {self._object.url() if self._object else self._url!r}{' closed' if self.closed else ''}>"
-
-    @property
-    def closed(self) -> bool:
-        """Whether it is closed."""
-        return self._object is None
-
-    @property
-    def name(self) -> str:
-        """The URL it was opened with."""
-        return self._url
+    def _shown(self) -> str:
+        return self._native.url() if self._native else self._name
 
     def size(self) -> int:
         """The object's size in bytes (its version at the open)."""
@@ -121,12 +113,7 @@ class RemoteFile(_Closing):
 
     def close(self) -> None:
         """Lets go of the object."""
-        self._object = None
-
-    def _check(self):
-        if self._object is None:
-            raise ValueError("I/O operation on a closed hipfile.RemoteFile")
-        return self._object
+        self._native = None
 
     def read(self, buf, size: Optional[int] = None, file_offset: int = 0, buf_offset: int = 0) -> int:
         """Reads ``size`` bytes (default: as many as ``buf`` holds past ``buf_offset``) at
@@ -147,10 +134,7 @@ class RemoteFile(_Closing):
         if write:
             raise io.UnsupportedOperation("a RemoteFile is read-only")
         spans = list(spans)
-        got = self.read_batch(spans)
-        for (_, n, offset, _), done in zip(spans, got):
-            if done != n:
-                raise OSError(f"{self._url}: {done} of {n} bytes read at {offset}")
+        self._check_moved(False, spans, self.read_batch(spans))
 
     def write(self, *args, **kwargs) -> int:
         raise io.UnsupportedOperation("a RemoteFile is read-only: open the URL with mode 'w' to write an object")
@@ -159,57 +143,46 @@ class RemoteFile(_Closing):
         return self._check().safetensors_header()
 
 
-class RemoteWriteFile(_Closing):
+class RemoteWriteFile(_Opened):
     """An object being written by :func:`hipfile.open` with mode ``'w'``: a multipart upload fed
     in order from host or device memory, which appears in the store only when :meth:`close`
     completes it (after an exception in its ``with`` block, or :meth:`abort`, nothing appears)."""
 
+    _kind = "RemoteWriteFile"
+    closed = _told(_Opened.closed, "Whether it is closed (completed or aborted).")
+    name = _told(_Opened.name, "The URL.")
+
     def __init__(self, url: str) -> None:
-        self._upload = None
-        self._upload = _hipfile.remote_create(url)
-        self._url = url
-
-    def __repr__(self) -> str:
-        return f"<hipfile.RemoteWriteFile {self._url!r}{' closed' if self.closed else ''}>"
-
-    @property
-    def closed(self) -> bool:
-        """Whether it is closed (completed or aborted)."""
-        return self._upload is None
-
-    @property
-    def name(self) -> str:
-        """The URL."""
-        return self._url
+        self._native = _hipfile.remote_create(url)
+        self._name = url
 
     def write(self, buf, size: Optional[int] = None, file_offset: Optional[int] = None, buf_offset: int = 0) -> int:
         """Appends ``size`` bytes of ``buf`` (default: all past ``buf_offset``); ``file_offset``
         (default: the end so far) must be where the object ends so far: objects are written in
         order."""
-        if self._upload is None:
-            raise ValueError("I/O operation on a closed hipfile.RemoteWriteFile")
-        at = self._upload.position() if file_offset is None else file_offset
-        return self._upload.write((buf, size, at, buf_offset))
+        upload = self._check()
+        at = upload.position() if file_offset is None else file_offset
+        return upload.write((buf, size, at, buf_offset))
 
     def _move_all(self, write: bool, spans: Iterable[Tuple]) -> None:
         if not write:
             raise io.UnsupportedOperation("a RemoteWriteFile is write-only")
         for buf, size, file_offset, buf_offset in sorted(spans, key=lambda s: s[2]):
-            gap = file_offset - self._upload.position()
+            gap = file_offset - self._native.position()
             if gap > 0:  # what a file would hold there: zeros (alignment between records)
                 self.write(bytes(gap))
             self.write(buf, size, file_offset, buf_offset)
 
     def close(self) -> None:
         """Completes the upload: the object appears, whole."""
-        if self._upload is not None:
-            upload, self._upload = self._upload, None
+        if self._native is not None:
+            upload, self._native = self._native, None
             upload.finish()
 
     def abort(self) -> None:
         """Abandons the upload: nothing appears."""
-        if self._upload is not None:
-            upload, self._upload = self._upload, None
+        if self._native is not None:
+            upload, self._native = self._native, None
             upload.abort()
 
     def __exit__(self, exc_type, exc, tb) -> None:
