@@ -42,6 +42,10 @@ fn position(done: u64, file: u64, total: u64, shown: u64) -> u64 {
 /// of `total` bytes until `stop`: `done` counts the bytes of finished calls; `direction` (the
 /// file side: read for a read into GPU memory) moves it within a call.
 pub(crate) fn progress_line(done: &AtomicU64, stop: &AtomicBool, total: u64, label: &str, direction: Direction) {
+    // Only for a person watching: a run into a pipe or a file reads nothing more meanwhile.
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return;
+    }
     let (start, chars) = (Instant::now(), io_chars());
     let mut bar: Option<ProgressBar> = None;
     let mut shown = 0;
