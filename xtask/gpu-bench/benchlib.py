@@ -43,11 +43,13 @@ def kvikio_compat():
 # --- the JSON record -----------------------------------------------------------------------------
 
 _record = {"path": None, "command": None}
+# The checkout this runs from (xtask/gpu-bench, or the bundle in target/gpu-bench), with a slash.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + "/"
 
 
 def start_record(path, command):
     """Every object `emit` is given is also appended to PATH (one JSON line, with the command
-    and the time); no file where PATH is empty."""
+    and the time; paths inside the checkout relative to it); no file where PATH is empty."""
     _record.update(path=path or None, command=command)
 
 
@@ -58,8 +60,10 @@ def emit(obj, indent=None, stdout=True, default=None):
     if _record["path"]:
         os.makedirs(os.path.dirname(os.path.abspath(_record["path"])), exist_ok=True)
         at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        line = json.dumps({"command": _record["command"], "at": at, "record": obj}, default=str)
         with open(_record["path"], "a") as f:
-            f.write(json.dumps({"command": _record["command"], "at": at, "record": obj}, default=str) + "\n")
+            # Paths in the checkout as the repository names them (records are committed).
+            f.write(line.replace(_CHECKOUT, "") + "\n")
 
 
 def write_json(path, obj, default=None):
