@@ -22,6 +22,18 @@ pub use backend::{MockBackend, MockBounce, MockEngine, MockP2p, MockPlatform, ST
 pub use faults::Faults;
 pub use gpu::{MOCK_ALIGN, MockGpu, PciAddress};
 
+/// The mock's AIS switches (docs/configuration.md), one reading for both emulations of it (the
+/// mock HIP runtime's `hipAmdFile*` and the in-process mock GPU's p2p path):
+/// `HIPFILE_MOCK_AIS=absent`, no AIS entry points.
+pub fn ais_absent() -> bool {
+    std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v.trim() == "absent")
+}
+
+/// `HIPFILE_MOCK_AIS_STATUS=<errno>`: every AIS call fails with that errno (see [`ais_absent`]).
+pub fn ais_failing_errno() -> Option<i32> {
+    std::env::var("HIPFILE_MOCK_AIS_STATUS").ok().and_then(|v| v.trim().parse().ok())
+}
+
 /// Deterministic bytes that differ at every offset (xorshift64 from `seed`): test and
 /// benchmark data whose misplacement by even one byte shows.
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {

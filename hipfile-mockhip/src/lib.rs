@@ -488,7 +488,7 @@ pub unsafe extern "C" fn hipGetProcAddress(
         }
         // SAFETY: non-null and NUL-terminated (the caller).
         let name = unsafe { CStr::from_ptr(symbol) };
-        let absent = std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v == "absent");
+        let absent = hipfile_backend_mock::ais_absent();
         let found: Option<*mut c_void> = match name.to_bytes() {
             b"hipInit" => Some(hipInit as extern "C" fn(c_uint) -> c_int as *mut c_void),
             _ if absent => None,
@@ -557,7 +557,7 @@ fn amd_file_io(
     let mut copied = 0u64;
     let mut errno = 0;
     let rc = call(|| {
-        if let Some(injected) = std::env::var("HIPFILE_MOCK_AIS_STATUS").ok().and_then(|v| v.parse().ok()) {
+        if let Some(injected) = hipfile_backend_mock::ais_failing_errno() {
             errno = injected;
             return Ok(());
         }

@@ -108,29 +108,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// `hipfile bench` on a file: a table says what it runs on first, then each mode as it ends;
-/// JSON comes whole at the end.
+/// `hipfile bench` on a file: a table says what it runs on first (the report before any mode),
+/// then each mode as it ends (the report's newest outcome); JSON comes whole at the end.
 fn bench_locally(args: &args::BenchArgs) -> Result<(), String> {
-    let mut shown = 0;
-    let mut as_it_goes = |r: &Report| {
-        if !args.json {
-            print_progress(r, &mut shown);
-        }
+    let mut as_it_goes = |r: &Report| match (args.json, r.outcomes.last()) {
+        (true, _) => {}
+        (false, None) => print_preamble(r),
+        (false, Some(o)) => print_row(o),
     };
     bench::run(args, &mut as_it_goes).map(|r| print(&r, args.json))
-}
-
-/// The table's lines for what `report` has that `shown` (outcomes printed so far) has not: the
-/// platform and the backends before the first mode, then each mode's row as it ends.
-fn print_progress(report: &Report, shown: &mut usize) {
-    if report.outcomes.is_empty() {
-        print_preamble(report);
-    }
-    for o in &report.outcomes[*shown..] {
-        print_row(o);
-    }
-    *shown = report.outcomes.len();
-    let _ = std::io::Write::flush(&mut std::io::stdout());
 }
 
 fn print_preamble(report: &Report) {

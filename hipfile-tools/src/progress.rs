@@ -77,6 +77,10 @@ pub(crate) struct Step(ProgressBar);
 
 impl Step {
     pub(crate) fn new(what: String) -> Step {
+        // As the progress line: nothing (no ticking thread) where nobody watches.
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Step(ProgressBar::hidden());
+        }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());

@@ -185,11 +185,11 @@ impl SystemPlatform {
     /// `HIPFILE_MOCK_AIS_STATUS=<errno>` (every p2p request fails with it; semantics §6).
     #[cfg(feature = "mock")]
     fn mock_direct(&self, unsupported_fs: bool) -> std::result::Result<SystemBackend, (&'static str, String)> {
-        if std::env::var("HIPFILE_MOCK_AIS").is_ok_and(|v| v == "absent") {
+        if hipfile_backend_mock::ais_absent() {
             return Err(("mock-p2p", "HIPFILE_MOCK_AIS=absent: the mock GPU has no AIS".to_owned()));
         }
         let faults = Faults::default();
-        if let Some(errno) = std::env::var("HIPFILE_MOCK_AIS_STATUS").ok().and_then(|v| v.trim().parse().ok()) {
+        if let Some(errno) = hipfile_backend_mock::ais_failing_errno() {
             faults.fail_direct_path(errno);
         }
         // SAFETY: device memory of the in-process mock GPU is host memory; the driver only

@@ -373,9 +373,7 @@ fn measure(
         scheduled.push(before.since(timed.iter().map(|t| t.2).sum()));
     }
     let cpu = cpu_seconds() - cpu_before;
-    let checking = args.verify.then(|| Step::new(format!("checking {} against the file", mode.name())));
-    let verified = if checking.is_some() { verify(targets, &calls, target)? } else { None };
-    drop(checking);
+    let verified = if args.verify { verify(targets, &calls, target)? } else { None };
     let (run_cpu_wait_ms, run_preempted) = scheduled.into_iter().unzip();
     Ok(Outcome {
         mode,
@@ -407,6 +405,7 @@ fn cpu_seconds() -> f64 {
 /// Whether each call of the run that no other call shares a file range or buffer slot with left
 /// the same bytes in device memory as in the file (`None` when there is none).
 fn verify(targets: &[Target<'_>], calls: &[Vec<Call>], target: &File) -> Result<Option<bool>, String> {
+    let _step = Step::new("checking GPU memory against the file".to_owned());
     // Calls that share a file range or a buffer slot with another (random runs longer than
     // the file has slots) race with it: only the others have a defined outcome to check.
     // Writes from several devices go to the same file ranges: those are checked against
