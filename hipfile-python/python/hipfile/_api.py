@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from hipfile import _hipfile
 from hipfile._open import open_driver
@@ -39,7 +39,6 @@ _Stream = Union[int, None, Any]
 #: A batch entry: ``(buf, size, file_offset, buf_offset)``, the last ones optional.
 _Entry = Union[Tuple[Any], Tuple[Any, Optional[int]], Tuple[Any, Optional[int], int], Tuple[Any, Optional[int], int, int]]
 _Self = TypeVar("_Self", bound="_Closing")
-_P = TypeVar("_P")
 
 #: The most one call moves (Linux's ``MAX_RW_COUNT``): larger requests are split.
 MAX_RW_COUNT: int = _hipfile.MAX_RW_COUNT
@@ -84,7 +83,7 @@ class _Opened(_Closing):
 
     @property
     def closed(self) -> bool:
-        """Whether it is closed."""
+        """Whether it is closed (an upload: completed or aborted)."""
         return self._native is None
 
     @property
@@ -105,13 +104,6 @@ class _Opened(_Closing):
             if done != n:
                 verb = "written" if write else "read"
                 raise OSError(f"{self._name}: {done} of {n} bytes {verb} at {offset}")
-
-
-def _told(prop: _P, doc: str) -> _P:
-    """The property ``prop`` documented by ``doc``: a base's property in a subclass's own words
-    (typed as the base's)."""
-    base = cast(property, prop)
-    return cast(_P, property(base.fget, base.fset, base.fdel, doc))
 
 
 class DeviceBuffer:
@@ -244,8 +236,6 @@ class File(_Opened):
     """A file registered with the library (see :func:`open`); a context manager."""
 
     _kind = "File"
-    closed = _told(_Opened.closed, "Whether the file is closed.")
-    name = _told(_Opened.name, "The path it was opened with.")
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, List, Optional, Tuple
 
 from hipfile import _hipfile
-from hipfile._api import _Opened, _told
+from hipfile._api import _Opened
 
 _log = logging.getLogger("hipfile.remote")
 
@@ -94,7 +94,6 @@ class RemoteFile(_Opened):
     NumPy buffers, each request's ranges fetched in parallel. Writing is refused."""
 
     _kind = "RemoteFile"
-    name = _told(_Opened.name, "The URL it was opened with.")
 
     def __init__(self, url: str) -> None:
         self._native = _hipfile.remote_open(url)
@@ -149,8 +148,6 @@ class RemoteWriteFile(_Opened):
     completes it (after an exception in its ``with`` block, or :meth:`abort`, nothing appears)."""
 
     _kind = "RemoteWriteFile"
-    closed = _told(_Opened.closed, "Whether it is closed (completed or aborted).")
-    name = _told(_Opened.name, "The URL.")
 
     def __init__(self, url: str) -> None:
         self._native = _hipfile.remote_create(url)
