@@ -4,7 +4,8 @@
 //! A file's imports are the modules its `crate::` paths name (outside its `#[cfg(test)] mod
 //! tests`), a name the crate root re-exports counting as the module it comes from; the crate
 //! root's are the child modules its own paths name; a child module's `super::` is its parent.
-//! And no library source file over 600 lines, no function over 80 outside tests.
+//! And no library source file over 600 lines, no function over 80 outside tests; and the README
+//! and docs/*.md name no path of the repository that is not there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -339,4 +340,78 @@ fn a_long_function_is_seen() {
          impl S {{\n    pub unsafe extern \"C\" fn long(&self) {{\n{body}    }}\n}}\n"
     );
     assert_eq!(long_functions(&code, 80), vec![("long".to_owned(), 92)]);
+}
+
+/// The repository's paths a text names in backticks (`hipfile-core/src/config/params.rs`) that
+/// are not there: those under a folder of the workspace (a crate's, `include`, `xtask`, `docs`),
+/// except one said to be of somewhere else ("`...` of commit b36893f", "of the install tree"). The `hipfile` crate's
+/// folder shares its name with the Python package, whose installed paths (`hipfile/lib/...`)
+/// the docs also name: under it only `src/` and `tests/` are the crate's.
+fn missing_paths(text: &str, exists: impl Fn(&str) -> bool, folders: &BTreeSet<String>) -> Vec<String> {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_.-/".contains(c);
+    // The prose only: a fenced example's lines are left out (a shell's backticks there would
+    // pair with the prose's).
+    let mut fenced = false;
+    let prose: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            let fence = line.trim_start().starts_with("```");
+            fenced ^= fence;
+            !fence && !fenced
+        })
+        .collect();
+    let prose = prose.join("\n");
+    let mut out = Vec::new();
+    let mut spans = prose.split('`');
+    spans.next(); // before the first backtick
+    while let (Some(span), Some(after)) = (spans.next(), spans.next()) {
+        let parts: Vec<&str> = span.trim_end_matches('/').split('/').collect();
+        let named = parts.len() > 1 && span.chars().all(path_char) && parts.iter().all(|p| !p.is_empty());
+        let crate_path = parts[0] != "hipfile" || matches!(parts.get(1), Some(&("src" | "tests")));
+        if named && folders.contains(parts[0]) && crate_path && !after.starts_with(" of ") && !exists(span) {
+            out.push(span.to_owned());
+        }
+    }
+    out
+}
+
+/// The folders whose paths the docs may name: each crate's, and `include`, `xtask`, `docs`.
+fn workspace_folders() -> BTreeSet<String> {
+    let crates =
+        std::fs::read_dir(root()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("Cargo.toml").exists());
+    let mut folders: BTreeSet<String> = crates.map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    folders.extend(["include", "xtask", "docs"].map(String::from));
+    folders
+}
+
+/// What the README and docs/*.md say lives somewhere in the repository is there (the bench
+/// records under docs/bench/ name what was there when they ran).
+#[test]
+fn docs_name_only_paths_that_exist() {
+    let folders = workspace_folders();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.push(root().join("README.md"));
+    let mut found = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for path in missing_paths(&text, |p| root().join(p).exists(), &folders) {
+            found.push(format!("{}: `{path}`", doc.strip_prefix(root()).unwrap().display()));
+        }
+    }
+    assert!(found.is_empty(), "named in the docs, not in the repository:\n{}", found.join("\n"));
+}
+
+/// The reader takes a workspace path in backticks, and only that.
+#[test]
+fn a_missing_path_is_seen() {
+    let folders: BTreeSet<String> = ["hipfile", "hipfile-core", "include", "xtask"].map(String::from).into();
+    let text = "`hipfile-core/src/gone.rs` and `hipfile-core/src/here.rs`, `xtask/old.c` of commit abc, `include/x/y.h` of the install tree,\n\
+                ```sh\necho `xtask/in-a-fence.sh`\n```\n\
+                `hipfile/lib/libhipfile.so.0`, `hipfile/src/gone.rs`, `other/x.rs`, `HIPFILE_LOG`, `a b/c`";
+    let found = missing_paths(text, |p| p.ends_with("here.rs"), &folders);
+    assert_eq!(found, ["hipfile-core/src/gone.rs", "hipfile/src/gone.rs"]);
 }
