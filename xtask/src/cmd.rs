@@ -22,9 +22,14 @@ pub(crate) fn succeeds(program: &str, args: &[&str]) -> bool {
     Command::new(program).args(args).output().is_ok_and(|o| o.status.success())
 }
 
-/// The workspace's root directory.
+/// The workspace's root directory: the checkout `cargo xtask` runs in, as cargo tells the
+/// program when it runs it, else the one it was built in. (Cargo keys a workspace's build by
+/// paths relative to its root, so two checkouts sharing a target directory share this binary:
+/// the path it was compiled with may be the other checkout's.)
 pub(crate) fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
+    let manifest_dir = manifest_dir.unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into());
+    manifest_dir.parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
 /// Installs Debian packages (as root; otherwise says what to install).
