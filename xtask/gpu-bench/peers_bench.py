@@ -8,7 +8,7 @@ comparison run.sh prints, paired rounds where the comparison is close, and sever
   random   paired rounds: 128 random 1 MiB reads of a warm file, KvikIO best of 1/4/16 threads
            (best of 5 runs each) against `hipfile bench` with 16 threads (best of 5 runs)
   cold     paired rounds: a whole-file read with the page cache dropped, KvikIO best of 1/4/16
-           threads (one run each) against `hipfile bench` (one run)
+           threads (one run each) against `hipfile bench`'s best of three runs (a drop before each)
   ceiling  pinned host memory copied to each GPU alone and to all at once (the bounce ceiling)
   devices  KvikIO reading one warm file into several GPUs at once
 """
