@@ -259,11 +259,6 @@ impl Config {
             config.page_cache = v;
         }
         params::read_variables(&mut config, &get)?;
-        let number = |name: &'static str, accepted: &'static str, ok: fn(usize) -> bool| -> Result<Option<usize>> {
-            get(name)
-                .map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted)))
-                .transpose()
-        };
         if let Some(v) = parse_word(&get, "HIPFILE_BOUNCE_DEMOTE")? {
             config.bounce.demote = v;
         }
@@ -275,9 +270,8 @@ impl Config {
             }
             config.stats_level = digits.parse::<u64>().map_or(3, |n| n.min(3) as usize);
         }
-        if let Some(mib) = number("HIPFILE_PAGE_CACHE_LIMIT_MIB", "0 (half of MemAvailable) or more MiB", |m| {
-            m.checked_mul(1 << 20).is_some()
-        })? {
+        let (limit, accepted) = ("HIPFILE_PAGE_CACHE_LIMIT_MIB", "0 (half of MemAvailable) or more MiB");
+        if let Some(mib) = parse_number(&get, limit, accepted, |m| m.checked_mul(1 << 20).is_some())? {
             config.page_cache_limit = (mib as u64) << 20;
         }
         Ok(config)
@@ -304,6 +298,17 @@ impl Config {
 /// error listing its words.
 fn parse_word<T: Words>(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<Option<T>> {
     get(name).map(|text| T::parse(&text).ok_or_else(|| invalid(name, text, T::words()))).transpose()
+}
+
+/// A variable whose value is a number `ok` accepts; anything else is an error saying what is
+/// `accepted`.
+fn parse_number(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    accepted: &'static str,
+    ok: fn(usize) -> bool,
+) -> Result<Option<usize>> {
+    get(name).map(|v| v.trim().parse().ok().filter(|&n| ok(n)).ok_or_else(|| invalid(name, v, accepted))).transpose()
 }
 
 fn invalid(var: &'static str, value: String, accepted: impl Into<String>) -> Error {

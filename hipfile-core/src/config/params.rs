@@ -12,7 +12,7 @@
 //! Each parameter that names something the library has steers it (see [`Config`]'s fields);
 //! the others are kept and reported, and `docs/compat.md` says why they have no effect here.
 
-use super::{BOOL_WORDS, Config, StreamSignal, StringValues, invalid, parse_bool};
+use super::{BOOL_WORDS, Config, StreamSignal, StringValues, invalid, parse_bool, parse_number};
 use crate::cache::PageCache;
 use crate::error::{OpError, Result};
 use crate::words::Words;
@@ -287,10 +287,7 @@ pub(super) fn read_variables(config: &mut Config, get: &impl Fn(&str) -> Option<
     // buffer, 0 its default): stream-ordered I/O here stages through the bounce path's pool,
     // which it makes at least that large where `HIPFILE_BOUNCE_MEMORY_MIB` does not size the
     // pool (up to the pool's largest).
-    let name = "HIPFILE_ASYNC_BUFFER_SIZE";
-    let async_buffer = get(name)
-        .map(|v| v.trim().parse::<usize>().map_err(|_| invalid(name, v, "0 (the default) or more bytes")))
-        .transpose()?;
+    let async_buffer = parse_number(get, "HIPFILE_ASYNC_BUFFER_SIZE", "0 (the default) or more bytes", |_| true)?;
     if let Some(bytes) = async_buffer.filter(|&b| b > 0 && get("HIPFILE_BOUNCE_MEMORY_MIB").is_none()) {
         let pool = SizeParam::MaxDevicePinnedMemSizeKb;
         let kib = bytes.div_ceil(1 << 20).saturating_mul(1024).min(*size_range(pool).end());
